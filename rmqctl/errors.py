@@ -1,0 +1,172 @@
+"""One exception tree and the documented process exit codes.
+
+Every error rmqctl raises derives from :class:`RmqctlError`; third-party exceptions (socket
+errors, ``json`` errors, ``httpx`` errors, TOML errors) are translated exactly once, at the layer
+that meets them, with ``raise … from exc``. Front ends render an error in one place as
+``rmqctl: error: <message>`` plus an optional hint and exit with :attr:`RmqctlError.exit_code`.
+
+Tree::
+
+    RmqctlError(message, hint)
+    ├── ConnectionError        cannot reach or lost a name server / broker       exit 3
+    │   └── ConnectionLost     the socket died while requests were pending        exit 3
+    ├── TimeoutError           no answer within --timeout                         exit 4
+    ├── ProtocolError          bad frame or bad body (raw bytes kept for --debug) exit 3
+    ├── RemoteError(code, remark)  the server answered with a non-success code    exit 1
+    │   ├── TopicNotExist (17)
+    │   ├── ConsumerNotOnline (206)
+    │   ├── RequestCodeNotSupported (3)
+    │   ├── NoPermission (16)
+    │   └── GoAway (1500)
+    ├── NotFound               unknown group / topic (decided by rmqctl itself)   exit 2
+    ├── PartialResult          some brokers answered, some failed                  exit 5
+    ├── ConfigError            bad config file, context or scenario file          exit 2
+    └── UsageError             bad flags or arguments                              exit 2
+
+Imports nothing from the rest of rmqctl.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+from typing import ClassVar
+
+
+class ExitCode(enum.IntEnum):
+    """Process exit codes; the README documents the same table."""
+
+    OK = 0
+    FINDINGS = 1
+    USAGE = 2
+    CONNECTION = 3
+    TIMEOUT = 4
+    PARTIAL = 5
+    INTERRUPTED = 130
+
+
+class RmqctlError(Exception):
+    """Base of every rmqctl error: a one-line ``message`` and an optional ``hint``."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.FINDINGS
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConnectionError(RmqctlError):  # noqa: A001 - deliberate, lives in our namespace
+    """A name server or broker cannot be reached."""
+
+    exit_code = ExitCode.CONNECTION
+
+
+class ConnectionLost(ConnectionError):
+    """The connection died while requests were in flight."""
+
+
+class TimeoutError(RmqctlError):  # noqa: A001
+    """A request got no answer within its timeout."""
+
+    exit_code = ExitCode.TIMEOUT
+
+
+class ProtocolError(RmqctlError):
+    """A frame or body could not be decoded. ``raw`` keeps the offending bytes for ``--debug``."""
+
+    exit_code = ExitCode.CONNECTION
+
+    def __init__(self, message: str, raw: bytes = b"", hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.raw = raw
+
+
+class RemoteError(RmqctlError):
+    """The server answered a request with a non-success response code."""
+
+    exit_code = ExitCode.FINDINGS
+    registry: ClassVar[dict[int, builtins.type[RemoteError]]] = {}
+    code_value: ClassVar[int | None] = None
+
+    def __init__(self, code: int, remark: str | None, *, address: str = "") -> None:
+        where = f" from {address}" if address else ""
+        text = (remark or "").strip() or "no remark"
+        super().__init__(f"{self.__class__.__name__} (code {code}){where}: {text}")
+        self.code = code
+        self.remark = remark or ""
+        self.address = address
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.code_value is not None:
+            RemoteError.registry[cls.code_value] = cls
+
+    @staticmethod
+    def for_code(code: int, remark: str | None, *, address: str = "") -> RemoteError:
+        """Build the most specific subclass registered for ``code``."""
+        cls = RemoteError.registry.get(code, RemoteError)
+        return cls(code, remark, address=address)
+
+
+class SystemError(RemoteError):  # noqa: A001
+    code_value = 1
+
+
+class RequestCodeNotSupported(RemoteError):
+    code_value = 3
+
+
+class NoPermission(RemoteError):
+    code_value = 16
+
+
+class TopicNotExist(RemoteError):
+    code_value = 17
+
+
+class QueryNotFound(RemoteError):
+    code_value = 22
+
+
+class SubscriptionGroupNotExist(RemoteError):
+    code_value = 26
+
+
+class ConsumerNotOnline(RemoteError):
+    code_value = 206
+
+
+class ConsumeMsgTimeout(RemoteError):
+    code_value = 207
+
+
+class GoAway(RemoteError):
+    code_value = 1500
+
+
+class NotFound(RmqctlError):
+    """Something the user named does not exist on the cluster."""
+
+    exit_code = ExitCode.USAGE
+
+
+class PartialResult(RmqctlError):
+    """Some brokers answered and some did not; the data that arrived is still rendered."""
+
+    exit_code = ExitCode.PARTIAL
+
+
+class ConfigError(RmqctlError):
+    """A config file, context or scenario file is invalid."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UsageError(RmqctlError):
+    """Command-line misuse the parser could not catch."""
+
+    exit_code = ExitCode.USAGE

@@ -1,0 +1,587 @@
+"""Domain model: frozen dataclasses that every layer exchanges.
+
+Wire formats never cross a layer boundary; these objects do. Derived numbers (lag, inflight,
+owner lookups, Java ordering) are properties here, never recomputed in a command or widget.
+
+Must not import anything that does I/O, and nothing from the rest of rmqctl but ``errors``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+#: The Java client and broker treat this expression as "everything".
+SUB_ALL = "*"
+
+Severity = Literal["info", "warning", "error"]
+
+
+def java_str_key(text: str) -> bytes:
+    """Sort key that orders strings like Java's ``String.compareTo`` (UTF-16 code units)."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def java_string_hash(text: str) -> int:
+    """Java ``String.hashCode`` as a signed 32-bit int (the broker's tag code)."""
+    h = 0
+    data = java_str_key(text)
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _version_names() -> tuple[str, ...]:
+    """The ``MQVersion.Version`` enum in ordinal order (its layout is regular past 3.0.0)."""
+    names = ["V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1"]
+    names += [f"V3_0_0_BETA{i}" for i in range(1, 6)]
+    for i in range(6, 10):
+        names += [f"V3_0_0_BETA{i}_SNAPSHOT", f"V3_0_0_BETA{i}"]
+    names.append("V3_0_0_FINAL")
+    releases = [(3, 0, p) for p in range(1, 16)]
+    releases += [(3, m, p) for m in (1, 2) for p in range(10)]
+    releases += [(3, m, p) for m in range(3, 10) for p in range(1, 10)]
+    releases += [(major, m, p) for major in (4, 5) for m in range(10) for p in range(10)]
+    for major, minor, patch in releases:
+        names += [f"V{major}_{minor}_{patch}_SNAPSHOT", f"V{major}_{minor}_{patch}"]
+    names.append("HIGHER_VERSION")
+    return tuple(names)
+
+
+_VERSION_NAMES = _version_names()
+
+
+def version_desc(version: int) -> str:
+    """``MQVersion.getVersionDesc``: the enum name of an ordinal, clamped to the last entry."""
+    if version < 0:
+        return f"V{version}"
+    return _VERSION_NAMES[min(version, len(_VERSION_NAMES) - 1)]
+
+
+def version_ordinal(name: str) -> int:
+    """Inverse of :func:`version_desc` (``V5_3_3`` → 479)."""
+    return _VERSION_NAMES.index(name)
+
+
+def format_millis(ts: int | None) -> str:
+    """Render epoch milliseconds as local ``YYYY-MM-DD HH:MM:SS`` (``N/A`` for 0/None)."""
+    if not ts:
+        return "N/A"
+    return _dt.datetime.fromtimestamp(ts / 1000).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@functools.total_ordering
+@dataclass(frozen=True, slots=True)
+class MessageQueue:
+    """One queue of one topic on one broker; ordered exactly like Java's ``MessageQueue``."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def _key(self) -> tuple[bytes, bytes, int]:
+        return (java_str_key(self.topic), java_str_key(self.broker_name), self.queue_id)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, MessageQueue):
+            return NotImplemented
+        return self._key() < other._key()
+
+    def java_string(self) -> str:
+        """``MessageQueue.toString()``; the consistent-hash strategy hashes this exact text."""
+        return (
+            f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, "
+            f"queueId={self.queue_id}]"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape used in every output contract."""
+        return {"topic": self.topic, "broker": self.broker_name, "queue_id": self.queue_id}
+
+    @property
+    def is_retry(self) -> bool:
+        return self.topic.startswith(RETRY_PREFIX)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cluster, topics, routes
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerData:
+    """One broker set: its name, cluster and addresses by broker id (0 is the master)."""
+
+    broker_name: str
+    cluster: str
+    addrs: Mapping[int, str]
+
+    @property
+    def master_addr(self) -> str | None:
+        return self.addrs.get(0)
+
+    def select_addr(self) -> str | None:
+        """The master, else the lowest-id slave (Java picks a random slave; we stay stable)."""
+        if 0 in self.addrs:
+            return self.addrs[0]
+        return self.addrs[min(self.addrs)] if self.addrs else None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """What the name server knows about clusters and brokers (request 106)."""
+
+    brokers: Mapping[str, BrokerData]
+    clusters: Mapping[str, tuple[str, ...]]
+
+    def masters(self) -> dict[str, str]:
+        """Broker name → master address, for every broker set that has a master."""
+        return {
+            name: data.addrs[0] for name, data in sorted(self.brokers.items()) if 0 in data.addrs
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueData:
+    """The queues one broker serves for a topic."""
+
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.perm & 4)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.perm & 2)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRoute:
+    """A topic's route from the name server (request 105)."""
+
+    topic: str
+    queue_datas: tuple[QueueData, ...]
+    broker_datas: tuple[BrokerData, ...]
+    order_topic_conf: str | None = None
+
+    def read_queues(self) -> list[MessageQueue]:
+        """Every readable queue, sorted as the Java client sorts mqAll."""
+        out = [
+            MessageQueue(self.topic, qd.broker_name, qid)
+            for qd in self.queue_datas
+            if qd.readable
+            for qid in range(qd.read_queue_nums)
+        ]
+        return sorted(out)
+
+    def master_addrs(self) -> dict[str, str]:
+        return {b.broker_name: b.master_addr for b in self.broker_datas if b.master_addr}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOffset:
+    """Min/max offset of one queue (request 202). ``max_offset`` is the queue's length."""
+
+    queue: MessageQueue
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStats:
+    topic: str
+    offsets: tuple[TopicOffset, ...]
+    put_tps: float | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Consumers
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A subscription as a client sends it or the broker stores it (``SubscriptionData``)."""
+
+    topic: str
+    expression: str
+    tags: tuple[str, ...] = ()
+    codes: tuple[int, ...] = ()
+    sub_version: int = 0
+    expression_type: str = "TAG"
+
+    @property
+    def is_all(self) -> bool:
+        return self.expression_type == "TAG" and (
+            self.expression.strip() in ("", SUB_ALL) or SUB_ALL in self.tags
+        )
+
+    def same_filter(self, other: Subscription) -> bool:
+        """True when both select the same messages (tag sets, not spelling, for TAG)."""
+        if self.expression_type != other.expression_type:
+            return False
+        if self.expression_type == "TAG":
+            if self.is_all or other.is_all:
+                return self.is_all and other.is_all
+            return set(self.tags) == set(other.tags)
+        return " ".join(self.expression.split()) == " ".join(other.expression.split())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "expression": self.expression,
+            "expression_type": self.expression_type,
+            "tags": list(self.tags),
+            "sub_version": self.sub_version,
+        }
+
+
+def parse_tag_expression(topic: str, expression: str, sub_version: int = 0) -> Subscription:
+    """Build a TAG subscription like ``FilterAPI.buildSubscriptionData``: split on ``||``."""
+    expr = expression if expression is not None else SUB_ALL
+    if expr.strip() in ("", SUB_ALL):
+        return Subscription(topic, SUB_ALL, (), (), sub_version)
+    tags: list[str] = []
+    for part in expr.split("||"):
+        tag = part.strip()
+        if tag and tag not in tags:
+            tags.append(tag)
+    return Subscription(
+        topic, expr, tuple(tags), tuple(java_string_hash(t) for t in tags), sub_version
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConnection:
+    """One consumer client connected to a broker (an entry of ``connectionSet``)."""
+
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+    @property
+    def version_desc(self) -> str:
+        return version_desc(self.version)
+
+    @property
+    def ip(self) -> str:
+        """The IP part of the client id (what mqadmin shows as Client IP)."""
+        return self.client_id.split("@", 1)[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "client_id": self.client_id,
+            "client_addr": self.client_addr,
+            "language": self.language,
+            "version": self.version_desc,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConnection:
+    """A broker's view of a group (request 203): live channels and its stored subscriptions."""
+
+    connections: tuple[ClientConnection, ...]
+    subscriptions: Mapping[str, Subscription]
+    consume_type: str | None
+    message_model: str | None
+    consume_from_where: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetEntry:
+    """One queue of ``ConsumeStats`` (request 208)."""
+
+    broker_offset: int
+    consumer_offset: int
+    pull_offset: int | None
+    last_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeStats:
+    offsets: Mapping[MessageQueue, OffsetEntry]
+    consume_tps: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessQueueInfo:
+    """A client's local state for one queue it holds (``mqTable`` of ConsumerRunningInfo)."""
+
+    commit_offset: int = 0
+    cached_msg_count: int = 0
+    cached_msg_min_offset: int = 0
+    cached_msg_max_offset: int = 0
+    cached_msg_size_mib: int = 0
+    locked: bool = False
+    dropped: bool = False
+    try_unlock_times: int = 0
+    last_lock_timestamp: int = 0
+    last_pull_timestamp: int = 0
+    last_consume_timestamp: int = 0
+
+
+_STRATEGY_BY_CLASS = {
+    "AllocateMessageQueueAveragely": "AVG",
+    "AllocateMessageQueueAveragelyByCircle": "AVG_BY_CIRCLE",
+    "AllocateMessageQueueConsistentHash": "CONSISTENT_HASH",
+    "AllocateMessageQueueByConfig": "CONFIG",
+    "AllocateMessageQueueByMachineRoom": "MACHINE_ROOM",
+    "AllocateMachineRoomNearby": "MACHINE_ROOM_NEARBY",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRunningInfo:
+    """What one client reports about itself (request 307, relayed by the broker)."""
+
+    client_id: str
+    properties: Mapping[str, str]
+    subscriptions: tuple[Subscription, ...]
+    mq_table: Mapping[MessageQueue, ProcessQueueInfo]
+
+    @property
+    def consume_type(self) -> str | None:
+        return self.properties.get("PROP_CONSUME_TYPE")
+
+    @property
+    def message_model(self) -> str | None:
+        return self.properties.get("messageModel")
+
+    @property
+    def consume_orderly(self) -> bool:
+        return self.properties.get("PROP_CONSUMEORDERLY", "false").lower() == "true"
+
+    @property
+    def start_timestamp(self) -> int:
+        try:
+            return int(self.properties.get("PROP_CONSUMER_START_TIMESTAMP", "0"))
+        except ValueError:
+            return 0
+
+    @property
+    def strategy(self) -> str | None:
+        """Allocation strategy name (``AVG`` …) from the Java ``toString`` in the properties."""
+        raw = self.properties.get("allocateMessageQueueStrategy")
+        if not raw:
+            return self.properties.get("allocateStrategy")
+        cls = raw.split("@", 1)[0].rsplit(".", 1)[-1]
+        return _STRATEGY_BY_CLASS.get(cls, raw if "." not in raw else cls)
+
+    def user_subscriptions(self) -> tuple[Subscription, ...]:
+        """The subscriptions the application asked for, without the automatic retry topic."""
+        return tuple(s for s in self.subscriptions if not s.topic.startswith(RETRY_PREFIX))
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionGroupConfig:
+    """A broker's stored config of a consumer group (request 201/352)."""
+
+    group_name: str
+    consume_enable: bool = True
+    consume_broadcast_enable: bool = True
+    consume_message_orderly: bool = False
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    notify_consumer_ids_changed_enable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRuntime:
+    """``GET_BROKER_RUNTIME_INFO`` of one broker: the raw key/value table plus handy fields."""
+
+    broker_name: str
+    broker_id: int
+    addr: str
+    cluster: str
+    table: Mapping[str, str]
+
+    @property
+    def version(self) -> str:
+        return self.table.get("brokerVersionDesc", "")
+
+    def _float(self, key: str) -> float:
+        try:
+            return float(self.table.get(key, "0").split()[0])
+        except (ValueError, IndexError):
+            return 0.0
+
+    @property
+    def in_tps(self) -> float:
+        return self._float("putTps")
+
+    @property
+    def out_tps(self) -> float:
+        return self._float("getTransferredTps")
+
+    @property
+    def disk_ratio(self) -> float:
+        return self._float("commitLogDiskRatio")
+
+
+# ---------------------------------------------------------------------------------------------
+# The group view
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    """Progress of one queue for a group, with the client that reports holding it."""
+
+    queue: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    pull_offset: int | None
+    last_timestamp: int
+    owner: str | None = None
+
+    @property
+    def diff(self) -> int:
+        """Lag in messages, as mqadmin's ``#Diff`` (broker offset − consumer offset)."""
+        return self.broker_offset - self.consumer_offset
+
+    @property
+    def inflight(self) -> int:
+        """Pulled but not committed (``pullOffset − consumerOffset``; 0 when unknown)."""
+        if self.pull_offset is None:
+            return 0
+        return max(0, self.pull_offset - self.consumer_offset)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.queue.topic,
+            "broker": self.queue.broker_name,
+            "queue_id": self.queue.queue_id,
+            "broker_offset": self.broker_offset,
+            "consumer_offset": self.consumer_offset,
+            "pull_offset": self.pull_offset,
+            "diff": self.diff,
+            "inflight": self.inflight,
+            "last_consumed_ts": self.last_timestamp or None,
+            "owner": self.owner,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """Everything rmqctl knows about one consumer group across all brokers.
+
+    ``errors`` maps a broker name (or ``client:<id>``) to the error that made this view
+    partial; an empty mapping means the view is complete.
+    """
+
+    group: str
+    connections: tuple[ClientConnection, ...]
+    broker_subscriptions: Mapping[str, Mapping[str, Subscription]]
+    running_infos: Mapping[str, ConsumerRunningInfo]
+    progress: tuple[QueueProgress, ...]
+    consume_type: str | None = None
+    message_model: str | None = None
+    consume_from_where: str | None = None
+    #: readable queues per subscribed topic, from the name server routes (for assignment checks)
+    topic_queues: Mapping[str, tuple[MessageQueue, ...]] = field(default_factory=dict)
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def online(self) -> bool:
+        return bool(self.connections)
+
+    @property
+    def client_ids(self) -> tuple[str, ...]:
+        return tuple(c.client_id for c in self.connections)
+
+    @property
+    def client_subscriptions(self) -> dict[str, tuple[Subscription, ...]]:
+        """Each client's own subscriptions (from its running info), retry topic excluded."""
+        return {
+            cid: info.user_subscriptions() for cid, info in sorted(self.running_infos.items())
+        }
+
+    @property
+    def total_diff(self) -> int:
+        return sum(p.diff for p in self.progress)
+
+    @property
+    def total_inflight(self) -> int:
+        return sum(p.inflight for p in self.progress)
+
+    def assignments(self) -> dict[str, list[MessageQueue]]:
+        """Client id → queues it reports holding (from running infos), sorted Java-style."""
+        out: dict[str, list[MessageQueue]] = {cid: [] for cid in self.client_ids}
+        for cid, info in self.running_infos.items():
+            out.setdefault(cid, []).extend(
+                mq for mq, pq in info.mq_table.items() if not pq.dropped
+            )
+        return {cid: sorted(qs) for cid, qs in sorted(out.items())}
+
+    def owners(self) -> dict[MessageQueue, list[str]]:
+        """Queue → every client that reports holding it (two or more is itself a problem)."""
+        out: dict[MessageQueue, list[str]] = {}
+        for cid, queues in self.assignments().items():
+            for mq in queues:
+                out.setdefault(mq, []).append(cid)
+        return out
+
+    def known_queues(self) -> list[MessageQueue]:
+        """Every queue the group should be consuming: progress rows plus route queues."""
+        seen = {p.queue for p in self.progress}
+        for queues in self.topic_queues.values():
+            seen.update(queues)
+        return sorted(seen)
+
+    def unassigned(self) -> list[MessageQueue]:
+        """Queues of the group's topics that no online client reports holding."""
+        owners = self.owners()
+        return [mq for mq in self.known_queues() if mq not in owners]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One line of ``rmqctl group list``."""
+
+    group: str
+    clients: int
+    consume_type: str | None
+    message_model: str | None
+    version: str | None
+    total_diff: int
+    consume_tps: float = 0.0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A doctor verdict: what is wrong, what it does to messages, and how to fix it."""
+
+    code: str
+    severity: Severity
+    group: str
+    title: str
+    detail: str
+    evidence: Mapping[str, Any]
+    fix: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "group": self.group,
+            "title": self.title,
+            "detail": self.detail,
+            "evidence": dict(self.evidence),
+            "fix": self.fix,
+        }
+
+
+def queues_as_dicts(queues: Iterable[MessageQueue]) -> list[dict[str, Any]]:
+    return [mq.as_dict() for mq in queues]
