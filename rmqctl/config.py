@@ -1,0 +1,153 @@
+"""Named contexts in a TOML file, and how a command's connection settings are resolved.
+
+The file lives at ``$RMQCTL_CONFIG`` or ``$XDG_CONFIG_HOME/rmqctl/config.toml`` (default
+``~/.config/rmqctl/config.toml``)::
+
+    current-context = "prod"
+
+    [contexts.prod]
+    namesrv = "10.0.0.1:9876;10.0.0.2:9876"
+    timeout = 5
+    access_key = "ak"          # secrets may instead come from RMQCTL_ACCESS_KEY/RMQCTL_SECRET_KEY
+    secret_key = "sk"
+
+Resolution of the name servers, first match wins: ``-n/--namesrv``, the context named by
+``--context``, the ``NAMESRV_ADDR`` environment variable (as mqadmin), the current context.
+
+Must not import the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from rmqctl import errors
+from rmqctl.remoting.acl import Credentials
+
+_CONTEXT_KEYS = {"namesrv": str, "timeout": (int, float), "access_key": str, "secret_key": str,
+                 "dashboard": str}
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("RMQCTL_CONFIG")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "rmqctl" / "config.toml"
+
+
+@dataclass
+class Config:
+    """The whole config file."""
+
+    current_context: str | None = None
+    contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    path: Path = field(default_factory=config_path)
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Config:
+        path = path or config_path()
+        if not path.exists():
+            return cls(path=path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise errors.ConfigError(f"cannot read config file {path}: {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise errors.ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        current = data.get("current-context")
+        contexts = data.get("contexts", {})
+        if current is not None and not isinstance(current, str):
+            raise errors.ConfigError(f"{path}: current-context must be a string")
+        if not isinstance(contexts, dict):
+            raise errors.ConfigError(f"{path}: [contexts] must be a table")
+        for name, ctx in contexts.items():
+            if not isinstance(ctx, dict):
+                raise errors.ConfigError(f"{path}: contexts.{name} must be a table")
+            for key, value in ctx.items():
+                expected = _CONTEXT_KEYS.get(key)
+                if expected is None:
+                    raise errors.ConfigError(
+                        f"{path}: contexts.{name}: unknown key {key!r}",
+                        hint="known keys: " + ", ".join(sorted(_CONTEXT_KEYS)),
+                    )
+                if not isinstance(value, expected) or isinstance(value, bool):
+                    raise errors.ConfigError(f"{path}: contexts.{name}.{key} has the wrong type")
+        return cls(current, dict(contexts), path)
+
+    def save(self) -> None:
+        data: dict[str, Any] = {}
+        if self.current_context:
+            data["current-context"] = self.current_context
+        data["contexts"] = self.contexts
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".toml.tmp")
+            tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
+            os.chmod(tmp, 0o600)  # it may hold a secret key
+            tmp.replace(self.path)
+        except OSError as exc:
+            raise errors.ConfigError(f"cannot write config file {self.path}: {exc}") from exc
+
+    def context(self, name: str) -> dict[str, Any]:
+        if name not in self.contexts:
+            known = ", ".join(sorted(self.contexts)) or "none defined"
+            raise errors.ConfigError(f"unknown context {name!r} (known: {known})",
+                                     hint="create one with: rmqctl config set-context NAME -n host:9876")
+        return self.contexts[name]
+
+    def redacted(self) -> dict[str, Any]:
+        """The file's content with secrets masked, for ``config view``."""
+        contexts = {
+            name: {k: ("******" if k == "secret_key" else v) for k, v in ctx.items()}
+            for name, ctx in sorted(self.contexts.items())
+        }
+        return {"path": str(self.path), "current_context": self.current_context,
+                "contexts": contexts}
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and how one command connects."""
+
+    namesrv: str
+    timeout: float
+    credentials: Credentials | None
+    context: str | None
+
+
+def resolve(
+    *,
+    namesrv: str | None,
+    context: str | None,
+    timeout: float | None,
+    config: Config | None = None,
+) -> Target:
+    """Pick the name servers, timeout and credentials for this invocation."""
+    cfg = config or Config.load()
+    ctx_name = context
+    ctx: dict[str, Any] = {}
+    if context:
+        ctx = cfg.context(context)
+    elif not namesrv and not os.environ.get("NAMESRV_ADDR") and cfg.current_context:
+        ctx_name = cfg.current_context
+        ctx = cfg.context(cfg.current_context)
+    address = namesrv or ctx.get("namesrv") or os.environ.get("NAMESRV_ADDR")
+    if not address:
+        raise errors.UsageError(
+            "no name server address",
+            hint="pass -n host:9876, set NAMESRV_ADDR, use a context, or try --emulator tag-overwrite",
+        )
+    credentials = Credentials.from_env()
+    if credentials is None and ctx.get("access_key") and ctx.get("secret_key"):
+        credentials = Credentials(ctx["access_key"], ctx["secret_key"])
+    effective_timeout = float(timeout if timeout is not None else ctx.get("timeout", 5.0))
+    if effective_timeout <= 0:
+        raise errors.UsageError("--timeout must be positive")
+    return Target(address, effective_timeout, credentials, ctx_name)

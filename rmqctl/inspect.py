@@ -1,0 +1,179 @@
+"""Build a :class:`~rmqctl.model.GroupView` for one consumer group across every broker.
+
+The view joins what mqadmin spreads over four commands: each broker's connections and stored
+subscription table (203), the merged progress of every queue (208), each client's own running
+info (307, relayed by a broker that holds the client's channel) and the routes of the group's
+topics. A broker that fails leaves its name and error in ``GroupView.errors``; the rest of the
+view is still built.
+
+Must not import the CLI, the TUI or pyspark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from rmqctl import errors
+from rmqctl.model import (
+    ClientConnection,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    GroupSummary,
+    GroupView,
+    MessageQueue,
+    QueueProgress,
+    version_desc,
+)
+from rmqctl.remoting.admin import AdminClient
+
+
+async def _connections(
+    admin: AdminClient, masters: Mapping[str, str], group: str
+) -> tuple[dict[str, ConsumerConnection], dict[str, str]]:
+    async def one(addr: str) -> ConsumerConnection | None:
+        try:
+            return await admin.consumer_connection(addr, group)
+        except errors.ConsumerNotOnline:
+            return None  # this broker has no live channel of the group: not a failure
+
+    results, failures = await admin.fan_out(masters, one)
+    return {b: c for b, c in results.items() if c is not None}, failures
+
+
+def _merge_progress(
+    stats: Mapping[str, ConsumeStats], owners: Mapping[MessageQueue, str]
+) -> tuple[QueueProgress, ...]:
+    rows = []
+    for broker_stats in stats.values():
+        for mq, entry in broker_stats.offsets.items():
+            rows.append(
+                QueueProgress(
+                    queue=mq,
+                    broker_offset=entry.broker_offset,
+                    consumer_offset=entry.consumer_offset,
+                    pull_offset=entry.pull_offset,
+                    last_timestamp=entry.last_timestamp,
+                    owner=owners.get(mq),
+                )
+            )
+    return tuple(sorted(rows, key=lambda r: r.queue))
+
+
+async def inspect_group(
+    admin: AdminClient, masters: Mapping[str, str], group: str, *, running_info: bool = True
+) -> GroupView:
+    """Everything about ``group``; raises NotFound when no broker knows the group at all."""
+    (conns_by_broker, conn_failures), (stats_by_broker, stats_failures) = await asyncio.gather(
+        _connections(admin, masters, group),
+        admin.fan_out(masters, lambda addr: admin.consume_stats(addr, group)),
+    )
+    failures: dict[str, str] = {}
+    for name, err in {**stats_failures, **conn_failures}.items():
+        failures[name] = err
+    if len(failures) == len(masters) and masters:
+        detail = "; ".join(f"{b}: {e}" for b, e in failures.items())
+        raise errors.ConnectionError(f"no broker answered for group {group!r}: {detail}")
+
+    # One connection per client id; remember which broker can relay to it.
+    connections: dict[str, ClientConnection] = {}
+    relay: dict[str, str] = {}
+    for broker, cc in sorted(conns_by_broker.items()):
+        for conn in cc.connections:
+            connections.setdefault(conn.client_id, conn)
+            relay.setdefault(conn.client_id, masters[broker])
+
+    has_offsets = any(s.offsets for s in stats_by_broker.values())
+    if not connections and not has_offsets and not failures:
+        configs, _ = await admin.fan_out(masters, admin.subscription_groups)
+        if not any(group in table for table in configs.values()):
+            raise errors.NotFound(
+                f"consumer group {group!r} not found on any broker",
+                hint="list groups with: rmqctl group list",
+            )
+
+    infos: dict[str, ConsumerRunningInfo] = {}
+    if running_info and connections:
+        results = await asyncio.gather(
+            *(admin.consumer_running_info(relay[cid], group, cid) for cid in connections),
+            return_exceptions=True,
+        )
+        for cid, result in zip(connections, results):
+            if isinstance(result, errors.RmqctlError):
+                failures[f"client:{cid}"] = str(result)
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                infos[cid] = result
+
+    owners: dict[MessageQueue, str] = {}
+    for cid in sorted(infos):
+        for mq, pq in infos[cid].mq_table.items():
+            if not pq.dropped:
+                owners.setdefault(mq, cid)
+
+    topics: set[str] = set()
+    for cc in conns_by_broker.values():
+        topics.update(cc.subscriptions)
+    for ri in infos.values():
+        topics.update(s.topic for s in ri.subscriptions)
+    routes = await asyncio.gather(
+        *(admin.topic_route(t) for t in sorted(topics)), return_exceptions=True
+    )
+    topic_queues = {}
+    for topic, route in zip(sorted(topics), routes):
+        if isinstance(route, errors.RmqctlError):
+            if not isinstance(route, errors.TopicNotExist):
+                failures[f"route:{topic}"] = str(route)
+            continue
+        if isinstance(route, BaseException):
+            raise route
+        topic_queues[topic] = tuple(route.read_queues())
+
+    first = next(iter(sorted(conns_by_broker.items())), None)
+    cc0 = first[1] if first else None
+    return GroupView(
+        group=group,
+        connections=tuple(sorted(connections.values(), key=lambda c: c.client_id)),
+        broker_subscriptions={b: dict(cc.subscriptions) for b, cc in sorted(conns_by_broker.items())},
+        running_infos=dict(sorted(infos.items())),
+        progress=_merge_progress(stats_by_broker, owners),
+        consume_type=cc0.consume_type if cc0 else None,
+        message_model=cc0.message_model if cc0 else None,
+        consume_from_where=cc0.consume_from_where if cc0 else None,
+        topic_queues=topic_queues,
+        errors=failures,
+    )
+
+
+async def summarize_group(
+    admin: AdminClient, masters: Mapping[str, str], group: str
+) -> GroupSummary:
+    """One ``group list`` row: connections and total lag, never raising for one bad group."""
+    try:
+        (conns, conn_failures), (stats, stats_failures) = await asyncio.gather(
+            _connections(admin, masters, group),
+            admin.fan_out(masters, lambda addr: admin.consume_stats(addr, group)),
+        )
+    except errors.RmqctlError as exc:
+        return GroupSummary(group, 0, None, None, None, 0, error=str(exc))
+    clients = {c.client_id: c for cc in conns.values() for c in cc.connections}
+    cc0 = next(iter(conns.values()), None)
+    diff = sum(
+        e.broker_offset - e.consumer_offset for s in stats.values() for e in s.offsets.values()
+    )
+    tps = sum(s.consume_tps for s in stats.values())
+    version = min((c.version for c in clients.values()), default=None)
+    failures = {**stats_failures, **conn_failures}
+    return GroupSummary(
+        group=group,
+        clients=len(clients),
+        consume_type=cc0.consume_type if cc0 else None,
+        message_model=cc0.message_model if cc0 else None,
+        version=version_desc(version) if version is not None else None,
+        total_diff=diff,
+        consume_tps=tps,
+        error="; ".join(f"{b}: {e}" for b, e in failures.items()) or None,
+    )
+

@@ -1,0 +1,241 @@
+"""The fastjson dialect that RocketMQ servers write, read and written back.
+
+Java's fastjson writes maps keyed by numbers without quotes (``{0:"127.0.0.1:10911"}``) and maps
+keyed by objects as object literals (``{{"brokerName":"a","queueId":0,"topic":"T"}:{…}}``), so
+response bodies are not JSON. :func:`loads` is a small recursive-descent parser whose object
+keys may be any JSON value: number keys come back as ``int``, object keys as a hashable
+:class:`ObjectKey` (sorted ``(name, value)`` pairs). :func:`dumps` writes the same dialect, so the
+emulator can answer Java tools byte-compatibly.
+
+Must not import anything from rmqctl but ``errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from json.decoder import scanstring
+from typing import Any
+
+from rmqctl.errors import ProtocolError
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_LITERALS = {"true": True, "false": False, "null": None, "NaN": math.nan,
+             "Infinity": math.inf, "-Infinity": -math.inf}
+_IDENT = re.compile(r"-?[A-Za-z_$][A-Za-z0-9_$]*")
+
+
+class ObjectKey(tuple[tuple[str, Any], ...]):
+    """A map key that was itself a JSON object, e.g. a Java ``MessageQueue``."""
+
+    __slots__ = ()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for key, value in self:
+            if key == name:
+                return value
+        return default
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return ObjectKey(sorted((str(k), _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+class _Parser:
+    __slots__ = ("text", "pos")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def fail(self, what: str) -> ProtocolError:
+        snippet = self.text[max(0, self.pos - 20) : self.pos + 20]
+        return ProtocolError(
+            f"malformed body at offset {self.pos}: {what} near {snippet!r}",
+            self.text.encode("utf-8", "replace"),
+        )
+
+    def skip_ws(self) -> None:
+        self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+
+    def value(self) -> Any:
+        self.skip_ws()
+        if self.pos >= len(self.text):
+            raise self.fail("unexpected end of body")
+        ch = self.text[self.pos]
+        if ch == "{":
+            return self.obj()
+        if ch == "[":
+            return self.arr()
+        if ch == '"':
+            try:
+                text, self.pos = scanstring(self.text, self.pos + 1, True)
+            except ValueError as exc:
+                raise self.fail(f"bad string ({exc})") from exc
+            return text
+        match = _NUMBER.match(self.text, self.pos)
+        if match and match.end() > self.pos:
+            self.pos = match.end()
+            token = match.group()
+            if "." in token or "e" in token or "E" in token:
+                return float(token)
+            return int(token)
+        match = _IDENT.match(self.text, self.pos)
+        if match and match.group() in _LITERALS:
+            self.pos = match.end()
+            return _LITERALS[match.group()]
+        raise self.fail(f"unexpected character {ch!r}")
+
+    def key(self) -> Any:
+        self.skip_ws()
+        if self.pos < len(self.text) and self.text[self.pos] not in '"{[-0123456789tfnNI':
+            # fastjson with unquoted field names (not used by RocketMQ, but cheap to accept)
+            match = _IDENT.match(self.text, self.pos)
+            if match:
+                self.pos = match.end()
+                return match.group()
+        key = self.value()
+        if isinstance(key, str) and key.startswith("{") and key.endswith("}"):
+            # BrowserCompatible output writes object keys as a JSON string of the object.
+            try:
+                key = _Parser(key).document()
+            except ProtocolError:
+                return key
+        return _freeze(key)
+
+    def obj(self) -> dict[Any, Any]:
+        self.pos += 1
+        out: dict[Any, Any] = {}
+        self.skip_ws()
+        if self.text.startswith("}", self.pos):
+            self.pos += 1
+            return out
+        while True:
+            key = self.key()
+            self.skip_ws()
+            if not self.text.startswith(":", self.pos):
+                raise self.fail("expected ':'")
+            self.pos += 1
+            out[key] = self.value()
+            self.skip_ws()
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+                self.skip_ws()
+                if self.text.startswith("}", self.pos):  # tolerate a trailing comma
+                    self.pos += 1
+                    return out
+                continue
+            if self.text.startswith("}", self.pos):
+                self.pos += 1
+                return out
+            raise self.fail("expected ',' or '}'")
+
+    def arr(self) -> list[Any]:
+        self.pos += 1
+        out: list[Any] = []
+        self.skip_ws()
+        if self.text.startswith("]", self.pos):
+            self.pos += 1
+            return out
+        while True:
+            out.append(self.value())
+            self.skip_ws()
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+                continue
+            if self.text.startswith("]", self.pos):
+                self.pos += 1
+                return out
+            raise self.fail("expected ',' or ']'")
+
+    def document(self) -> Any:
+        result = self.value()
+        self.skip_ws()
+        if self.pos != len(self.text):
+            raise self.fail("trailing data after the document")
+        return result
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse a fastjson body. Raises :class:`ProtocolError` with the raw bytes on failure."""
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"body is not UTF-8: {exc}", data) from exc
+    else:
+        text = data
+    # Most bodies with string keys only are plain JSON; the C decoder is much faster.
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    return _Parser(text).document()
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)  # fastjson leaves Integer/Long keys unquoted
+    if isinstance(key, str):
+        return json.dumps(key, ensure_ascii=False)
+    if isinstance(key, ObjectKey):
+        return _dump(dict(key))
+    fastjson_key = getattr(key, "__fastjson__", None)
+    if fastjson_key is not None:
+        return _dump(fastjson_key())
+    raise TypeError(f"cannot use {type(key).__name__} as a fastjson key")
+
+
+def _dump(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return "null"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        # fastjson omits null bean properties; maps keep them only if the caller wants.
+        items = ",".join(f"{_key(k)}:{_dump(v)}" for k, v in value.items() if v is not None)
+        return "{" + items + "}"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return "[" + ",".join(_dump(v) for v in value) + "]"
+    fastjson_value = getattr(value, "__fastjson__", None)
+    if fastjson_value is not None:
+        return _dump(fastjson_value())
+    raise TypeError(f"cannot encode {type(value).__name__} as fastjson")
+
+
+def dumps(value: Any) -> str:
+    """Write ``value`` in fastjson's dialect (non-string keys unquoted or as object literals).
+
+    Objects with a ``__fastjson__()`` method are written as what that method returns.
+    """
+    return _dump(value)
+
+
+def dumps_bytes(value: Any) -> bytes:
+    return dumps(value).encode("utf-8")

@@ -1,0 +1,295 @@
+"""Sans-I/O codec for RocketMQ remoting frames.
+
+A frame is ``int32 length | int32 (serializeType << 24 | headerLength) | header | body``, all
+big-endian, where ``length`` counts everything after itself. The header is JSON (type 0, what we
+send) or the compact ROCKETMQ binary form (type 1, which 5.x servers may answer with whatever we
+sent). This module turns bytes into :class:`RemotingCommand` objects and back; it never touches a
+socket and never imports asyncio.
+
+Must not import anything from rmqctl but ``errors``.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field, replace
+
+from rmqctl.errors import ProtocolError
+
+#: Largest frame a RocketMQ server accepts (``com.rocketmq.remoting.frameMaxLength`` default).
+MAX_FRAME_LENGTH = 16 * 1024 * 1024
+
+SERIALIZE_JSON = 0
+SERIALIZE_ROCKETMQ = 1
+
+FLAG_RESPONSE = 1
+FLAG_ONEWAY = 2
+
+#: ``MQVersion.Version.V5_3_3``; anything >= 401 makes the name server send standard-JSON routes.
+DEFAULT_VERSION = 479
+
+LANGUAGES = (
+    "JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO",
+    "PHP", "OMS", "RUST", "NODE_JS",
+)
+
+_LENGTH = struct.Struct(">i")
+_BINARY_FIXED = struct.Struct(">hbhii")
+
+
+@dataclass(frozen=True, slots=True)
+class RemotingCommand:
+    """One request or response as it travels on the wire."""
+
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    language: str = "PYTHON"
+    version: int = DEFAULT_VERSION
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    serialize_type: int = SERIALIZE_JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    def response(
+        self,
+        code: int,
+        *,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        language: str = "JAVA",
+    ) -> RemotingCommand:
+        """A response to this request: same opaque, response flag set."""
+        return RemotingCommand(
+            code=code,
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            language=language,
+            version=self.version,
+            remark=remark,
+            ext_fields=dict(ext_fields or {}),
+            body=body,
+            serialize_type=self.serialize_type,
+        )
+
+    def with_opaque(self, opaque: int) -> RemotingCommand:
+        return replace(self, opaque=opaque)
+
+
+def request(
+    code: int, ext_fields: dict[str, object] | None = None, body: bytes = b"", *, oneway: bool = False
+) -> RemotingCommand:
+    """Build a request; header values are stringified the way Java expects (``true``/``false``)."""
+    fields: dict[str, str] = {}
+    for key, value in (ext_fields or {}).items():
+        if value is None:
+            continue  # Java leaves null header fields out entirely
+        if isinstance(value, bool):
+            fields[key] = "true" if value else "false"
+        else:
+            fields[key] = str(value)
+    return RemotingCommand(code=code, ext_fields=fields, body=body, flag=FLAG_ONEWAY if oneway else 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoding
+
+
+def _json_header(cmd: RemotingCommand) -> bytes:
+    # Alphabetical keys and no spaces, like fastjson; null remark/extFields are omitted.
+    header: dict[str, object] = {"code": cmd.code}
+    if cmd.ext_fields:
+        header["extFields"] = cmd.ext_fields
+    header["flag"] = cmd.flag
+    header["language"] = cmd.language
+    header["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    header["serializeTypeCurrentRPC"] = "JSON"
+    header["version"] = cmd.version
+    return json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _binary_header(cmd: RemotingCommand) -> bytes:
+    try:
+        lang = LANGUAGES.index(cmd.language)
+    except ValueError:
+        lang = LANGUAGES.index("OTHER")
+    parts = [_BINARY_FIXED.pack(cmd.code, lang, cmd.version, cmd.opaque, cmd.flag)]
+    remark = (cmd.remark or "").encode("utf-8")
+    parts.append(_LENGTH.pack(len(remark)) + remark)
+    ext = bytearray()
+    for key, value in cmd.ext_fields.items():
+        kb, vb = key.encode("utf-8"), value.encode("utf-8")
+        ext += struct.pack(">h", len(kb)) + kb + _LENGTH.pack(len(vb)) + vb
+    parts.append(_LENGTH.pack(len(ext)) + bytes(ext))
+    return b"".join(parts)
+
+
+def encode(cmd: RemotingCommand) -> bytes:
+    """Serialize a command to a full frame (length prefix included)."""
+    if cmd.serialize_type == SERIALIZE_ROCKETMQ:
+        if not -32768 <= cmd.code <= 32767:
+            raise ProtocolError(f"request code {cmd.code} does not fit a binary header")
+        header = _binary_header(cmd)
+    else:
+        header = _json_header(cmd)
+    length = 4 + len(header) + len(cmd.body)
+    if length > MAX_FRAME_LENGTH:
+        raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME_LENGTH}-byte limit")
+    word = (cmd.serialize_type << 24) | len(header)
+    return _LENGTH.pack(length) + _LENGTH.pack(word) + header + cmd.body
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding
+
+
+def _decode_json_header(raw: bytes, body: bytes) -> RemotingCommand:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ProtocolError(f"frame header is not valid JSON: {exc}", raw) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("code"), int):
+        raise ProtocolError("frame header lacks an integer 'code'", raw)
+    ext = data.get("extFields") or {}
+    if not isinstance(ext, dict):
+        raise ProtocolError("frame header 'extFields' is not an object", raw)
+    language = data.get("language", "OTHER")
+    if isinstance(language, int):  # some non-Java clients send the ordinal
+        language = LANGUAGES[language] if 0 <= language < len(LANGUAGES) else "OTHER"
+    return RemotingCommand(
+        code=data["code"],
+        opaque=int(data.get("opaque", 0)),
+        flag=int(data.get("flag", 0)),
+        language=str(language),
+        version=int(data.get("version", 0)),
+        remark=data.get("remark"),
+        ext_fields={str(k): "" if v is None else str(v) for k, v in ext.items()},
+        body=body,
+        serialize_type=SERIALIZE_JSON,
+    )
+
+
+def _decode_binary_header(raw: bytes, body: bytes) -> RemotingCommand:
+    try:
+        code, lang, version, opaque, flag = _BINARY_FIXED.unpack_from(raw, 0)
+        pos = _BINARY_FIXED.size
+        (remark_len,) = _LENGTH.unpack_from(raw, pos)
+        pos += 4
+        if remark_len < 0 or pos + remark_len > len(raw):
+            raise ProtocolError("binary header remark overruns the header", raw)
+        remark = raw[pos : pos + remark_len].decode("utf-8") if remark_len else None
+        pos += remark_len
+        (ext_len,) = _LENGTH.unpack_from(raw, pos)
+        pos += 4
+        end = pos + ext_len
+        if ext_len < 0 or end > len(raw):
+            raise ProtocolError("binary header extFields overrun the header", raw)
+        ext: dict[str, str] = {}
+        while pos < end:
+            (klen,) = struct.unpack_from(">h", raw, pos)
+            pos += 2
+            key = raw[pos : pos + klen].decode("utf-8")
+            pos += klen
+            (vlen,) = _LENGTH.unpack_from(raw, pos)
+            pos += 4
+            if klen < 0 or vlen < 0 or pos + vlen > end:
+                raise ProtocolError("binary header field overruns extFields", raw)
+            ext[key] = raw[pos : pos + vlen].decode("utf-8")
+            pos += vlen
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise ProtocolError(f"malformed binary header: {exc}", raw) from exc
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        language=LANGUAGES[lang] if 0 <= lang < len(LANGUAGES) else "OTHER",
+        version=version,
+        remark=remark,
+        ext_fields=ext,
+        body=body,
+        serialize_type=SERIALIZE_ROCKETMQ,
+    )
+
+
+def decode_payload(payload: bytes) -> RemotingCommand:
+    """Decode a frame without its 4-byte length prefix."""
+    if len(payload) < 4:
+        raise ProtocolError(f"frame of {len(payload)} bytes is shorter than its header word", payload)
+    (word,) = _LENGTH.unpack_from(payload, 0)
+    serialize_type = (word >> 24) & 0xFF
+    header_len = word & 0xFFFFFF
+    if 4 + header_len > len(payload):
+        raise ProtocolError(
+            f"header length {header_len} exceeds the frame ({len(payload) - 4} bytes)", payload
+        )
+    header = payload[4 : 4 + header_len]
+    body = payload[4 + header_len :]
+    if serialize_type == SERIALIZE_JSON:
+        return _decode_json_header(header, body)
+    if serialize_type == SERIALIZE_ROCKETMQ:
+        return _decode_binary_header(header, body)
+    raise ProtocolError(f"unknown serialize type {serialize_type}", payload)
+
+
+def check_length(length: int) -> None:
+    """Validate a frame's length prefix before reading that many bytes."""
+    if length < 4 or length > MAX_FRAME_LENGTH:
+        raise ProtocolError(
+            f"frame length {length} is outside 4..{MAX_FRAME_LENGTH}", _LENGTH.pack(length)
+        )
+
+
+def decode(frame: bytes) -> RemotingCommand:
+    """Decode one complete frame, length prefix included."""
+    if len(frame) < 4:
+        raise ProtocolError("truncated frame", frame)
+    (length,) = _LENGTH.unpack_from(frame, 0)
+    check_length(length)
+    if len(frame) != 4 + length:
+        raise ProtocolError(f"frame says {length} bytes but carries {len(frame) - 4}", frame)
+    return decode_payload(frame[4:])
+
+
+class FrameDecoder:
+    """Incremental decoder: feed bytes as they arrive, take whole commands out.
+
+    After a :class:`ProtocolError` the stream is unusable; the connection must be closed.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+
+    def next_command(self) -> RemotingCommand | None:
+        if len(self._buffer) < 4:
+            return None
+        (length,) = _LENGTH.unpack_from(self._buffer, 0)
+        check_length(length)
+        if len(self._buffer) < 4 + length:
+            return None
+        payload = bytes(self._buffer[4 : 4 + length])
+        del self._buffer[: 4 + length]
+        return decode_payload(payload)
+
+    def __iter__(self) -> FrameDecoder:
+        return self
+
+    def __next__(self) -> RemotingCommand:
+        cmd = self.next_command()
+        if cmd is None:
+            raise StopIteration
+        return cmd
