@@ -123,7 +123,12 @@ class Console:
     """stderr messages; colour only when stderr is a TTY."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream or sys.stderr
+        self._stream = stream
+
+    @property
+    def stream(self) -> TextIO:
+        # resolved per call so that redirected or captured stderr is honoured
+        return self._stream or sys.stderr
 
     @property
     def _tty(self) -> bool:

@@ -258,7 +258,9 @@ class RegexRoomResolver:
     """Rooms from regular expressions: the first capture group of the first match (``search``).
 
     A name the pattern does not match, or whose group did not take part, has no room; the
-    nearby strategy then fails as Java's does for an empty room.
+    nearby strategy then fails as Java's does for an empty room. Patterns are compiled with
+    ``re.ASCII`` so that ``\\w``, ``\\d`` and ``\\s`` mean what they mean in ``java.util.regex``
+    (ASCII only), and a resolver written with the same pattern in Java agrees.
     """
 
     broker_pattern: str
@@ -271,7 +273,7 @@ class RegexRoomResolver:
     def __post_init__(self) -> None:
         for attr, pattern in (("_broker_re", self.broker_pattern), ("_client_re", self.client_pattern)):
             try:
-                compiled = re.compile(pattern)
+                compiled = re.compile(pattern, re.ASCII)
             except re.error as exc:
                 raise AllocationError(f"bad room pattern {pattern!r}: {exc}") from exc
             if compiled.groups < 1:

@@ -81,6 +81,9 @@ def parse_body(body: bytes, what: str) -> Mapping[Any, Any]:
 
 def message_queue(key: Any) -> MessageQueue:
     """A ``MessageQueue`` map key (object literal or its JSON-string form)."""
+    if isinstance(key, str) and key.startswith("{"):
+        # BrowserCompatible output writes the object key as a JSON string of the object.
+        key = fastjson.loads(key)
     if isinstance(key, fastjson.ObjectKey):
         data: Mapping[str, Any] = key.as_dict()
     elif isinstance(key, Mapping):

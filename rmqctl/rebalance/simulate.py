@@ -1,0 +1,214 @@
+"""What-if allocation: who would hold which queue of a topic after adding or removing clients
+or resizing brokers, and how that differs from what the clients report holding now.
+
+A pure function over plain values; the CLI fetches the current queues, client ids and running
+infos and hands them in. Must not import anything that does I/O, nor the CLI or TUI layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rmqctl.errors import UsageError
+from rmqctl.model import MessageQueue, queues_as_dicts
+from rmqctl.rebalance.strategies import (
+    AllocationError,
+    get_strategy,
+    java_sorted_ids,
+    java_sorted_queues,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Edits:
+    """Changes to apply to the group and the topic before allocating."""
+
+    add_clients: tuple[str, ...] = ()
+    """Client ids to add. Adding an id already present simulates a duplicated client id."""
+    remove_clients: tuple[str, ...] = ()
+    """Client ids to remove (every channel with that id)."""
+    queue_counts: Mapping[str, int] = field(default_factory=dict)
+    """Broker name → its new number of read queues (0 drops the broker, a new name adds one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """How one client's reported queues differ from the simulated allocation."""
+
+    missing: tuple[MessageQueue, ...]
+    """Expected for this client but not reported as held."""
+    unexpected: tuple[MessageQueue, ...]
+    """Reported as held but not expected for this client."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"missing": queues_as_dicts(self.missing), "unexpected": queues_as_dicts(self.unexpected)}
+
+
+@dataclass(frozen=True, slots=True)
+class SimulationResult:
+    """The allocation a strategy computes for one topic, with what it leaves out."""
+
+    strategy: str
+    """The strategy's Java ``getName()``."""
+    topic: str
+    assignments: dict[str, list[MessageQueue]]
+    """Every distinct client id (Java order) → its queues as a set would hold them: no
+    duplicates, in Java order. A duplicated client id appears once; the share its second
+    position would have had goes to nobody and shows up in ``unassigned_queues``."""
+    idle_clients: list[str]
+    """Clients that get no queue at all."""
+    unassigned_queues: list[MessageQueue]
+    """Queues of the topic that no client gets (a ``queue_id`` −1 POP entry covers its broker)."""
+    mismatches: dict[str, Mismatch] | None = None
+    """Only when the actual assignment was given: client id → difference, for clients that
+    differ (an empty dict means everything matches)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON contract of ``rmqctl rebalance simulate -o json``."""
+        out: dict[str, Any] = {
+            "strategy": self.strategy,
+            "topic": self.topic,
+            "assignments": {cid: queues_as_dicts(qs) for cid, qs in self.assignments.items()},
+            "idle_clients": list(self.idle_clients),
+            "unassigned_queues": queues_as_dicts(self.unassigned_queues),
+        }
+        if self.mismatches is not None:
+            out["mismatches"] = {cid: m.as_dict() for cid, m in self.mismatches.items()}
+        return out
+
+
+def queues_from_counts(topic: str, counts: Mapping[str, int]) -> list[MessageQueue]:
+    """Queues ``0..n-1`` on each broker, e.g. ``{"broker-a": 8, "broker-b": 8}``, in Java order."""
+    for broker, count in counts.items():
+        if count < 0:
+            raise UsageError(f"queue count for {broker} must be 0 or more, not {count}")
+    return java_sorted_queues(
+        MessageQueue(topic, broker, queue_id)
+        for broker, count in counts.items()
+        for queue_id in range(count)
+    )
+
+
+def synthetic_client_ids(count: int) -> list[str]:
+    """Made-up client ids, one host each, that sort (Java order) in their numeric order.
+
+    Up to 9 they read ``10.0.0.1@client-1`` …; from 10 on every octet and number has a fixed
+    width (``10.100.100.100@client-01`` …), because ``10.0.0.10`` sorts before ``10.0.0.9``.
+    """
+    if count < 0:
+        raise UsageError(f"client count must be 0 or more, not {count}")
+    if count <= 9:
+        return [f"10.0.0.{i}@client-{i}" for i in range(1, count + 1)]
+    if count > 156**3:
+        raise UsageError(f"at most {156**3} synthetic clients, not {count}")
+    width = len(str(count))
+    out = []
+    for i in range(count):
+        # Octets 100..255 all have three digits, so text order is numeric order.
+        high, rest = divmod(i, 156 * 156)
+        mid, low = divmod(rest, 156)
+        out.append(f"10.{100 + high}.{100 + mid}.{100 + low}@client-{i + 1:0{width}d}")
+    return out
+
+
+def _apply_queue_edits(
+    topic: str, queues: Iterable[MessageQueue], counts: Mapping[str, int]
+) -> list[MessageQueue]:
+    kept = [mq for mq in queues if mq.broker_name not in counts]
+    return kept + queues_from_counts(topic, counts)
+
+
+def _apply_client_edits(client_ids: Iterable[str], edits: Edits) -> list[str]:
+    clients = list(client_ids)
+    for cid in edits.remove_clients:
+        if cid not in clients:
+            raise UsageError(
+                f"cannot remove client {cid!r}: it is not in the group",
+                hint=("clients: " + ", ".join(java_sorted_ids(set(clients)))) if clients else None,
+            )
+        clients = [c for c in clients if c != cid]
+    clients.extend(edits.add_clients)
+    return clients
+
+
+def _as_held(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
+    # The client (and, for POP, the broker) turns the strategy's list into a set.
+    return java_sorted_queues(set(queues))
+
+
+def simulate(
+    strategy: str,
+    topic: str,
+    queues: Iterable[MessageQueue],
+    client_ids: Iterable[str],
+    *,
+    edits: Edits | None = None,
+    actual: Mapping[str, Iterable[MessageQueue]] | None = None,
+    **options: object,
+) -> SimulationResult:
+    """Allocate ``topic``'s queues among the clients as the named strategy would.
+
+    ``queues`` are the topic's readable queues and ``client_ids`` the group's client ids (one per
+    connection, duplicates kept); ``edits`` change either first. ``options`` go to
+    :func:`~rmqctl.rebalance.strategies.get_strategy` (``vnodes=…`` and so on). ``actual`` maps
+    client id → queues it reports holding; queues of other topics are ignored and a client
+    missing from it counts as holding nothing.
+    """
+    edits = edits or Edits()
+    queue_list = list(queues)
+    strangers = sorted({mq.topic for mq in queue_list if mq.topic != topic})
+    if strangers:
+        raise UsageError(
+            f"queues of topic {strangers[0]!r} given for a simulation of topic {topic!r}",
+            hint="allocation is per topic: pass only the queues of the simulated topic",
+        )
+    chosen = get_strategy(strategy, **options)
+    mq_all = java_sorted_queues(_apply_queue_edits(topic, queue_list, edits.queue_counts))
+    cid_all = java_sorted_ids(_apply_client_edits(client_ids, edits))
+    try:
+        raw = chosen.allocate_all_sorted(mq_all, cid_all)
+    except AllocationError:
+        if mq_all and cid_all:
+            raise
+        # A topic without queues: the Java rebalance fails for it and nobody holds anything.
+        raw = {cid: [] for cid in dict.fromkeys(cid_all)}
+    assignments = {cid: _as_held(qs) for cid, qs in raw.items()}
+
+    held = {mq for qs in assignments.values() for mq in qs}
+    any_queue_of = {(mq.topic, mq.broker_name) for mq in held if mq.queue_id == -1}
+    unassigned = [
+        mq for mq in mq_all if mq not in held and (mq.topic, mq.broker_name) not in any_queue_of
+    ]
+    idle = [cid for cid, qs in assignments.items() if not qs]
+
+    mismatches: dict[str, Mismatch] | None = None
+    if actual is not None:
+        mismatches = {}
+        for cid in java_sorted_ids(set(assignments) | set(actual)):
+            expected = set(assignments.get(cid, ()))
+            reported = {mq for mq in actual.get(cid, ()) if mq.topic == topic}
+            if expected != reported:
+                mismatches[cid] = Mismatch(
+                    missing=tuple(java_sorted_queues(expected - reported)),
+                    unexpected=tuple(java_sorted_queues(reported - expected)),
+                )
+    return SimulationResult(
+        strategy=chosen.name,
+        topic=topic,
+        assignments=assignments,
+        idle_clients=idle,
+        unassigned_queues=unassigned,
+        mismatches=mismatches,
+    )
+
+
+__all__ = [
+    "Edits",
+    "Mismatch",
+    "SimulationResult",
+    "queues_from_counts",
+    "simulate",
+    "synthetic_client_ids",
+]

@@ -1,0 +1,104 @@
+"""The fastjson dialect: non-string keys in, the same dialect out."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rmqctl.errors import ProtocolError
+from rmqctl.model import MessageQueue
+from rmqctl.remoting import bodies, fastjson
+from rmqctl.remoting.fastjson import ObjectKey
+
+
+def test_unquoted_integer_keys() -> None:
+    assert fastjson.loads('{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.2:10911"}}') == {
+        "brokerAddrs": {0: "127.0.0.1:10911", 1: "127.0.0.2:10911"}
+    }
+
+
+def test_object_keys_become_hashable_message_queues() -> None:
+    body = (
+        '{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:'
+        '{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":0},'
+        '{"brokerName":"broker-a","queueId":1,"topic":"T"}:{"brokerOffset":7,"consumerOffset":7}},'
+        '"consumeTps":1.5}'
+    )
+    stats = bodies.consume_stats(body.encode())
+    assert stats.consume_tps == 1.5
+    assert stats.offsets[MessageQueue("T", "broker-a", 0)].broker_offset == 5
+    assert stats.offsets[MessageQueue("T", "broker-a", 1)].consumer_offset == 7
+    assert stats.offsets[MessageQueue("T", "broker-a", 1)].pull_offset is None  # 4.9 has none
+
+
+def test_browser_compatible_string_keys_are_decoded() -> None:
+    key_text = '"{\\"brokerName\\":\\"b\\",\\"queueId\\":2,\\"topic\\":\\"T\\"}"'
+    # standard JSON elsewhere: the C decoder path keeps the key a string
+    (plain,) = fastjson.loads('{"t":{' + key_text + ":1}}")["t"]
+    # a non-standard sibling forces the tolerant parser, which decodes it at once
+    mixed = fastjson.loads('{"t":{' + key_text + ':1}, "u":{0:1}}')
+    (parsed,) = mixed["t"]
+    assert isinstance(parsed, ObjectKey)
+    for key in (plain, parsed):
+        assert bodies.message_queue(key) == MessageQueue("T", "b", 2)
+
+
+def test_whitespace_styled_keys_nan_and_trailing_comma() -> None:
+    doc = fastjson.loads('{ "mqTable" : {\n  {\n "topic" : "T", "brokerName":"b", "queueId":0\n } : {"x": NaN},\n} }')
+    (value,) = doc["mqTable"].values()
+    assert math.isnan(value["x"])
+
+
+def test_large_longs_survive() -> None:
+    assert fastjson.loads("{1:9223372036854775807}") == {1: 9223372036854775807}
+
+
+@pytest.mark.parametrize("text", ['{"a":1', '{"a" 1}', "[1,2", '{"a":tru}', "", '{"a":1} x', "\xff"])
+def test_malformed_bodies_raise_protocol_error(text: str) -> None:
+    with pytest.raises(ProtocolError):
+        fastjson.loads(text.encode("latin-1") if text == "\xff" else text)
+
+
+def test_truncated_c_client_body_is_a_protocol_error() -> None:
+    # The C++ client writes '"mqTable":}' when it holds no queue.
+    with pytest.raises(ProtocolError):
+        bodies.consumer_running_info("c", b'{"mqTable":},"properties":{}}')
+
+
+def test_dumps_writes_the_same_dialect_and_roundtrips() -> None:
+    mq = ObjectKey(sorted({"brokerName": "b", "queueId": 3, "topic": "T"}.items()))
+    value = {"table": {0: "x", 12: "y"}, "offsetTable": {mq: {"maxOffset": 4}}, "skip": None,
+             "flag": True, "name": "ü"}
+    text = fastjson.dumps(value)
+    assert text == ('{"table":{0:"x",12:"y"},"offsetTable":{{"brokerName":"b","queueId":3,'
+                    '"topic":"T"}:{"maxOffset":4}},"flag":true,"name":"ü"}')
+    back = fastjson.loads(text)
+    assert back["offsetTable"][mq] == {"maxOffset": 4}
+    assert back["table"] == {0: "x", 12: "y"}
+
+
+def test_cluster_info_parses_numeric_broker_ids() -> None:
+    body = (b'{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10921"},'
+            b'"brokerName":"broker-a","cluster":"C","enableActingMaster":false}},'
+            b'"clusterAddrTable":{"C":["broker-a"]}}')
+    info = bodies.cluster_info(body)
+    assert info.masters() == {"broker-a": "127.0.0.1:10911"}
+    assert info.brokers["broker-a"].addrs[1] == "127.0.0.1:10921"
+    assert info.clusters == {"C": ("broker-a",)}
+
+
+def test_running_info_reads_droped_and_dropped_and_strategy() -> None:
+    body = (b'{"mqTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"commitOffset":"12","droped":true},'
+            b'{"brokerName":"b","queueId":1,"topic":"T"}:{"commitOffset":3,"dropped":false}},'
+            b'"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY","allocateMessageQueueStrategy":'
+            b'"org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragelyByCircle@1a2b"},'
+            b'"subscriptionSet":[{"topic":"T","subString":"a || b","tagsSet":["a","b"],"subVersion":7},'
+            b'{"topic":"%RETRY%G","subString":"*"}]}')
+    info = bodies.consumer_running_info("c1", body)
+    assert info.mq_table[MessageQueue("T", "b", 0)].dropped is True
+    assert info.mq_table[MessageQueue("T", "b", 0)].commit_offset == 12
+    assert info.mq_table[MessageQueue("T", "b", 1)].dropped is False
+    assert info.strategy == "AVG_BY_CIRCLE"
+    assert [s.topic for s in info.user_subscriptions()] == ["T"]
+    assert info.user_subscriptions()[0].tags == ("a", "b")
