@@ -12,10 +12,12 @@ Must not import the CLI, the TUI or pyspark.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 
 from rmqctl import errors
 from rmqctl.model import (
+    DLQ_PREFIX,
     ClientConnection,
     ConsumerConnection,
     ConsumerRunningInfo,
@@ -24,6 +26,8 @@ from rmqctl.model import (
     GroupView,
     MessageQueue,
     QueueProgress,
+    TopicOffset,
+    TopicRoute,
     version_desc,
 )
 from rmqctl.remoting.admin import AdminClient
@@ -76,12 +80,13 @@ async def inspect_group(
         detail = "; ".join(f"{b}: {e}" for b, e in failures.items())
         raise errors.ConnectionError(f"no broker answered for group {group!r}: {detail}")
 
-    # One connection per client id; remember which broker can relay to it.
-    connections: dict[str, ClientConnection] = {}
+    # Every broker lists the same client channels; keep one entry per (client id, address) so
+    # that two processes sharing a client id stay visible, and remember a broker that can relay.
+    connections: dict[tuple[str, str], ClientConnection] = {}
     relay: dict[str, str] = {}
     for broker, cc in sorted(conns_by_broker.items()):
         for conn in cc.connections:
-            connections.setdefault(conn.client_id, conn)
+            connections.setdefault((conn.client_id, conn.client_addr), conn)
             relay.setdefault(conn.client_id, masters[broker])
 
     has_offsets = any(s.offsets for s in stats_by_broker.values())
@@ -95,11 +100,12 @@ async def inspect_group(
 
     infos: dict[str, ConsumerRunningInfo] = {}
     if running_info and connections:
+        client_ids = sorted(relay)
         results = await asyncio.gather(
-            *(admin.consumer_running_info(relay[cid], group, cid) for cid in connections),
+            *(admin.consumer_running_info(relay[cid], group, cid) for cid in client_ids),
             return_exceptions=True,
         )
-        for cid, result in zip(connections, results):
+        for cid, result in zip(client_ids, results):
             if isinstance(result, errors.RmqctlError):
                 failures[f"client:{cid}"] = str(result)
             elif isinstance(result, BaseException):
@@ -118,9 +124,18 @@ async def inspect_group(
         topics.update(cc.subscriptions)
     for ri in infos.values():
         topics.update(s.topic for s in ri.subscriptions)
+    dlq_topic = DLQ_PREFIX + group
     routes = await asyncio.gather(
-        *(admin.topic_route(t) for t in sorted(topics)), return_exceptions=True
+        *(admin.topic_route(t) for t in [*sorted(topics), dlq_topic]), return_exceptions=True
     )
+    dlq_route = routes.pop()
+    dlq: list[TopicOffset] = []
+    if isinstance(dlq_route, TopicRoute):
+        stats, dlq_failures = await admin.fan_out(
+            dlq_route.master_addrs(), lambda addr: admin.topic_stats(addr, dlq_topic)
+        )
+        dlq = sorted((o for s in stats.values() for o in s.offsets), key=lambda o: o.queue)
+        failures.update({f"dlq:{b}": e for b, e in dlq_failures.items()})
     topic_queues = {}
     for topic, route in zip(sorted(topics), routes):
         if isinstance(route, errors.RmqctlError):
@@ -135,7 +150,9 @@ async def inspect_group(
     cc0 = first[1] if first else None
     return GroupView(
         group=group,
-        connections=tuple(sorted(connections.values(), key=lambda c: c.client_id)),
+        connections=tuple(
+            sorted(connections.values(), key=lambda c: (c.client_id, c.client_addr))
+        ),
         broker_subscriptions={b: dict(cc.subscriptions) for b, cc in sorted(conns_by_broker.items())},
         running_infos=dict(sorted(infos.items())),
         progress=_merge_progress(stats_by_broker, owners),
@@ -143,6 +160,8 @@ async def inspect_group(
         message_model=cc0.message_model if cc0 else None,
         consume_from_where=cc0.consume_from_where if cc0 else None,
         topic_queues=topic_queues,
+        dlq=tuple(dlq),
+        sampled_at=int(time.time() * 1000),
         errors=failures,
     )
 

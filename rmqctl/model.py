@@ -490,6 +490,10 @@ class GroupView:
     consume_from_where: str | None = None
     #: readable queues per subscribed topic, from the name server routes (for assignment checks)
     topic_queues: Mapping[str, tuple[MessageQueue, ...]] = field(default_factory=dict)
+    #: queues of ``%DLQ%<group>`` with their offsets (empty when the group has no DLQ topic)
+    dlq: tuple[TopicOffset, ...] = ()
+    #: wall-clock time the view was sampled, epoch milliseconds
+    sampled_at: int = 0
     errors: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -498,7 +502,12 @@ class GroupView:
 
     @property
     def client_ids(self) -> tuple[str, ...]:
-        return tuple(c.client_id for c in self.connections)
+        """Distinct client ids, sorted (a duplicated id appears once here)."""
+        return tuple(sorted({c.client_id for c in self.connections}))
+
+    @property
+    def dlq_messages(self) -> int:
+        return sum(max(0, o.max_offset - o.min_offset) for o in self.dlq)
 
     @property
     def client_subscriptions(self) -> dict[str, tuple[Subscription, ...]]:

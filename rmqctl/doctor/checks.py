@@ -1,0 +1,560 @@
+"""Doctor checks: pure functions from a :class:`~rmqctl.model.GroupView` to findings.
+
+Each check mirrors one way RocketMQ loses or stalls messages because of how a consumer group is
+set up. The impact computations follow the broker and client rules: the broker stores ONE
+subscription per (group, topic) and filters pulls by it (push consumers do not send their own);
+the client then drops messages whose tag is not in its own subscription, and commits past both;
+every client of the group takes part in every topic's allocation, so queues of a topic can land on
+clients that never subscribed it and are then never pulled.
+
+Must not do I/O, and must not import the CLI, the TUI or pyspark.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rmqctl.model import (
+    RETRY_PREFIX,
+    SUB_ALL,
+    Finding,
+    GroupView,
+    MessageQueue,
+    QueueProgress,
+    Subscription,
+)
+
+BLOCKED_AFTER_MS = 60_000
+RETRY_WARNING_DIFF = 1_000
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Inputs of every check beyond the view itself."""
+
+    view: GroupView
+    previous: GroupView | None = None
+    now_ms: int = 0
+
+    @property
+    def clustering(self) -> bool:
+        models = {ri.message_model for ri in self.view.running_infos.values() if ri.message_model}
+        model = self.view.message_model or next(iter(models), None)
+        return model != "BROADCASTING"
+
+
+Check = Callable[[CheckContext], list[Finding]]
+
+
+def _q(mq: MessageQueue) -> dict[str, Any]:
+    return mq.as_dict()
+
+
+def _finding(ctx: CheckContext, code: str, severity: str, title: str, detail: str,
+             evidence: Mapping[str, Any], fix: str) -> Finding:
+    return Finding(code, severity, ctx.view.group, title, detail, dict(evidence), fix)  # type: ignore[arg-type]
+
+
+def _accepts(sub: Subscription | None, tag: str) -> bool:
+    """Does this subscription let a message with ``tag`` through (TAG expressions)?"""
+    if sub is None:
+        return False
+    if sub.expression_type != "TAG" or sub.is_all:
+        return True
+    return tag in sub.tags
+
+
+def _expr(sub: Subscription | None) -> str:
+    return sub.expression if sub is not None else "(not subscribed)"
+
+
+def _stored(view: GroupView, topic: str) -> tuple[Subscription | None, dict[str, str]]:
+    """The broker-stored subscription of ``topic`` (first broker that has one) and per broker."""
+    per_broker = {b: t[topic].expression for b, t in sorted(view.broker_subscriptions.items())
+                  if topic in t}
+    for _, table in sorted(view.broker_subscriptions.items()):
+        if topic in table:
+            return table[topic], per_broker
+    return None, per_broker
+
+
+def _client_sub(view: GroupView, cid: str, topic: str) -> Subscription | None:
+    return next((s for s in view.client_subscriptions.get(cid, ()) if s.topic == topic), None)
+
+
+def _holder_of_stored(view: GroupView, stored: Subscription) -> list[str]:
+    """Clients whose own subscription is exactly what the broker keeps (same text and version)."""
+    return [cid for cid, subs in view.client_subscriptions.items()
+            for s in subs if s.topic == stored.topic and s.expression == stored.expression
+            and s.sub_version == stored.sub_version]
+
+
+def _queues_by_topic(view: GroupView, topic: str) -> list[MessageQueue]:
+    queues = set(view.topic_queues.get(topic, ()))
+    queues.update(p.queue for p in view.progress if p.queue.topic == topic)
+    return sorted(queues)
+
+
+def _progress(view: GroupView) -> dict[MessageQueue, QueueProgress]:
+    return {p.queue: p for p in view.progress}
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    out = []
+    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs})
+    owners = view.owners()
+    for topic in topics:
+        subs = {cid: _client_sub(view, cid, topic) for cid in view.client_subscriptions}
+        present = {cid: s for cid, s in subs.items() if s is not None}
+        if len(present) < 2:
+            continue
+        reference = next(iter(present.values()))
+        if all(reference.same_filter(s) for s in present.values()):
+            continue
+        stored, per_broker = _stored(view, topic)
+        tags = sorted({t for s in present.values() for t in s.tags} | (set(stored.tags) if stored else set()))
+        queue_rows = []
+        lost_everywhere = set(tags)
+        for mq in _queues_by_topic(view, topic):
+            holders = owners.get(mq, [])
+            owner = holders[0] if holders else None
+            own = subs.get(owner) if owner else None
+            lost_broker = [t for t in tags if not _accepts(stored, t)] if stored else []
+            lost_client = [t for t in tags if _accepts(stored, t) and own is not None
+                           and not _accepts(own, t)]
+            delivered = [t for t in tags if t not in lost_broker and t not in lost_client and own]
+            lost_everywhere -= set(delivered)
+            queue_rows.append({
+                **_q(mq), "owner": owner, "owner_expression": _expr(own) if owner else None,
+                "filtered_by_broker": lost_broker, "dropped_by_client": lost_client,
+                "delivered_tags": delivered,
+            })
+        winners = _holder_of_stored(view, stored) if stored else []
+        losers = sorted(cid for cid, s in present.items()
+                        if stored is None or not s.same_filter(stored))
+        starved = sorted(
+            cid for cid in losers
+            if not any(_accepts(stored, t) and _accepts(present[cid], t)
+                       for t in (present[cid].tags or tags))
+        )
+        held = f" and currently holds {_expr(stored)!r}" if stored else ""
+        if stored and winners:
+            held += f" (from {', '.join(winners)})"
+        detail = (
+            f"Clients of group {view.group} subscribe topic {topic} with different expressions "
+            f"({'; '.join(f'{c}: {_expr(s)}' for c, s in sorted(present.items()))}). The broker "
+            f"keeps one subscription per topic for the whole group{held}. It filters every pull by "
+            f"that expression, and each client then drops what its own expression does not match; "
+            f"both are committed as consumed, so the lag shows 0 while messages vanish."
+        )
+        if starved:
+            detail += f" {', '.join(starved)} can receive nothing at all."
+        if lost_everywhere:
+            detail += (f" Messages tagged {', '.join(sorted(lost_everywhere))} are never consumed by "
+                       f"anyone in this group.")
+        out.append(_finding(
+            ctx, "SUBSCRIPTION_TAG_CONFLICT", "error",
+            f"Clients of {view.group} subscribe {topic} with different tags",
+            detail,
+            {"topic": topic,
+             "client_expressions": {c: _expr(s) for c, s in sorted(present.items())},
+             "broker_expression": per_broker,
+             "broker_holds_from": winners,
+             "losing_clients": losers,
+             "starved_clients": starved,
+             "tags_never_consumed": sorted(lost_everywhere),
+             "queues": queue_rows},
+            f"Give every client of {view.group} the same subscription for {topic} (e.g. "
+            f"{' || '.join(tags) if tags else SUB_ALL!r}), or put clients that need different tags "
+            f"into separate consumer groups; then restart them so the broker stores one expression.",
+        ))
+    return out
+
+
+def _expected_allocation(view: GroupView, topic: str) -> dict[str, list[MessageQueue]] | None:
+    """What the clients' strategy assigns for ``topic`` over ALL clients of the group."""
+    from rmqctl.rebalance.strategies import get_strategy
+
+    queues = view.topic_queues.get(topic)
+    if not queues or not view.client_ids:
+        return None
+    names = {ri.strategy for ri in view.running_infos.values() if ri.strategy}
+    name = names.pop() if len(names) == 1 else "AVG"
+    try:
+        strategy = get_strategy(name)
+    except Exception:  # a strategy we cannot reproduce (CONFIG, a custom class)
+        return None
+    cids = [c.client_id for c in view.connections]
+    return strategy.allocate_all(list(queues), cids)
+
+
+def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    if not ctx.clustering:
+        return []
+    topic_sets = {cid: frozenset(s.topic for s in subs)
+                  for cid, subs in view.client_subscriptions.items()}
+    if len(set(topic_sets.values())) < 2:
+        return []
+    progress = _progress(view)
+    all_topics = sorted(set().union(*topic_sets.values()))
+    per_topic = []
+    for topic in all_topics:
+        non_subscribers = sorted(c for c, ts in topic_sets.items() if topic not in ts)
+        if not non_subscribers:
+            continue
+        expected = _expected_allocation(view, topic) or {}
+        orphaned = sorted(mq for cid in non_subscribers for mq in expected.get(cid, []))
+        per_topic.append({
+            "topic": topic,
+            "subscribed_by": sorted(c for c, ts in topic_sets.items() if topic in ts),
+            "not_subscribed_by": non_subscribers,
+            "never_pulled_queues": [
+                {**_q(mq), "allocated_to": next((c for c in non_subscribers
+                                                 if mq in expected.get(c, [])), None),
+                 "diff": progress[mq].diff if mq in progress else None}
+                for mq in orphaned
+            ],
+        })
+    stuck = sum(len(t["never_pulled_queues"]) for t in per_topic)
+    lag = sum(q["diff"] or 0 for t in per_topic for q in t["never_pulled_queues"])
+    detail = (
+        f"Clients of group {view.group} subscribe different topics "
+        f"({'; '.join(f'{c}: {sorted(ts)}' for c, ts in sorted(topic_sets.items()))}). The broker "
+        f"keeps the topic set of whichever client heartbeated last, so the others' pulls fail with "
+        f"'the consumer's subscription not exist' and progress comes in bursts. Every client also "
+        f"takes part in every topic's allocation, so {stuck} queue(s) are allocated to clients that "
+        f"never subscribed them: nobody pulls them and their lag ({lag} now) only grows."
+    )
+    return [_finding(
+        ctx, "SUBSCRIPTION_TOPIC_CONFLICT", "error",
+        f"Clients of {view.group} subscribe different topics",
+        detail, {"client_topics": {c: sorted(ts) for c, ts in sorted(topic_sets.items())},
+                 "topics": per_topic},
+        "Use one consumer group per distinct topic set: every client of a group must subscribe "
+        "exactly the same topics (and expressions).",
+    )]
+
+
+def broker_subscription_divergence(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    out = []
+    topics = sorted({t for table in view.broker_subscriptions.values() for t in table
+                     if not t.startswith(RETRY_PREFIX)})
+    for topic in topics:
+        stored = {b: t[topic] for b, t in sorted(view.broker_subscriptions.items()) if topic in t}
+        missing = sorted(b for b, t in view.broker_subscriptions.items() if topic not in t)
+        first = next(iter(stored.values()))
+        brokers_differ = bool(missing) or any(not first.same_filter(s) for s in stored.values())
+        clients_differ = sorted(
+            cid for cid in view.client_subscriptions
+            if (own := _client_sub(view, cid, topic)) is not None
+            and any(not own.same_filter(s) for s in stored.values())
+        )
+        if not brokers_differ and not clients_differ:
+            continue
+        out.append(_finding(
+            ctx, "BROKER_SUBSCRIPTION_DIVERGENCE", "warning",
+            f"The broker-stored subscription of {topic} does not match every client",
+            f"For topic {topic} the brokers store "
+            f"{'; '.join(f'{b}: {s.expression!r} (v{s.sub_version})' for b, s in stored.items())}"
+            + (f" and {', '.join(missing)} store nothing" if missing else "")
+            + (f", while {', '.join(clients_differ)} subscribe differently" if clients_differ else "")
+            + ". Pulls are filtered by the broker's copy, not by what each client asked for.",
+            {"topic": topic,
+             "broker_expressions": {b: {"expression": s.expression, "sub_version": s.sub_version}
+                                    for b, s in stored.items()},
+             "brokers_without_topic": missing,
+             "clients_differing": {c: _expr(_client_sub(view, c, topic)) for c in clients_differ}},
+            "Make every client of the group subscribe identically; the broker's copy converges "
+            "within one heartbeat (30 s) once they agree.",
+        ))
+    return out
+
+
+def idle_consumers(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    if not ctx.clustering or not view.running_infos:
+        return []
+    assignments = view.assignments()
+    out = []
+    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs})
+    for topic in topics:
+        subscribers = [c for c, subs in view.client_subscriptions.items()
+                       if any(s.topic == topic for s in subs)]
+        idle = sorted(c for c in subscribers
+                      if not any(mq.topic == topic for mq in assignments.get(c, [])))
+        if not idle:
+            continue
+        queues = len(view.topic_queues.get(topic, ())) or len(_queues_by_topic(view, topic))
+        clients = len(view.client_ids)
+        why = (f"the topic has {queues} readable queue(s) for {clients} client(s)"
+               if queues < clients else "the allocation strategy gave them none")
+        out.append(_finding(
+            ctx, "IDLE_CONSUMERS", "warning",
+            f"{len(idle)} client(s) of {view.group} hold no queue of {topic}",
+            f"{', '.join(idle)} subscribe {topic} but hold none of its queues because {why}. They "
+            f"stay registered and receive nothing; adding consumers beyond the queue count does not "
+            f"add throughput.",
+            {"topic": topic, "idle_clients": idle, "queues": queues, "clients": clients},
+            f"Raise the read/write queue count of {topic} to at least {clients} "
+            f"(mqadmin updateTopic -r/-w) or run fewer consumers.",
+        ))
+    return out
+
+
+def orphaned_queues(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    if not view.online or not ctx.clustering:
+        return []
+    if any(k.startswith("client:") for k in view.errors) or not view.running_infos:
+        return []  # without every client's own report we cannot tell who holds what
+    subscribed = {s.topic for subs in view.client_subscriptions.values() for s in subs}
+    subscribed |= {RETRY_PREFIX + view.group}
+    progress = _progress(view)
+    orphans = [mq for mq in view.unassigned() if mq.topic in subscribed or mq.topic in
+               {t for table in view.broker_subscriptions.values() for t in table}]
+    if not orphans:
+        return []
+    lag = sum(progress[mq].diff for mq in orphans if mq in progress)
+    return [_finding(
+        ctx, "ORPHANED_QUEUES", "error" if lag > 0 else "warning",
+        f"{len(orphans)} queue(s) of {view.group} are held by no client",
+        f"While the group is online, {len(orphans)} queue(s) are held by none of its clients, so "
+        f"nobody pulls them; their backlog ({lag} message(s) now) grows until the allocation "
+        f"changes.",
+        {"queues": [{**_q(mq), "diff": progress[mq].diff if mq in progress else None}
+                    for mq in orphans], "total_diff": lag},
+        "Look for the cause among the other findings (different topic sets, duplicate client ids, "
+        "a CONFIG/MACHINE_ROOM strategy); restarting the clients forces a fresh rebalance.",
+    )]
+
+
+def duplicate_client_id(ctx: CheckContext) -> list[Finding]:
+    by_id: dict[str, list[str]] = defaultdict(list)
+    for conn in ctx.view.connections:
+        by_id[conn.client_id].append(conn.client_addr)
+    dups = {cid: sorted(addrs) for cid, addrs in sorted(by_id.items()) if len(addrs) > 1}
+    if not dups:
+        return []
+    return [_finding(
+        ctx, "DUPLICATE_CLIENT_ID", "error",
+        f"{len(dups)} client id(s) of {ctx.view.group} are used by more than one process",
+        "Several connections share one client id. Each computes the same position in the "
+        "allocation, so they consume the same queues twice while another share is held by nobody.",
+        {"clients": dups},
+        "Give every process a unique instanceName (or upgrade clients older than 4.9, which build "
+        "ids from IP and PID only).",
+    )]
+
+
+def uneven_allocation(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    if not ctx.clustering or not view.running_infos or any(
+        k.startswith("client:") for k in view.errors
+    ):
+        return []
+    actual = view.assignments()
+    out = []
+    for topic in sorted(view.topic_queues):
+        if topic.startswith(RETRY_PREFIX):
+            continue
+        expected = _expected_allocation(view, topic)
+        if expected is None:
+            continue
+        subscribers = {c for c, subs in view.client_subscriptions.items()
+                       if any(s.topic == topic for s in subs)}
+        mismatched = {}
+        for cid in sorted(subscribers):
+            have = sorted(mq for mq in actual.get(cid, []) if mq.topic == topic)
+            want = sorted(expected.get(cid, []))
+            if have != want:
+                mismatched[cid] = {"holds": [_q(m) for m in have], "expected": [_q(m) for m in want]}
+        counts = [len([m for m in actual.get(c, []) if m.topic == topic]) for c in sorted(subscribers)]
+        if not mismatched:
+            continue
+        out.append(_finding(
+            ctx, "UNEVEN_ALLOCATION", "warning",
+            f"The queues of {topic} are not allocated as the strategy implies",
+            f"The clients of {view.group} hold {counts} queue(s) of {topic}, which differs from what "
+            f"their allocation strategy computes for the current clients and queues. Clients may "
+            f"disagree about the client list or queue route, or a rebalance is still in progress.",
+            {"topic": topic, "clients": mismatched},
+            "Check that every client sees the same name servers and brokers; if it persists "
+            "beyond 20 s (one rebalance period), restart the clients that deviate.",
+        ))
+    return out
+
+
+def mixed_consumer_settings(ctx: CheckContext) -> list[Finding]:
+    infos = ctx.view.running_infos
+    if len(infos) < 2:
+        return []
+    settings = {
+        "message_model": {c: i.message_model for c, i in infos.items()},
+        "consume_type": {c: i.consume_type for c, i in infos.items()},
+        "strategy": {c: i.strategy for c, i in infos.items()},
+        "consume_orderly": {c: i.consume_orderly for c, i in infos.items()},
+    }
+    differing = {k: dict(sorted(v.items())) for k, v in settings.items() if len(set(v.values())) > 1}
+    if not differing:
+        return []
+    return [_finding(
+        ctx, "MIXED_CONSUMER_SETTINGS", "warning",
+        f"Clients of {ctx.view.group} run with different settings",
+        "Clients of one group differ in " + ", ".join(differing) + ". Each client computes its "
+        "share with its own strategy and model, so their allocations overlap or leave gaps, and "
+        "the broker keeps only the last heartbeat's model and type for the group.",
+        differing,
+        "Configure every client of the group identically (message model, push/pull, orderly, "
+        "allocation strategy).",
+    )]
+
+
+def blocked_queue(ctx: CheckContext) -> list[Finding]:
+    rows = []
+    for cid, info in sorted(ctx.view.running_infos.items()):
+        if info.consume_type not in (None, "CONSUME_PASSIVELY"):
+            continue
+        for mq, pq in info.mq_table.items():
+            if pq.dropped and not info.consume_orderly:
+                continue
+            if info.consume_orderly:
+                if not pq.locked:
+                    rows.append({**_q(mq), "client": cid, "reason": "not locked"})
+                elif pq.dropped and pq.try_unlock_times > 0:
+                    rows.append({**_q(mq), "client": cid,
+                                 "reason": f"unlock failed {pq.try_unlock_times} times"})
+            elif pq.cached_msg_count > 0 and pq.last_consume_timestamp and \
+                    ctx.now_ms - pq.last_consume_timestamp > BLOCKED_AFTER_MS:
+                rows.append({**_q(mq), "client": cid, "reason": "no consumption",
+                             "idle_ms": ctx.now_ms - pq.last_consume_timestamp,
+                             "cached_msg_count": pq.cached_msg_count})
+    if not rows:
+        return []
+    return [_finding(
+        ctx, "BLOCKED_QUEUE", "error",
+        f"{len(rows)} queue(s) of {ctx.view.group} are blocked in their client",
+        "These queues hold pulled messages that have not been consumed for over 60 s, or (orderly "
+        "consumers) cannot get or release their broker lock; their committed offset stays at the "
+        "oldest unfinished message.",
+        {"queues": rows},
+        "Take a thread dump of the client (mqadmin consumerStatus -s) to find the stuck listener; "
+        "orderly queues recover once the old owner unlocks or its lock expires (60 s).",
+    )]
+
+
+def offline_group_backlog(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    if view.online:
+        return []
+    rows = [p for p in view.progress if p.diff > 0]
+    if not rows:
+        return []
+    total = sum(p.diff for p in rows)
+    return [_finding(
+        ctx, "OFFLINE_GROUP_BACKLOG", "warning",
+        f"{view.group} has no online client and {total} message(s) waiting",
+        f"No client of {view.group} is connected, and {len(rows)} queue(s) hold {total} "
+        f"unconsumed message(s) that will wait until a consumer starts (or expire with the "
+        f"commit log).",
+        {"total_diff": total, "queues": [{**_q(p.queue), "diff": p.diff} for p in rows]},
+        "Start the group's consumers, or delete the group's offsets if it is retired.",
+    )]
+
+
+def retry_backlog(ctx: CheckContext) -> list[Finding]:
+    rows = [p for p in ctx.view.progress if p.queue.topic.startswith(RETRY_PREFIX) and p.diff > 0]
+    if not rows:
+        return []
+    total = sum(p.diff for p in rows)
+    return [_finding(
+        ctx, "RETRY_BACKLOG", "warning" if total >= RETRY_WARNING_DIFF else "info",
+        f"{total} message(s) wait in {RETRY_PREFIX}{ctx.view.group}",
+        "Messages the listener failed to consume wait in the retry topic with growing delays "
+        "(10 s up to 2 h); after 16 failures they move to the dead-letter queue.",
+        {"total_diff": total, "queues": [{**_q(p.queue), "diff": p.diff} for p in rows]},
+        "Find why the listener returns RECONSUME_LATER or throws (application logs).",
+    )]
+
+
+def dlq_backlog(ctx: CheckContext) -> list[Finding]:
+    total = ctx.view.dlq_messages
+    if total <= 0:
+        return []
+    return [_finding(
+        ctx, "DLQ_BACKLOG", "warning",
+        f"{total} message(s) sit in %DLQ%{ctx.view.group}",
+        "These messages failed consumption 16 times and were moved to the dead-letter queue; "
+        "nobody consumes it by default, so they are lost to the application unless replayed.",
+        {"messages": total, "queues": [{**_q(o.queue), "messages": o.max_offset - o.min_offset}
+                                       for o in ctx.view.dlq]},
+        "Inspect and replay the DLQ messages (e.g. resend them to the original topic) after "
+        "fixing the consumer.",
+    )]
+
+
+def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
+    if ctx.previous is None:
+        return []
+    before = _progress(ctx.previous)
+    rows = []
+    for p in ctx.view.progress:
+        old = before.get(p.queue)
+        if old is None or p.diff <= 0:
+            continue
+        if p.broker_offset > old.broker_offset and p.consumer_offset <= old.consumer_offset:
+            rows.append({**_q(p.queue), "broker_offset": [old.broker_offset, p.broker_offset],
+                         "consumer_offset": [old.consumer_offset, p.consumer_offset],
+                         "diff": p.diff, "owner": p.owner})
+    if not rows:
+        return []
+    seconds = max(0, ctx.view.sampled_at - ctx.previous.sampled_at) / 1000
+    return [_finding(
+        ctx, "LAG_NOT_ADVANCING", "error",
+        f"{len(rows)} queue(s) of {ctx.view.group} received messages but consumed none",
+        f"Between two samples {seconds:.0f} s apart, new messages arrived on {len(rows)} queue(s) "
+        f"while their consumer offset did not move.",
+        {"interval_seconds": seconds, "queues": rows},
+        "Check the owner column: no owner means the queue is orphaned; an owner means its "
+        "listener is stuck or failing (see BLOCKED_QUEUE).",
+    )]
+
+
+CHECKS: Sequence[tuple[str, Check]] = (
+    ("SUBSCRIPTION_TAG_CONFLICT", subscription_tag_conflict),
+    ("SUBSCRIPTION_TOPIC_CONFLICT", subscription_topic_conflict),
+    ("BROKER_SUBSCRIPTION_DIVERGENCE", broker_subscription_divergence),
+    ("IDLE_CONSUMERS", idle_consumers),
+    ("ORPHANED_QUEUES", orphaned_queues),
+    ("DUPLICATE_CLIENT_ID", duplicate_client_id),
+    ("UNEVEN_ALLOCATION", uneven_allocation),
+    ("MIXED_CONSUMER_SETTINGS", mixed_consumer_settings),
+    ("BLOCKED_QUEUE", blocked_queue),
+    ("OFFLINE_GROUP_BACKLOG", offline_group_backlog),
+    ("RETRY_BACKLOG", retry_backlog),
+    ("DLQ_BACKLOG", dlq_backlog),
+    ("LAG_NOT_ADVANCING", lag_not_advancing),
+)
+
+CODES = tuple(code for code, _ in CHECKS)
+
+
+def run_checks(view: GroupView, previous: GroupView | None = None, *,
+               now_ms: int | None = None, only: Iterable[str] | None = None) -> list[Finding]:
+    """Every finding for one group, most severe first."""
+    ctx = CheckContext(view, previous, now_ms if now_ms is not None else view.sampled_at)
+    wanted = set(only) if only else None
+    findings: list[Finding] = []
+    for code, check in CHECKS:
+        if wanted is None or code in wanted:
+            findings.extend(check(ctx))
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(findings, key=lambda f: order[f.severity])
