@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rmqctl import errors
 from rmqctl.model import (
     RETRY_PREFIX,
     SUB_ALL,
@@ -189,7 +190,7 @@ def _expected_allocation(view: GroupView, topic: str) -> dict[str, list[MessageQ
     name = names.pop() if len(names) == 1 else "AVG"
     try:
         strategy = get_strategy(name)
-    except Exception:  # a strategy we cannot reproduce (CONFIG, a custom class)
+    except errors.RmqctlError:  # a strategy we cannot reproduce (CONFIG, a custom class)
         return None
     cids = [c.client_id for c in view.connections]
     return strategy.allocate_all(list(queues), cids)

@@ -1,0 +1,142 @@
+"""``rmqctl rebalance simulate``: what-if allocation for a live group or for made-up inputs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from rmqctl import errors
+from rmqctl.cli.common import (
+    ContextOpt,
+    NamesrvOpt,
+    OutputOpt,
+    TimeoutOpt,
+    execute,
+    fail,
+    settings,
+)
+from rmqctl.cli.render import Table, View, emit
+from rmqctl.model import RETRY_PREFIX, GroupView, MessageQueue
+from rmqctl.rebalance.simulate import (
+    Edits,
+    SimulationResult,
+    queues_from_counts,
+    simulate,
+    synthetic_client_ids,
+)
+from rmqctl.source import ClusterSource
+
+app = typer.Typer(help="Queue allocation: what-if simulation.", no_args_is_help=True)
+
+
+def parse_brokers(value: str) -> dict[str, int]:
+    """``broker-a=8,broker-b=8`` → counts."""
+    counts: dict[str, int] = {}
+    for part in value.split(","):
+        name, sep, count = part.strip().partition("=")
+        if not sep or not name or not count.strip().isdigit():
+            raise errors.UsageError(f"invalid --brokers entry {part!r}; expected NAME=COUNT")
+        counts[name.strip()] = int(count)
+    return counts
+
+
+def parse_clients(value: str) -> list[str]:
+    """``5`` → five synthetic ids; ``id1,id2`` → those ids (duplicates kept)."""
+    value = value.strip()
+    if value.isdigit():
+        return synthetic_client_ids(int(value))
+    ids = [c.strip() for c in value.split(",") if c.strip()]
+    if not ids:
+        raise errors.UsageError("--clients needs a count or a comma-separated list of client ids")
+    return ids
+
+
+def result_view(result: SimulationResult) -> View:
+    doc = result.as_dict()
+    rows = []
+    for cid, queues in result.assignments.items():
+        rows.append({"client_id": cid, "count": len(queues),
+                     "queues": " ".join(f"{q.broker_name}/{q.queue_id}" for q in queues) or "(idle)"})
+    footer = [f"Strategy {result.strategy}, topic {result.topic}: {len(result.assignments)} client(s), "
+              f"{len(result.idle_clients)} idle, {len(result.unassigned_queues)} queue(s) held by nobody"]
+    if result.unassigned_queues:
+        footer.append("Held by nobody: " + " ".join(
+            f"{q.broker_name}/{q.queue_id}" for q in result.unassigned_queues))
+    if result.mismatches:
+        footer.append("Differs from what the clients report now:")
+        for cid, mismatch in result.mismatches.items():
+            missing = " ".join(f"{q.broker_name}/{q.queue_id}" for q in mismatch.missing) or "-"
+            extra = " ".join(f"{q.broker_name}/{q.queue_id}" for q in mismatch.unexpected) or "-"
+            footer.append(f"  {cid}: should also hold {missing}; holds unexpectedly {extra}")
+    elif result.mismatches is not None:
+        footer.append("Matches what the clients report now.")
+    columns = [("client_id", "CLIENT_ID"), ("count", "QUEUES"), ("queues", "ASSIGNED")]
+    return View(doc, [Table(columns, rows)], footer)
+
+
+def _live_topic(view: GroupView, topic: str | None) -> str:
+    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs}
+                    | {t for t in view.topic_queues if not t.startswith(RETRY_PREFIX)})
+    if topic:
+        return topic
+    if len(topics) != 1:
+        raise errors.UsageError(
+            f"group {view.group} consumes {len(topics)} topics; choose one with --topic",
+            hint=("topics: " + ", ".join(topics)) if topics else None)
+    return topics[0]
+
+
+@app.command("simulate")
+def simulate_cmd(
+    ctx: typer.Context,
+    group: Annotated[str | None, typer.Option("--group", "-g", help="Start from this live group.")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Topic to allocate.")] = None,
+    brokers: Annotated[str | None, typer.Option("--brokers", help="Queues per broker: broker-a=8,broker-b=8.")] = None,
+    clients: Annotated[str | None, typer.Option("--clients", help="Client ids 'id1,id2' or a count.")] = None,
+    add_client: Annotated[list[str] | None, typer.Option("--add-client", help="Add a client (repeatable).")] = None,
+    remove_client: Annotated[list[str] | None, typer.Option("--remove-client", help="Remove a client (repeatable).")] = None,
+    queues: Annotated[int | None, typer.Option("--queues", min=0, help="Set every broker's queue count.")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, …")] = None,
+    vnodes: Annotated[int | None, typer.Option("--vnodes", min=0, help="CONSISTENT_HASH virtual nodes.")] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """Who would hold which queue: each client's queues, idle clients and queues held by nobody."""
+    opts = settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout)
+
+    def edits_for(broker_names: list[str]) -> Edits:
+        counts = {b: queues for b in broker_names} if queues is not None else {}
+        return Edits(tuple(add_client or ()), tuple(remove_client or ()), counts)
+
+    if group is None:
+        try:
+            if not topic or not brokers or not clients:
+                raise errors.UsageError("without --group, give --topic, --brokers and --clients")
+            counts = parse_brokers(brokers)
+            result = simulate(strategy or "AVG", topic, queues_from_counts(topic, counts),
+                              parse_clients(clients), edits=edits_for(list(counts)), vnodes=vnodes)
+        except errors.RmqctlError as exc:
+            fail(exc, opts.debug)
+        emit(result_view(result), opts.output)
+        return
+
+    async def run(source: ClusterSource) -> tuple[View, dict[str, str]]:
+        view = await source.group_view(group)
+        chosen = _live_topic(view, topic)
+        topic_queues: list[MessageQueue] = list(view.topic_queues.get(chosen, ()))
+        if not topic_queues:
+            raise errors.NotFound(f"topic {chosen!r} has no readable queues")
+        if brokers:
+            topic_queues += queues_from_counts(chosen, parse_brokers(brokers))
+        names = {ri.strategy for ri in view.running_infos.values() if ri.strategy}
+        current = strategy or (names.pop() if len(names) == 1 else "AVG")
+        ids = parse_clients(clients) if clients else [c.client_id for c in view.connections]
+        result = simulate(current, chosen, topic_queues, ids,
+                          edits=edits_for(sorted({q.broker_name for q in topic_queues})),
+                          actual=view.assignments() if view.running_infos else None, vnodes=vnodes)
+        return result_view(result), dict(view.errors)
+
+    execute(opts, run)
