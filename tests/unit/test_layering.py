@@ -1,0 +1,48 @@
+"""Dependency direction: the core never loads the TUI or Spark; analysis never imports rmqctl."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_importing_the_core_and_cli_loads_neither_textual_nor_pyspark() -> None:
+    code = (
+        "import sys, rmqctl, rmqctl.cli.app, rmqctl.doctor, rmqctl.source, rmqctl.rebalance.simulate\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in {'textual', 'pyspark', 'tui', 'analysis'})\n"
+        "assert not bad, bad\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_core_sources_never_import_tui_or_spark() -> None:
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(_imports(p) & {"textual", "pyspark", "tui", "analysis"})
+        for p in (ROOT / "rmqctl").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_analysis_imports_only_pyspark_and_the_standard_library() -> None:
+    allowed = set(sys.stdlib_module_names) | {"pyspark", "analysis", "__future__"}
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(_imports(p) - allowed)
+        for p in (ROOT / "analysis").rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}

@@ -1,0 +1,1 @@
+"""The Textual front end; it imports rmqctl, never the reverse."""
