@@ -30,8 +30,9 @@ import tomli_w
 from rmqctl import errors
 from rmqctl.remoting.acl import Credentials
 
-_CONTEXT_KEYS = {"namesrv": str, "timeout": (int, float), "access_key": str, "secret_key": str,
-                 "dashboard": str}
+_CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
+    "namesrv": str, "timeout": (int, float), "access_key": str, "secret_key": str, "dashboard": str,
+}
 
 
 def config_path() -> Path:

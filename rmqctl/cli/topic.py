@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -63,7 +63,7 @@ def route(
     async def run(source: ClusterSource) -> View:
         r = await source.topic_route(topic)
         brokers = {b.broker_name: b for b in r.broker_datas}
-        rows = []
+        rows: list[dict[str, Any]] = []
         for qd in sorted(r.queue_datas, key=lambda q: q.broker_name):
             bd = brokers.get(qd.broker_name)
             rows.append({

@@ -206,7 +206,7 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
         return []
     progress = _progress(view)
     all_topics = sorted(set().union(*topic_sets.values()))
-    per_topic = []
+    per_topic: list[dict[str, Any]] = []
     for topic in all_topics:
         non_subscribers = sorted(c for c, ts in topic_sets.items() if topic not in ts)
         if not non_subscribers:
@@ -398,7 +398,7 @@ def mixed_consumer_settings(ctx: CheckContext) -> list[Finding]:
     infos = ctx.view.running_infos
     if len(infos) < 2:
         return []
-    settings = {
+    settings: dict[str, dict[str, object]] = {
         "message_model": {c: i.message_model for c, i in infos.items()},
         "consume_type": {c: i.consume_type for c, i in infos.items()},
         "strategy": {c: i.strategy for c, i in infos.items()},

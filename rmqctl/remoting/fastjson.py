@@ -16,10 +16,13 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from json.decoder import scanstring
+from json import decoder as _json_decoder
 from typing import Any
 
 from rmqctl.errors import ProtocolError
+
+#: The C string scanner behind ``json.loads`` (not in typeshed, but public since Python 2.6).
+scanstring = _json_decoder.scanstring  # type: ignore[attr-defined]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
