@@ -49,6 +49,26 @@ def compare_subscriptions(view: GroupView) -> list[SubscriptionRow]:
     return rows
 
 
+SUBSCRIPTION_CODES = (
+    "SUBSCRIPTION_TAG_CONFLICT", "SUBSCRIPTION_TOPIC_CONFLICT", "BROKER_SUBSCRIPTION_DIVERGENCE",
+)
+
+
+def subscription_conflicts(view: GroupView) -> list[dict[str, Any]]:
+    """The doctor's subscription findings for this group, reduced to code, topic(s) and title."""
+    from rmqctl.doctor import run_checks
+
+    out = []
+    for finding in run_checks(view, only=SUBSCRIPTION_CODES):
+        topics = finding.evidence.get("topic")
+        if topics is None:
+            topics = [t["topic"] for t in finding.evidence.get("topics", [])]
+        out.append({"code": finding.code, "severity": finding.severity,
+                    "topics": [topics] if isinstance(topics, str) else list(topics),
+                    "title": finding.title})
+    return out
+
+
 def _sub_dict(sub: Subscription) -> dict[str, Any]:
     return {
         "topic": sub.topic,
@@ -76,9 +96,7 @@ def group_show(view: GroupView) -> dict[str, Any]:
             cid: [_sub_dict(s) for s in subs] for cid, subs in view.client_subscriptions.items()
         },
         "client_strategies": {cid: ri.strategy for cid, ri in sorted(view.running_infos.items())},
-        "subscription_conflicts": sorted(
-            {row.topic for row in compare_subscriptions(view) if row.differs}
-        ),
+        "subscription_conflicts": subscription_conflicts(view),
         "errors": dict(view.errors),
     }
 

@@ -79,12 +79,9 @@ def show(
             f"MessageModel: {view.message_model or '-'}",
             f"ConsumeFromWhere: {view.consume_from_where or '-'}",
         ]
-        if doc["subscription_conflicts"]:
-            footer.append(
-                "WARNING: clients of this group subscribe differently to: "
-                + ", ".join(doc["subscription_conflicts"])
-                + " (the broker keeps one subscription per topic; see rmqctl doctor)"
-            )
+        for conflict in doc["subscription_conflicts"]:
+            footer.append(f"[{conflict['severity'].upper()}] {conflict['code']}: {conflict['title']}"
+                          f" (details: rmqctl doctor {group})")
         return View(doc, tables, footer), dict(view.errors)
 
     execute(settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout), run)
