@@ -117,7 +117,7 @@ def simulate_cmd(
                 raise errors.UsageError("without --group, give --topic, --brokers and --clients")
             counts = parse_brokers(brokers)
             result = simulate(strategy or "AVG", topic, queues_from_counts(topic, counts),
-                              parse_clients(clients), edits=edits_for(list(counts)), vnodes=vnodes)
+                              parse_clients(clients), edits=edits_for(list(counts)), strategy_options={"vnodes": vnodes})
         except errors.RmqctlError as exc:
             fail(exc, opts.debug)
         emit(result_view(result), opts.output)
@@ -136,7 +136,7 @@ def simulate_cmd(
         ids = parse_clients(clients) if clients else [c.client_id for c in view.connections]
         result = simulate(current, chosen, topic_queues, ids,
                           edits=edits_for(sorted({q.broker_name for q in topic_queues})),
-                          actual=view.assignments() if view.running_infos else None, vnodes=vnodes)
+                          actual=view.assignments() if view.running_infos else None, strategy_options={"vnodes": vnodes})
         return result_view(result), dict(view.errors)
 
     execute(opts, run)

@@ -43,7 +43,10 @@ class Mismatch:
     """Reported as held but not expected for this client."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"missing": queues_as_dicts(self.missing), "unexpected": queues_as_dicts(self.unexpected)}
+        return {
+            "missing": queues_as_dicts(self.missing),
+            "unexpected": queues_as_dicts(self.unexpected),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +149,13 @@ def simulate(
     *,
     edits: Edits | None = None,
     actual: Mapping[str, Iterable[MessageQueue]] | None = None,
-    **options: object,
+    strategy_options: Mapping[str, object] | None = None,
 ) -> SimulationResult:
     """Allocate ``topic``'s queues among the clients as the named strategy would.
 
     ``queues`` are the topic's readable queues and ``client_ids`` the group's client ids (one per
-    connection, duplicates kept); ``edits`` change either first. ``options`` go to
-    :func:`~rmqctl.rebalance.strategies.get_strategy` (``vnodes=…`` and so on). ``actual`` maps
+    connection, duplicates kept); ``edits`` change either first. ``strategy_options`` go to
+    :func:`~rmqctl.rebalance.strategies.get_strategy` (``{"vnodes": 20}`` and so on). ``actual`` maps
     client id → queues it reports holding; queues of other topics are ignored and a client
     missing from it counts as holding nothing.
     """
@@ -164,7 +167,7 @@ def simulate(
             f"queues of topic {strangers[0]!r} given for a simulation of topic {topic!r}",
             hint="allocation is per topic: pass only the queues of the simulated topic",
         )
-    chosen = get_strategy(strategy, **options)
+    chosen = get_strategy(strategy, **dict(strategy_options or {}))
     mq_all = java_sorted_queues(_apply_queue_edits(topic, queue_list, edits.queue_counts))
     cid_all = java_sorted_ids(_apply_client_edits(client_ids, edits))
     try:

@@ -150,7 +150,7 @@ def allocate_avg_by_circle(
 class _HashRing:
     """``ConsistentHashRouter`` over client ids: a sorted ring of MD5 points, built once."""
 
-    __slots__ = ("points", "owners")
+    __slots__ = ("owners", "points")
 
     def __init__(self, cid_all: Sequence[str], virtual_nodes: int) -> None:
         owner_at: dict[int, str] = {}
@@ -271,7 +271,10 @@ class RegexRoomResolver:
     _client_re: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for attr, pattern in (("_broker_re", self.broker_pattern), ("_client_re", self.client_pattern)):
+        for attr, pattern in (
+            ("_broker_re", self.broker_pattern),
+            ("_client_re", self.client_pattern),
+        ):
             try:
                 compiled = re.compile(pattern, re.ASCII)
             except re.error as exc:
@@ -402,16 +405,16 @@ class Strategy(Protocol):
         """Java ``allocate``: inputs used as given (already sorted by the caller)."""
         ...
 
-    def allocate_all(
-        self, mq_all: Iterable[MessageQueue], cid_all: Iterable[str]
-    ) -> Allocation:
+    def allocate_all(self, mq_all: Iterable[MessageQueue], cid_all: Iterable[str]) -> Allocation:
         """Sort both inputs like ``RebalanceImpl`` and answer for every client.
 
-        Keys are the distinct client ids in Java order. A client id listed twice appears once:
-        both of its processes compute the same ``indexOf`` and so the same list, and the share
-        of the second position goes to nobody (it shows up as unassigned queues). Raises
-        :class:`AllocationError` where ``allocate`` would raise for any client; no clients at
-        all gives ``{}``.
+        Keys are the distinct client ids in Java order; each value is exactly the list that
+        client's own ``allocate`` call returns. A client id listed twice appears once, because
+        both of its processes compute the same list: with the index-based strategies (AVG,
+        AVG_BY_CIRCLE, MACHINE_ROOM) both take the first position's share and the second
+        position's share goes to nobody (it shows up as unassigned queues); CONSISTENT_HASH
+        instead gives the id a second set of ring points. Raises :class:`AllocationError`
+        where ``allocate`` would raise for any client; no clients at all gives ``{}``.
         """
         ...
 
@@ -446,9 +449,7 @@ class _SortingStrategy:
 
     __slots__ = ()
 
-    def allocate_all(
-        self, mq_all: Iterable[MessageQueue], cid_all: Iterable[str]
-    ) -> Allocation:
+    def allocate_all(self, mq_all: Iterable[MessageQueue], cid_all: Iterable[str]) -> Allocation:
         return self.allocate_all_sorted(java_sorted_queues(mq_all), java_sorted_ids(cid_all))
 
     def allocate_all_sorted(
@@ -641,7 +642,8 @@ class PopStrategy(_SortingStrategy):
     """The 5.x broker's POP-mode assignment (``allocate4Pop``) around ``AVG``/``AVG_BY_CIRCLE``.
 
     Not a client strategy: the broker computes it when a group's topic is in POP mode. Its
-    rmqctl name is ``POP-<inner>``.
+    rmqctl name is ``POP-<inner>``. Like :func:`allocate_pop`, results are the broker's lists
+    before it makes them sets (one ``queue_id`` −1 entry per queue, shares possibly repeated).
     """
 
     inner: Strategy
