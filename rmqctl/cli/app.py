@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from rmqctl import __version__
-from rmqctl.cli import cluster, config_cmd, doctor_cmd, group, rebalance_cmd, topic
+from rmqctl.cli import cluster, config_cmd, doctor_cmd, emulator_cmd, group, rebalance_cmd, topic
 from rmqctl.cli.common import (
     AtOpt,
     ContextOpt,
@@ -34,6 +34,7 @@ app.add_typer(topic.app, name="topic")
 app.add_typer(group.app, name="group")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(rebalance_cmd.app, name="rebalance")
+app.add_typer(emulator_cmd.app, name="emulator")
 app.command("doctor")(doctor_cmd.doctor)
 
 

@@ -1,0 +1,386 @@
+"""``rmqctl emulator …``: list, show and run scenarios, serve an emulated cluster, drive it.
+
+``scenarios``/``show``/``run`` work on the virtual clock and need no network; ``serve`` listens on
+loopback (a name server, one port per broker, and an HTTP control API) until Ctrl-C; ``ctl …``
+talks to a served emulator's control API with httpx. Every command is a thin wrapper around
+:mod:`rmqctl.emulator`.
+
+Must not import textual or pyspark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import signal
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from rmqctl import errors
+from rmqctl.cli.common import OutputOpt, Settings, console, fail, settings
+from rmqctl.cli.render import OutputFormat, Table, View, emit
+from rmqctl.errors import ExitCode
+
+app = typer.Typer(help="The built-in RocketMQ emulator: scenarios, runs and a served cluster.",
+                  no_args_is_help=True)
+ctl = typer.Typer(help="Drive a served emulator through its HTTP control API.", no_args_is_help=True)
+app.add_typer(ctl, name="ctl")
+
+ScenarioArg = Annotated[str, typer.Argument(help="A built-in scenario name or a scenario .toml file.",
+                                            show_default=False)]
+UrlOpt = Annotated[str | None, typer.Option("--url", envvar="RMQCTL_EMULATOR_URL",
+                                            help="Control API URL printed by 'emulator serve'.",
+                                            show_default=False)]
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="RMQCTL_EMULATOR_TOKEN",
+                                              help="Bearer token of the control API.", show_default=False)]
+
+
+def _opts(ctx: typer.Context, output: OutputFormat | None) -> Settings:
+    return settings(ctx, output=output)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios
+
+
+@app.command("scenarios")
+def scenarios(ctx: typer.Context, output: OutputOpt = None) -> None:
+    """The built-in scenarios, each with a one-line description."""
+    from rmqctl.emulator.scenario import builtin_scenarios
+
+    opts = _opts(ctx, output)
+    try:
+        rows = [{"name": name, "description": desc} for name, desc in builtin_scenarios()]
+    except errors.RmqctlError as exc:
+        fail(exc, opts.debug)
+    emit(View(rows, [Table([("name", "NAME"), ("description", "DESCRIPTION")], rows)]), opts.output)
+
+
+@app.command("show")
+def show(ctx: typer.Context, scenario: ScenarioArg, output: OutputOpt = None) -> None:
+    """Print a scenario's TOML (copy a built-in to start your own), or its parsed form with -o json."""
+    from rmqctl.emulator.scenario import load_scenario
+
+    opts = _opts(ctx, output)
+    try:
+        spec = load_scenario(scenario)
+    except errors.RmqctlError as exc:
+        fail(exc, opts.debug)
+    if opts.output is OutputFormat.table and spec.text:
+        sys.stdout.write(spec.text if spec.text.endswith("\n") else spec.text + "\n")
+        return
+    doc: dict[str, Any] = {
+        "name": spec.name, "description": spec.description, "duration": spec.duration,
+        "source": spec.source,
+        "brokers": [{"name": b.name, "cluster": b.cluster} for b in spec.brokers],
+        "topics": [{"name": t.name, "read_queues": t.read_queues, "write_queues": t.write_queues,
+                    "perm": t.perm, "brokers": list(spec.topic_brokers(t))} for t in spec.topics],
+        "consumers": [{"group": c.group, "client_id": c.client_id, "subscriptions": dict(c.subscriptions),
+                       "start": c.start, "stop": c.stop, "strategy": c.strategy,
+                       "message_model": c.message_model} for c in spec.consumers],
+        "produce": [{"at": p.at, "topic": p.topic, "tag": p.tag, "count": p.count, "queue": p.queue}
+                    for p in spec.produce],
+    }
+    rows = doc["consumers"]
+    emit(View(doc, [Table([("group", "GROUP"), ("client_id", "CLIENT_ID"), ("subscriptions", "SUBSCRIPTIONS"),
+                           ("start", "START"), ("stop", "STOP")], rows)]), opts.output)
+
+
+def _queues_text(queues: list[dict[str, Any]]) -> str:
+    return " ".join(f"{q['topic']}@{q['broker']}/{q['queue_id']}" for q in queues) or "(idle)"
+
+
+def _tags_text(counts: dict[str, int]) -> str:
+    return " ".join(f"{tag or '(no tag)'}={n}" for tag, n in counts.items()) or "0"
+
+
+def report_view(doc: dict[str, Any]) -> View:
+    """Tables for the ``emulator run`` document."""
+    consumer_rows = [
+        {"client_id": cid, "group": c["group"], "received": _tags_text(c["received_by_tag"]),
+         "queues": _queues_text(c["queues"]),
+         "errors": " ".join(f"{code}x{n}" for code, n in c.get("pull_errors", {}).items()) or ""}
+        for cid, c in doc["consumers"].items()
+    ]
+    tag_rows = [
+        {"tag": tag or "(no tag)", "produced": n, "lost": doc["lost_by_tag"].get(tag, 0)}
+        for tag, n in doc["produced_by_tag"].items()
+    ]
+    sub_rows = [
+        {"broker": broker, "group": group, "topic": topic, "expression": sub["expression"],
+         "sub_version": sub["sub_version"]}
+        for broker, groups in doc["broker_subscriptions"].items()
+        for group, topics in groups.items()
+        for topic, sub in topics.items()
+    ]
+    tables = [
+        Table([("client_id", "CLIENT_ID"), ("group", "GROUP"), ("received", "RECEIVED"),
+               ("queues", "QUEUES HELD"), ("errors", "PULL ERRORS")], consumer_rows,
+              title=f"Scenario {doc['scenario']} at {doc['at']:g}s"),
+        Table([("tag", "TAG"), ("produced", "PRODUCED"), ("lost", "LOST")], tag_rows, title="Messages"),
+        Table([("broker", "BROKER"), ("group", "GROUP"), ("topic", "TOPIC"), ("expression", "EXPRESSION"),
+               ("sub_version", "SUB_VERSION")], sub_rows, title="Broker-stored subscriptions"),
+    ]
+    lost = sum(doc["lost_by_tag"].values())
+    footer = [f"{lost} message(s) lost (wanted by a group, never received by it)"] if lost else []
+    return View(doc, tables, footer)
+
+
+@app.command("run")
+def run(
+    ctx: typer.Context,
+    scenario: ScenarioArg,
+    at: Annotated[float | None, typer.Option("--at", min=0, help="Stop at this many seconds "
+                                             "(default: the scenario's duration).", show_default=False)] = None,
+    output: OutputOpt = None,
+) -> None:
+    """Run a scenario to its end on the virtual clock and report who received what."""
+    from rmqctl.emulator.scenario import load_scenario
+    from rmqctl.emulator.world import run_scenario
+
+    opts = _opts(ctx, output)
+    try:
+        doc = run_scenario(load_scenario(scenario), at).report()
+    except errors.RmqctlError as exc:
+        fail(exc, opts.debug)
+    emit(report_view(doc), opts.output)
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving
+
+
+@app.command("serve")
+def serve(
+    ctx: typer.Context,
+    scenario: Annotated[str, typer.Option("--scenario", "-s", help="Built-in scenario name or .toml file.",
+                                          show_default=False)],
+    speed: Annotated[float, typer.Option("--speed", min=0.001, help="Run the real-time clock N times faster.")] = 1.0,
+    clock: Annotated[str, typer.Option("--clock", help="real (wall clock) or virtual (moves only on "
+                                       "'ctl advance').")] = "real",
+    namesrv_port: Annotated[int, typer.Option("--namesrv-port", min=0, max=65535,
+                                              help="Name server port (0: a free one).")] = 0,
+    control_port: Annotated[int, typer.Option("--control-port", min=0, max=65535,
+                                              help="Control API port (0: a free one).")] = 0,
+    bind: Annotated[str, typer.Option("--bind", help="Address to listen on.")] = "127.0.0.1",
+    token: TokenOpt = None,
+    at: Annotated[float, typer.Option("--at", min=0, help="Virtual clock: start at this many seconds.")] = 0.0,
+    output: OutputOpt = None,
+) -> None:
+    """Serve a scenario on real sockets until Ctrl-C: point mqadmin or rmqctl -n at it."""
+    from rmqctl.emulator.scenario import load_scenario
+    from rmqctl.emulator.serve import Served, ServeOptions, serve_emulator
+
+    opts = _opts(ctx, output)
+    if clock not in ("real", "virtual"):
+        fail(errors.UsageError(f"--clock must be 'real' or 'virtual', not {clock!r}"), opts.debug)
+    try:
+        spec = load_scenario(scenario)
+    except errors.RmqctlError as exc:
+        fail(exc, opts.debug)
+    options = ServeOptions(clock=clock, speed=speed, bind=bind, namesrv_port=namesrv_port,
+                           control_port=control_port, token=token, at=at)
+    interrupted: dict[str, int | None] = {"signal": None}
+
+    def ready(served: Served) -> None:
+        # This process only serves now: keep the cyclic GC from rescanning the whole built world
+        # on every collection (it would add pauses to admin requests on large scenarios).
+        gc.collect()
+        gc.freeze()
+        if opts.output is OutputFormat.json or opts.output is OutputFormat.jsonl:
+            sys.stdout.write(json.dumps(served.as_dict()) + "\n")
+        else:
+            sys.stdout.write(f"namesrv {served.namesrv}\ncontrol {served.control}\n")
+            for name, addr in served.brokers.items():
+                sys.stdout.write(f"broker  {name} {addr}\n")
+        sys.stdout.flush()
+        console.stream.write(
+            f"emulator '{served.scenario}' serving ({served.clock} clock"
+            + (f", x{served.speed:g}" if served.clock == "real" else "")
+            + f"); export NAMESRV_ADDR={served.namesrv}; Ctrl-C to stop\n")
+        console.stream.flush()
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_signal(signum: int) -> None:
+            interrupted["signal"] = signum
+            stop.set()
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(signum, on_signal, signum)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await serve_emulator(spec, options, stop=stop, ready=ready)
+
+    try:
+        asyncio.run(main())
+    except errors.RmqctlError as exc:
+        fail(exc, opts.debug)
+    except KeyboardInterrupt:
+        interrupted["signal"] = signal.SIGINT
+    if interrupted["signal"] == signal.SIGINT:
+        console.stream.write("emulator stopped\n")
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
+
+
+# ---------------------------------------------------------------------------------------------
+# Control API client
+
+
+def _call(url: str | None, token: str | None, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    if not url:
+        raise errors.UsageError("no control API URL given",
+                                hint="pass --url (printed by 'rmqctl emulator serve') or set RMQCTL_EMULATOR_URL")
+    import httpx  # only the ctl commands need it
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with httpx.Client(base_url=url, headers=headers, timeout=30.0) as client:
+            response = client.request(method, path, json=body)
+    except httpx.ConnectError as exc:
+        raise errors.ConnectionError(f"cannot reach the emulator control API at {url}",
+                                     hint="is 'rmqctl emulator serve' running? pass its --url") from exc
+    except httpx.TimeoutException as exc:
+        raise errors.TimeoutError(f"the emulator control API at {url} did not answer") from exc
+    except httpx.HTTPError as exc:
+        raise errors.ConnectionError(f"control API request failed: {exc}") from exc
+    try:
+        doc = response.json()
+    except ValueError:
+        doc = {"error": response.text.strip()}
+    if response.status_code >= 400:
+        message = doc.get("error") if isinstance(doc, dict) else str(doc)
+        if response.status_code == 401:
+            raise errors.UsageError(f"control API: {message}", hint="pass the server's --token")
+        if response.status_code == 404:
+            raise errors.NotFound(f"control API: {message}")
+        if response.status_code < 500:
+            raise errors.UsageError(f"control API: {message}")
+        raise errors.RmqctlError(f"control API failed ({response.status_code}): {message}")
+    return doc
+
+
+def _ctl(ctx: typer.Context, output: OutputFormat | None, url: str | None, token: str | None, method: str,
+         path: str, body: dict[str, Any] | None, view: Any) -> None:
+    opts = _opts(ctx, output)
+    try:
+        doc = _call(url, token, method, path, body)
+    except errors.RmqctlError as exc:
+        fail(exc, opts.debug)
+    emit(view(doc), opts.output)
+
+
+def _clients_view(doc: dict[str, Any]) -> View:
+    rows = [
+        {"client_id": c["key"], "group": c["group"], "running": c["running"],
+         "subscriptions": " ".join(f"{t}={e}" for t, e in c["subscriptions"].items()),
+         "queues": _queues_text(c["queues"]), "received": _tags_text(c["received_by_tag"])}
+        for c in doc["clients"]
+    ]
+    return View(doc["clients"], [Table([("client_id", "CLIENT_ID"), ("group", "GROUP"), ("running", "RUNNING"),
+                                        ("subscriptions", "SUBSCRIPTIONS"), ("queues", "QUEUES"),
+                                        ("received", "RECEIVED")], rows)])
+
+
+def _doc_view(doc: Any) -> View:
+    rows = [{"key": k, "value": json.dumps(v) if isinstance(v, (dict, list)) else v}
+            for k, v in (doc.items() if isinstance(doc, dict) else [])]
+    return View(doc, [Table([("key", "KEY"), ("value", "VALUE")], rows)])
+
+
+@ctl.command("clients")
+def ctl_clients(ctx: typer.Context, url: UrlOpt = None, token: TokenOpt = None,
+                output: OutputOpt = None) -> None:
+    """Every simulated consumer: group, subscriptions, queues held, messages received."""
+    _ctl(ctx, output, url, token, "GET", "/v1/clients", None, _clients_view)
+
+
+@ctl.command("start-consumer")
+def ctl_start_consumer(
+    ctx: typer.Context,
+    group: Annotated[str, typer.Option("--group", "-g", help="Consumer group.", show_default=False)],
+    topic: Annotated[str, typer.Option("--topic", "-t", help="Topic to subscribe.", show_default=False)],
+    expr: Annotated[str, typer.Option("--expr", "-e", help="Tag expression, e.g. 'TagA || TagB'.")] = "*",
+    client_id: Annotated[str | None, typer.Option("--client-id", help="Client id (default: Java's form).",
+                                                  show_default=False)] = None,
+    strategy: Annotated[str, typer.Option("--strategy", help="Allocation strategy (Java getName()).")] = "AVG",
+    broadcasting: Annotated[bool, typer.Option("--broadcasting", help="BROADCASTING instead of CLUSTERING.")] = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    output: OutputOpt = None,
+) -> None:
+    """Start a simulated push consumer now."""
+    body = {"group": group, "topic": topic, "expr": expr, "client_id": client_id, "strategy": strategy,
+            "message_model": "BROADCASTING" if broadcasting else "CLUSTERING"}
+    _ctl(ctx, output, url, token, "POST", "/v1/consumers", body, _doc_view)
+
+
+@ctl.command("stop-consumer")
+def ctl_stop_consumer(
+    ctx: typer.Context,
+    client_id: Annotated[str, typer.Argument(help="Client id of a running simulated consumer.", show_default=False)],
+    kill: Annotated[bool, typer.Option("--kill", help="Die without unregistering (brokers see the socket close).")] = False,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    output: OutputOpt = None,
+) -> None:
+    """Shut a simulated consumer down (persists offsets and unregisters, like shutdown())."""
+    _ctl(ctx, output, url, token, "POST", "/v1/consumers/stop", {"client_id": client_id, "kill": kill}, _doc_view)
+
+
+@ctl.command("produce")
+def ctl_produce(
+    ctx: typer.Context,
+    topic: Annotated[str, typer.Option("--topic", "-t", help="Topic.", show_default=False)],
+    tag: Annotated[str | None, typer.Option("--tag", help="Message tag (none: no tag).", show_default=False)] = None,
+    count: Annotated[int, typer.Option("--count", "-c", min=1, help="How many messages.")] = 1,
+    queue: Annotated[int | None, typer.Option("--queue", min=0, help="Fixed queue id (default round robin).",
+                                              show_default=False)] = None,
+    broker: Annotated[str | None, typer.Option("--broker", help="Broker of --queue.", show_default=False)] = None,
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    output: OutputOpt = None,
+) -> None:
+    """Send tagged messages (round robin over writable queues, like DefaultMQProducer)."""
+    body = {"topic": topic, "tag": tag, "count": count, "queue": queue, "broker": broker}
+
+    def view(doc: dict[str, Any]) -> View:
+        rows = doc.get("messages", [])
+        return View(doc, [Table([("broker", "BROKER"), ("queue_id", "QID"), ("queue_offset", "OFFSET"),
+                                 ("tag", "TAG"), ("msg_id", "MSG_ID")], rows, title=f"{doc['sent']} sent")])
+
+    _ctl(ctx, output, url, token, "POST", "/v1/produce", body, view)
+
+
+@ctl.command("advance")
+def ctl_advance(
+    ctx: typer.Context,
+    seconds: Annotated[float, typer.Argument(min=0, help="Seconds to move the virtual clock.", show_default=False)],
+    url: UrlOpt = None,
+    token: TokenOpt = None,
+    output: OutputOpt = None,
+) -> None:
+    """Move the virtual clock forward (only for 'serve --clock virtual')."""
+    _ctl(ctx, output, url, token, "POST", "/v1/advance", {"seconds": seconds}, _doc_view)
+
+
+@ctl.command("state")
+def ctl_state(ctx: typer.Context, url: UrlOpt = None, token: TokenOpt = None,
+              output: OutputOpt = None) -> None:
+    """The emulator's full state (brokers, consumer tables, offsets, clients) as JSON."""
+    opts = _opts(ctx, output)
+    try:
+        doc = _call(url, token, "GET", "/v1/state", None)
+    except errors.RmqctlError as exc:
+        fail(exc, opts.debug)
+    if opts.output is OutputFormat.table:
+        emit(report_view(doc["report"]), opts.output)
+    else:
+        emit(View(doc, []), OutputFormat.json if opts.output is OutputFormat.csv else opts.output)
+

@@ -1,0 +1,300 @@
+"""A small HTTP/1.1 control API for a served emulator (stdlib asyncio, JSON in and out).
+
+Endpoints (all JSON; errors are ``{"error": "..."}`` with a 4xx/5xx status):
+
+- ``GET  /v1/health``                 scenario name and clock
+- ``GET  /v1/clients``                every simulated consumer, running or stopped
+- ``POST /v1/consumers``              start one: ``{"group", "topic", "expr"}`` or
+  ``{"group", "subscriptions": {TOPIC: EXPR}}``, optional ``client_id``, ``strategy``,
+  ``message_model``, ``consume_from_where``, ``post_subscription``, ``sub_version``, ``ip``
+- ``POST /v1/consumers/stop``         ``{"client_id", "kill": false}`` (also ``DELETE /v1/consumers/ID``)
+- ``POST /v1/produce``                ``{"topic", "tag", "count", "queue", "broker", "keys"}``
+- ``POST /v1/advance``                ``{"seconds"}``: only with the virtual clock (409 otherwise)
+- ``GET  /v1/state``                  the full state dump; ``GET /v1/report`` the run report
+
+It listens on loopback by default. Bound to any other address it refuses to start without a
+token, and every request must then carry ``Authorization: Bearer <token>`` (a token, when set,
+is always required, loopback or not). One request per connection (``Connection: close``).
+
+Must not import the CLI, textual or pyspark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import hmac
+import ipaddress
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from rmqctl import errors
+from rmqctl.emulator.clock import RealTimeDriver
+from rmqctl.emulator.scenario import CONSUME_FROM_WHERE, MESSAGE_MODELS, ConsumerSpec
+from rmqctl.emulator.world import EmulatedCluster
+from rmqctl.rebalance.strategies import AllocationError, get_strategy
+
+log = logging.getLogger(__name__)
+
+MAX_HEADER = 64 * 1024
+MAX_BODY = 1024 * 1024
+_REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+            405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
+            500: "Internal Server Error"}
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ControlServer:
+    """The control API of one emulated cluster."""
+
+    def __init__(self, cluster: EmulatedCluster, *, driver: RealTimeDriver | None = None,
+                 host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
+        if not is_loopback(host) and not token:
+            raise errors.UsageError(
+                f"the control API would listen on {host}, which is not loopback, without a token",
+                hint="pass --token TOKEN (clients then send Authorization: Bearer TOKEN)",
+            )
+        self.cluster = cluster
+        self.driver = driver
+        self.host = host
+        self.port = port
+        self.token = token
+        self._server: asyncio.base_events.Server | None = None
+        self._routes: dict[tuple[str, str], Callable[[dict[str, Any]], tuple[int, Any]]] = {
+            ("GET", "/v1/health"): self._health,
+            ("GET", "/v1/clients"): self._clients,
+            ("POST", "/v1/consumers"): self._start_consumer,
+            ("POST", "/v1/consumers/stop"): self._stop_consumer,
+            ("POST", "/v1/produce"): self._produce,
+            ("POST", "/v1/advance"): self._advance,
+            ("GET", "/v1/state"): self._state,
+            ("GET", "/v1/report"): self._report,
+        }
+
+    @property
+    def url(self) -> str:
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        if host in ("0.0.0.0", "[::]"):
+            host = "127.0.0.1"
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        try:
+            self._server = await asyncio.start_server(self._accept, self.host, self.port,
+                                                      reuse_address=True)
+        except OSError as exc:
+            reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+            raise errors.UsageError(f"cannot listen on {self.host}:{self.port} for the control API: {reason}",
+                                    hint="pick another --control-port, or 0 for a free one") from exc
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(TimeoutError, OSError):
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+            self._server = None
+
+    # -- HTTP ---------------------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            status, payload = await self._serve_one(reader)
+        except HttpError as exc:
+            status, payload = exc.status, {"error": exc.message}
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            writer.close()
+            return
+        body = json.dumps(payload, indent=None, ensure_ascii=False, default=str).encode("utf-8")
+        head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n").encode("ascii")
+        try:
+            writer.write(head + body)
+            await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def _serve_one(self, reader: asyncio.StreamReader) -> tuple[int, Any]:
+        raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
+        if len(raw) > MAX_HEADER:
+            raise HttpError(413, "request header too large")
+        lines = raw.decode("latin-1").split("\r\n")
+        try:
+            method, target, _ = lines[0].split(" ", 2)
+        except ValueError as exc:
+            raise HttpError(400, "malformed request line") from exc
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                key, _, value = line.partition(":")
+                headers[key.strip().lower()] = value.strip()
+        if self.token is not None:
+            auth = headers.get("authorization", "")
+            scheme, _, given = auth.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
+                raise HttpError(401, "missing or wrong bearer token")
+        length = int(headers.get("content-length", "0") or 0)
+        if length > MAX_BODY:
+            raise HttpError(413, "request body too large")
+        data: dict[str, Any] = {}
+        if length:
+            blob = await asyncio.wait_for(reader.readexactly(length), 10.0)
+            try:
+                parsed = json.loads(blob)
+            except ValueError as exc:
+                raise HttpError(400, f"body is not JSON: {exc}") from exc
+            if not isinstance(parsed, dict):
+                raise HttpError(400, "body must be a JSON object")
+            data = parsed
+        path = unquote(urlsplit(target).path).rstrip("/") or "/"
+        if method == "DELETE" and path.startswith("/v1/consumers/"):
+            data = {"client_id": path[len("/v1/consumers/"):], "kill": data.get("kill", False)}
+            route = self._stop_consumer
+        else:
+            route = self._routes.get((method, path))  # type: ignore[assignment]
+            if route is None:
+                if any(p == path for _, p in self._routes):
+                    raise HttpError(405, f"{method} is not allowed on {path}")
+                raise HttpError(404, f"no such endpoint {path}")
+        if self.driver is not None:
+            self.driver.sync()
+        try:
+            status, payload = route(data)
+        except errors.NotFound as exc:
+            raise HttpError(404, exc.message) from exc
+        except (errors.UsageError, errors.ConfigError, AllocationError) as exc:
+            raise HttpError(400, exc.message) from exc
+        except HttpError:
+            raise
+        except Exception as exc:
+            log.exception("control request failed")
+            raise HttpError(500, f"{type(exc).__name__}: {exc}") from exc
+        if self.driver is not None:
+            self.driver.poke()
+        return status, payload
+
+    # -- endpoints -----------------------------------------------------------------------------
+
+    def _health(self, data: dict[str, Any]) -> tuple[int, Any]:
+        return 200, {"ok": True, "scenario": self.cluster.scenario.name, "at": self.cluster.elapsed,
+                     "now_ms": self.cluster.now_ms, "clock": "real" if self.driver else "virtual",
+                     "namesrv": self.cluster.namesrv_addr}
+
+    def _clients(self, data: dict[str, Any]) -> tuple[int, Any]:
+        return 200, {"clients": self.cluster.clients()}
+
+    def _start_consumer(self, data: dict[str, Any]) -> tuple[int, Any]:
+        group = _required(data, "group")
+        subs = data.get("subscriptions")
+        if subs is None:
+            subs = {_required(data, "topic"): _text(data, "expr") or "*"}
+        if not isinstance(subs, dict) or not subs or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in subs.items()):
+            raise HttpError(400, "subscriptions must be an object of topic -> tag expression")
+        strategy = _text(data, "strategy") or "AVG"
+        get_strategy(strategy)
+        model = _text(data, "message_model") or "CLUSTERING"
+        if model not in MESSAGE_MODELS:
+            raise HttpError(400, f"message_model must be one of {', '.join(MESSAGE_MODELS)}")
+        cfw = _text(data, "consume_from_where") or CONSUME_FROM_WHERE[0]
+        if cfw not in CONSUME_FROM_WHERE:
+            raise HttpError(400, f"consume_from_where must be one of {', '.join(CONSUME_FROM_WHERE)}")
+        client_id = _text(data, "client_id")
+        if client_id is not None and "@" not in client_id:
+            raise HttpError(400, f"{client_id!r} does not look like a client id (ip@instance)")
+        sub_version = data.get("sub_version")
+        if sub_version is not None and (isinstance(sub_version, bool) or not isinstance(sub_version, int)):
+            raise HttpError(400, "sub_version must be an integer")
+        spec = ConsumerSpec(
+            group=group, subscriptions=tuple(subs.items()), client_id=client_id,
+            strategy=strategy, message_model=model, consume_from_where=cfw,
+            sub_version=sub_version, post_subscription=bool(data.get("post_subscription", False)),
+            ip=_text(data, "ip"),
+        )
+        consumer = self.cluster.start_consumer(spec)
+        doc = next(c for c in self.cluster.clients() if c["client_id"] == consumer.client_id
+                   and c["running"])
+        return 201, doc
+
+    def _stop_consumer(self, data: dict[str, Any]) -> tuple[int, Any]:
+        client_id = _required(data, "client_id")
+        consumer = self.cluster.stop_consumer(client_id, kill=bool(data.get("kill", False)))
+        return 200, {"client_id": consumer.client_id, "running": consumer.running}
+
+    def _produce(self, data: dict[str, Any]) -> tuple[int, Any]:
+        topic = _required(data, "topic")
+        count = data.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 1_000_000:
+            raise HttpError(400, "count must be an integer between 1 and 1000000")
+        queue = data.get("queue")
+        if queue is not None and (isinstance(queue, bool) or not isinstance(queue, int)):
+            raise HttpError(400, "queue must be an integer")
+        sent = self.cluster.produce(topic, count, _text(data, "tag"), queue=queue,
+                                    broker=_text(data, "broker"), keys=_text(data, "keys"),
+                                    producer=_text(data, "producer") or "default")
+        return 200, {
+            "sent": len(sent),
+            "messages": [{"broker": b, "queue_id": m.queue_id, "queue_offset": m.queue_offset,
+                          "msg_id": m.msg_id, "tag": m.tag}
+                         for m, b in ((m, self._broker_of(m)) for m in sent[:1000])],
+        }
+
+    def _broker_of(self, message: Any) -> str:
+        for name, broker in self.cluster.brokers.items():
+            queue = broker.queue(message.topic, message.queue_id)
+            if message.queue_offset < len(queue) and queue[message.queue_offset] is message:
+                return name
+        return ""
+
+    def _advance(self, data: dict[str, Any]) -> tuple[int, Any]:
+        if self.driver is not None:
+            raise HttpError(409, "the emulator runs on the real-time clock; serve with --clock virtual to advance it")
+        seconds = data.get("seconds")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 86_400 * 30:
+            raise HttpError(400, "seconds must be a number between 0 and 2592000")
+        self.cluster.advance(float(seconds))
+        return 200, {"at": self.cluster.elapsed, "now_ms": self.cluster.now_ms}
+
+    def _state(self, data: dict[str, Any]) -> tuple[int, Any]:
+        return 200, self.cluster.state()
+
+    def _report(self, data: dict[str, Any]) -> tuple[int, Any]:
+        return 200, self.cluster.report()
+
+
+def _text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise HttpError(400, f"{key!r} must be a string")
+    return value
+
+
+def _required(data: dict[str, Any], key: str) -> str:
+    value = _text(data, key)
+    if value is None:
+        raise HttpError(400, f"{key!r} is required")
+    return value

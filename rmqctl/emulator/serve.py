@@ -1,0 +1,109 @@
+"""Serving an emulated cluster until asked to stop: remoting ports, control API, clock driver.
+
+:func:`serve_emulator` is what ``rmqctl emulator serve`` runs; it is a plain coroutine so tests
+and other programs can run it too. With the real-time clock the cluster's emulated wall clock
+starts at the host's current time and runs ``speed`` times faster; with the virtual clock it
+starts at the fixed virtual epoch and moves only when the control API's ``advance`` is called.
+
+Must not import the CLI, textual or pyspark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, RealTimeDriver, Scheduler
+from rmqctl.emulator.control import ControlServer
+from rmqctl.emulator.scenario import Scenario
+from rmqctl.emulator.server import EmulatorServer
+from rmqctl.emulator.world import EmulatedCluster
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    clock: str = "real"  # "real" or "virtual"
+    speed: float = 1.0
+    bind: str = "127.0.0.1"
+    namesrv_port: int = 0
+    control_port: int = 0
+    token: str | None = None
+    #: with the virtual clock: run the scenario to this many seconds before serving
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """Where a served emulator listens."""
+
+    scenario: str
+    namesrv: str
+    brokers: dict[str, str]
+    control: str
+    clock: str
+    speed: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {"scenario": self.scenario, "namesrv": self.namesrv, "brokers": self.brokers,
+                "control": self.control, "clock": self.clock, "speed": self.speed}
+
+
+@contextlib.asynccontextmanager
+async def running_emulator(scenario: Scenario, options: ServeOptions) -> AsyncIterator[tuple[Served, EmulatedCluster]]:
+    """Start everything, yield where it listens, stop everything on exit."""
+    real = options.clock == "real"
+    start_ms = int(time.time() * 1000) if real else VIRTUAL_EPOCH_MS
+    cluster = EmulatedCluster(scenario, scheduler=Scheduler(start_ms))
+    driver = RealTimeDriver(cluster.scheduler, speed=options.speed) if real else None
+    control = ControlServer(cluster, driver=driver, host=options.bind, port=options.control_port,
+                            token=options.token)
+    server = EmulatorServer(cluster, host=options.bind, namesrv_port=options.namesrv_port,
+                            sync=driver.sync if driver else None)
+    await server.start()
+    task: asyncio.Task[None] | None = None
+    try:
+        await control.start()
+        if driver is not None:
+            _schedule_housekeeping(cluster)
+            task = asyncio.create_task(driver.run(), name="emulator-clock")
+        else:
+            cluster.run_until(options.at)
+        served = Served(scenario.name, server.namesrv_addr, server.broker_addrs(), control.url,
+                        options.clock, options.speed)
+        yield served, cluster
+    finally:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await control.stop()
+        await server.stop()
+
+
+#: ``ClientHousekeepingService`` scans for silent channels this often
+HOUSEKEEPING_INTERVAL_MS = 10_000
+
+
+def _schedule_housekeeping(cluster: EmulatedCluster) -> None:
+    """On the real-time clock, drop channels silent for 120 s (TCP clients that hang); the
+    simulated clients always heartbeat in time. Not on the virtual clock, where one ``advance``
+    may jump past a live TCP client's next heartbeat."""
+
+    def scan() -> None:
+        for broker in cluster.brokers.values():
+            broker.expire_channels()
+        cluster.scheduler.call_later(HOUSEKEEPING_INTERVAL_MS, scan)
+
+    cluster.scheduler.call_later(HOUSEKEEPING_INTERVAL_MS, scan)
+
+
+async def serve_emulator(scenario: Scenario, options: ServeOptions, *, stop: asyncio.Event,
+                         ready: Callable[[Served], None] | None = None) -> None:
+    """Serve until ``stop`` is set; ``ready`` is called once everything listens."""
+    async with running_emulator(scenario, options) as (served, _):
+        if ready is not None:
+            ready(served)
+        await stop.wait()
