@@ -221,9 +221,8 @@ class Subscription:
 
     @property
     def is_all(self) -> bool:
-        return self.expression_type == "TAG" and (
-            self.expression.strip() in ("", SUB_ALL) or SUB_ALL in self.tags
-        )
+        # Only an exact "*" (or nothing) means everything; " * " or "TagA||*" is the literal tag *.
+        return self.expression_type == "TAG" and self.expression in ("", SUB_ALL)
 
     def same_filter(self, other: Subscription) -> bool:
         """True when both select the same messages (tag sets, not spelling, for TAG)."""
@@ -248,11 +247,12 @@ class Subscription:
 def parse_tag_expression(topic: str, expression: str, sub_version: int = 0) -> Subscription:
     """Build a TAG subscription like ``FilterAPI.buildSubscriptionData``: split on ``||``."""
     expr = expression if expression is not None else SUB_ALL
-    if expr.strip() in ("", SUB_ALL):
+    if expr in ("", SUB_ALL):
         return Subscription(topic, SUB_ALL, (), (), sub_version)
     tags: list[str] = []
     for part in expr.split("||"):
-        tag = part.strip()
+        # Java's trim() strips every char <= U+0020, which is not Python's strip()
+        tag = part.strip("".join(chr(c) for c in range(0x21)))
         if tag and tag not in tags:
             tags.append(tag)
     return Subscription(

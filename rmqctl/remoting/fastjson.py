@@ -183,7 +183,46 @@ def loads(data: bytes | str) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    # Next try quoting the non-string keys (outside strings) and let the C decoder run again;
+    # anything this rewrite cannot express falls through to the full tolerant parser.
+    try:
+        return json.loads(_KEY_TOKENS.sub(_quote_key, text), object_pairs_hook=_unquote_keys)
+    except ValueError:
+        pass
     return _Parser(text).document()
+
+
+# A string token (skipped as a whole, so nothing inside a string is ever rewritten), or a map key
+# that is a number or a flat object literal, right after "{" or ",".
+_KEY_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|([{,])(\s*)(\{[^{}]*\}|-?\d+)(\s*):')
+_NUMBER_KEY = "\x00N:"
+_OBJECT_KEY = "\x00O:"
+
+
+def _quote_key(match: re.Match[str]) -> str:
+    if match.group(1) is None:
+        return match.group(0)
+    key = match.group(3)
+    marker = _OBJECT_KEY if key.startswith("{") else _NUMBER_KEY
+    return match.group(1) + match.group(2) + json.dumps(marker + key) + match.group(4) + ":"
+
+
+def _unquote_keys(pairs: list[tuple[str, Any]]) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for key, value in pairs:
+        if key.startswith(_NUMBER_KEY):
+            out[int(key[len(_NUMBER_KEY) :])] = value
+        elif key.startswith(_OBJECT_KEY):
+            out[_freeze(json.loads(key[len(_OBJECT_KEY) :]))] = value
+        elif key.startswith("{") and key.endswith("}"):
+            # as the tolerant parser does with BrowserCompatible object keys
+            try:
+                out[_freeze(json.loads(key))] = value
+            except ValueError:
+                out[key] = value
+        else:
+            out[key] = value
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

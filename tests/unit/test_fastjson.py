@@ -102,3 +102,34 @@ def test_running_info_reads_droped_and_dropped_and_strategy() -> None:
     assert info.strategy == "AVG_BY_CIRCLE"
     assert [s.topic for s in info.user_subscriptions()] == ["T"]
     assert info.user_subscriptions()[0].tags == ("a", "b")
+
+
+def test_tag_expressions_follow_java_filter_api() -> None:
+    from rmqctl.model import parse_tag_expression
+
+    assert parse_tag_expression("T", "*").is_all and parse_tag_expression("T", "").is_all
+    spaced = parse_tag_expression("T", " * ")
+    assert not spaced.is_all and spaced.tags == ("*",) and spaced.codes == (42,)
+    mixed = parse_tag_expression("T", "TagA||*")
+    assert not mixed.is_all and mixed.codes == (2598919, 42)
+    pair = parse_tag_expression("T", "TagA || TagB")
+    assert pair.expression == "TagA || TagB" and pair.codes == (2598919, 2598920)
+    assert parse_tag_expression("T", "TagA|TagB").tags == ("TagA|TagB",)
+    assert parse_tag_expression("T", "Aa").codes == parse_tag_expression("T", "BB").codes == (2112,)
+
+
+def test_fast_and_tolerant_paths_agree_and_strings_are_never_rewritten() -> None:
+    from rmqctl.remoting.fastjson import _Parser
+
+    texts = [
+        '{"a":{0:"x",-3:"y"},"b":{{"brokerName":"b","queueId":1,"topic":"T"}:{"v":1}}}',
+        # look-alikes inside strings must survive untouched
+        '{"remark":"a,{0:1} and ,{\\"x\\":1}:","m":{1:"{2:3}"}}',
+        # a nested object key that the fast path cannot express
+        '{"k":{{"a":{"b":1}}:2}}',
+        '{"p":{"subscription":"{T=*}","x":[1,{2:3}]}}',
+    ]
+    for text in texts:
+        assert fastjson.loads(text) == _Parser(text).document(), text
+    assert fastjson.loads(texts[1])["remark"] == 'a,{0:1} and ,{"x":1}:'
+    assert fastjson.loads(texts[1])["m"] == {1: "{2:3}"}
