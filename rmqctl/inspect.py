@@ -80,14 +80,21 @@ async def inspect_group(
         detail = "; ".join(f"{b}: {e}" for b, e in failures.items())
         raise errors.ConnectionError(f"no broker answered for group {group!r}: {detail}")
 
-    # Every broker lists the same client channels; keep one entry per (client id, address) so
-    # that two processes sharing a client id stay visible, and remember a broker that can relay.
-    connections: dict[tuple[str, str], ClientConnection] = {}
+    # Every broker lists the group's clients (each over its own channel, so with another client
+    # address); keep one connection per client id and remember a broker that can relay to it.
+    # The same id twice on ONE broker means two processes share it.
+    connections: dict[str, ClientConnection] = {}
     relay: dict[str, str] = {}
+    duplicates: dict[str, set[str]] = {}
     for broker, cc in sorted(conns_by_broker.items()):
+        seen: dict[str, list[str]] = {}
         for conn in cc.connections:
-            connections.setdefault((conn.client_id, conn.client_addr), conn)
+            seen.setdefault(conn.client_id, []).append(conn.client_addr)
+            connections.setdefault(conn.client_id, conn)
             relay.setdefault(conn.client_id, masters[broker])
+        for cid, addrs in seen.items():
+            if len(addrs) > 1:
+                duplicates.setdefault(cid, set()).update(addrs)
 
     has_offsets = any(s.offsets for s in stats_by_broker.values())
     if not connections and not has_offsets and not failures:
@@ -150,9 +157,8 @@ async def inspect_group(
     cc0 = first[1] if first else None
     return GroupView(
         group=group,
-        connections=tuple(
-            sorted(connections.values(), key=lambda c: (c.client_id, c.client_addr))
-        ),
+        connections=tuple(sorted(connections.values(), key=lambda c: c.client_id)),
+        duplicate_clients={cid: tuple(sorted(a)) for cid, a in sorted(duplicates.items())},
         broker_subscriptions={b: dict(cc.subscriptions) for b, cc in sorted(conns_by_broker.items())},
         running_infos=dict(sorted(infos.items())),
         progress=_merge_progress(stats_by_broker, owners),

@@ -492,6 +492,8 @@ class GroupView:
     topic_queues: Mapping[str, tuple[MessageQueue, ...]] = field(default_factory=dict)
     #: queues of ``%DLQ%<group>`` with their offsets (empty when the group has no DLQ topic)
     dlq: tuple[TopicOffset, ...] = ()
+    #: client ids that more than one connection uses on one broker → those client addresses
+    duplicate_clients: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: wall-clock time the view was sampled, epoch milliseconds
     sampled_at: int = 0
     errors: Mapping[str, str] = field(default_factory=dict)
@@ -502,8 +504,16 @@ class GroupView:
 
     @property
     def client_ids(self) -> tuple[str, ...]:
-        """Distinct client ids, sorted (a duplicated id appears once here)."""
+        """Client ids, sorted; a duplicated id appears once (see ``duplicate_clients``)."""
         return tuple(sorted({c.client_id for c in self.connections}))
+
+    def client_channels(self) -> list[str]:
+        """The group's client ids as the broker lists them to a rebalancing client: one per
+        connection, so a duplicated id appears once per process (Java's ``cidAll``)."""
+        out = []
+        for cid in self.client_ids:
+            out.extend([cid] * max(1, len(self.duplicate_clients.get(cid, ()))))
+        return out
 
     @property
     def dlq_messages(self) -> int:

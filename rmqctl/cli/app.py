@@ -10,7 +10,16 @@ from typing import Annotated
 import typer
 
 from rmqctl import __version__
-from rmqctl.cli import cluster, config_cmd, doctor_cmd, emulator_cmd, group, rebalance_cmd, topic
+from rmqctl.cli import (
+    cluster,
+    config_cmd,
+    demo_cmd,
+    doctor_cmd,
+    emulator_cmd,
+    group,
+    rebalance_cmd,
+    topic,
+)
 from rmqctl.cli.common import (
     AtOpt,
     ContextOpt,
@@ -36,6 +45,7 @@ app.add_typer(config_cmd.app, name="config")
 app.add_typer(rebalance_cmd.app, name="rebalance")
 app.add_typer(emulator_cmd.app, name="emulator")
 app.command("doctor")(doctor_cmd.doctor)
+app.command("demo")(demo_cmd.demo)
 
 
 def _version(value: bool) -> None:

@@ -12,7 +12,6 @@ Must not do I/O, and must not import the CLI, the TUI or pyspark.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -192,8 +191,7 @@ def _expected_allocation(view: GroupView, topic: str) -> dict[str, list[MessageQ
         strategy = get_strategy(name)
     except errors.RmqctlError:  # a strategy we cannot reproduce (CONFIG, a custom class)
         return None
-    cids = [c.client_id for c in view.connections]
-    return strategy.allocate_all(list(queues), cids)
+    return strategy.allocate_all(list(queues), view.client_channels())
 
 
 def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
@@ -339,10 +337,7 @@ def orphaned_queues(ctx: CheckContext) -> list[Finding]:
 
 
 def duplicate_client_id(ctx: CheckContext) -> list[Finding]:
-    by_id: dict[str, list[str]] = defaultdict(list)
-    for conn in ctx.view.connections:
-        by_id[conn.client_id].append(conn.client_addr)
-    dups = {cid: sorted(addrs) for cid, addrs in sorted(by_id.items()) if len(addrs) > 1}
+    dups = {cid: list(addrs) for cid, addrs in ctx.view.duplicate_clients.items()}
     if not dups:
         return []
     return [_finding(

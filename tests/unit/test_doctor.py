@@ -129,8 +129,8 @@ def test_duplicate_client_id_and_mixed_settings() -> None:
     other = info(C2, [s], q[1:])
     other = ConsumerRunningInfo(C2, {**other.properties, "messageModel": "BROADCASTING"},
                                 other.subscriptions, other.mq_table)
-    v = view([conn(C1, "10.0.0.1:1"), conn(C1, "10.0.0.9:2"), conn(C2)], [info(C1, [s], q[:1]), other],
-             {"T": s}, {"T": q})
+    v = view([conn(C1, "10.0.0.1:1"), conn(C2)], [info(C1, [s], q[:1]), other],
+             {"T": s}, {"T": q}, duplicate_clients={C1: ("10.0.0.1:1", "10.0.0.9:2")})
     found = {f.code: f for f in run_checks(v)}
     assert found["DUPLICATE_CLIENT_ID"].evidence["clients"] == {C1: ["10.0.0.1:1", "10.0.0.9:2"]}
     assert found["MIXED_CONSUMER_SETTINGS"].evidence["message_model"] == {

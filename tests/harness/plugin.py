@@ -1,0 +1,148 @@
+"""pytest plugin: a real RocketMQ name server + broker and real Java clients as fixtures.
+
+Enable it with ``pytest_plugins = ["tests.harness.plugin"]`` in ``tests/conftest.py``.
+
+Fixtures:
+
+* ``real_cluster`` (session) - a started :class:`tests.harness.realcluster.RealCluster`, shared by
+  every test of the session (use unique topic/group names; see ``rmq_names``).
+* ``scenario_clients`` (function) - a started :class:`tests.harness.realcluster.ScenarioClientsProcess`
+  bound to ``real_cluster``; every consumer/producer it started is shut down after the test.
+* ``rmq_names`` (function) - factory for unique, valid topic/group/instance names per test:
+  ``rmq_names("TagTopic")`` -> ``"TagTopic_3fa2b1c9_7"``.
+
+When Java or Maven is missing, the harness cannot be built or the cluster does not start, tests
+using these fixtures are **skipped** with the reason - unless ``RMQCTL_REQUIRE_REAL_CLUSTER=1`` is
+set (CI), in which case they **fail** with the reason and the tail of the name server/broker logs.
+
+Every test that uses ``real_cluster`` (directly or through ``scenario_clients``) gets the
+``real_cluster`` marker, so ``-m "not real_cluster"`` deselects them. When such a test fails, the
+tail of the broker/name server logs and of the Java clients' stderr is attached to the report.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import uuid
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
+
+import pytest
+
+from tests.harness.realcluster import (
+    ClusterStartError,
+    HarnessError,
+    RealCluster,
+    ScenarioClientsProcess,
+    ScenarioError,
+    build_harness,
+)
+
+REQUIRE_ENV = "RMQCTL_REQUIRE_REAL_CLUSTER"
+
+
+def real_cluster_required() -> bool:
+    """True when ``RMQCTL_REQUIRE_REAL_CLUSTER=1``: an unavailable real cluster is a failure, not a skip."""
+    return os.environ.get(REQUIRE_ENV, "").strip() == "1"
+
+
+def _unavailable(reason: str, details: str = "") -> None:
+    if real_cluster_required():
+        text = f"{reason}\n({REQUIRE_ENV}=1, so this is a failure instead of a skip)"
+        if details:
+            text += f"\n{details}"
+        pytest.fail(text, pytrace=False)
+    pytest.skip(f"real RocketMQ cluster unavailable: {reason}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``real_cluster`` marker (harmless if pyproject already declares it)."""
+    config.addinivalue_line(
+        "markers", "real_cluster: needs a real RocketMQ name server and broker started from Maven Central jars"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that (transitively) uses the ``real_cluster`` fixture with ``real_cluster``."""
+    for item in items:
+        if "real_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_cluster)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Generator[None, Any, None]:
+    """Attach broker/name server log tails and the Java clients' stderr to failed real-cluster tests."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or call.when not in ("call", "setup"):
+        return
+    funcargs = getattr(item, "funcargs", {})
+    cluster = funcargs.get("real_cluster")
+    if isinstance(cluster, RealCluster):
+        tail = cluster.log_tail(30)
+        if tail:
+            report.sections.append(("real cluster logs", tail))
+    clients = funcargs.get("scenario_clients")
+    if isinstance(clients, ScenarioClientsProcess):
+        tail = clients.stderr_tail(30)
+        if tail:
+            report.sections.append(("ScenarioClients stderr", tail))
+
+
+@pytest.fixture(scope="session")
+def real_cluster() -> Iterator[RealCluster]:
+    """One real name server + broker for the whole session (skip/fail per ``RMQCTL_REQUIRE_REAL_CLUSTER``)."""
+    problem: tuple[str, str] | None = None
+    try:
+        build_harness()
+    except HarnessError as exc:
+        problem = (f"cannot build the Java harness: {exc}", "")
+    if problem:
+        _unavailable(*problem)
+    cluster = RealCluster()
+    try:
+        cluster.start()
+    except ClusterStartError as exc:
+        problem = (f"cluster did not start: {exc}", exc.log_tail)
+    except (HarnessError, OSError) as exc:
+        problem = (f"cluster did not start: {exc!r}", cluster.log_tail())
+    if problem:
+        _unavailable(*problem)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def scenario_clients(real_cluster: RealCluster) -> Iterator[ScenarioClientsProcess]:
+    """A fresh ScenarioClients JVM for one test, bound to the session cluster; closed afterwards."""
+    clients = ScenarioClientsProcess(real_cluster)
+    problem: str | None = None
+    try:
+        clients.start()
+    except (ScenarioError, HarnessError, OSError) as exc:
+        problem = f"ScenarioClients did not start: {exc}"
+    if problem:
+        _unavailable(problem, clients.stderr_tail())
+    try:
+        yield clients
+    finally:
+        clients.close()
+
+
+_name_counter = itertools.count(1)
+
+
+@pytest.fixture
+def rmq_names(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """Factory of unique RocketMQ-safe names (``[A-Za-z0-9_-]``, < 100 chars) for this test."""
+    token = uuid.uuid4().hex[:8]
+
+    def make(prefix: str) -> str:
+        safe = re.sub(r"[^A-Za-z0-9_-]", "_", prefix)[:60]
+        return f"{safe}_{token}_{next(_name_counter)}"
+
+    return make
