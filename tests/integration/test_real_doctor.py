@@ -1,0 +1,132 @@
+"""The doctor on the seed incidents reproduced on a real broker with real Java consumers.
+
+The verdicts are checked against what the real consumers hold and receive (the harness reports
+each consumer's queues and messages), never against the doctor's own output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from rmqctl.doctor import run_checks
+from rmqctl.model import Finding, GroupView
+from rmqctl.remoting.admin import AdminClient
+from rmqctl.source import RemotingSource
+from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
+
+pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(400)]
+
+
+def group_view(cluster: RealCluster, group: str) -> GroupView:
+    async def read() -> GroupView:
+        source = RemotingSource(AdminClient([cluster.namesrv_addr], timeout=10))
+        try:
+            return await source.group_view(group)
+        finally:
+            await source.close()
+
+    return asyncio.run(read())
+
+
+def findings_of(cluster: RealCluster, group: str) -> dict[str, Finding]:
+    return {f.code: f for f in run_checks(group_view(cluster, group))}
+
+
+def start_pair(sc: ScenarioClientsProcess, cluster: RealCluster, group: str, subs_a: dict[str, str],
+               subs_b: dict[str, str], inst: str, **options: object) -> tuple[str, str]:
+    a = sc.start_consumer("A", group, subs_a, instance_name=f"{inst}_a", **options)
+    wait_until(lambda: cluster.consumer_ids(group) == [a], timeout=60, message="A registered")
+    b = sc.start_consumer("B", group, subs_b, instance_name=f"{inst}_b", **options)
+    wait_until(lambda: cluster.consumer_ids(group) == sorted([a, b]), timeout=60, message="both registered")
+    return a, b
+
+
+def test_tag_overwrite_verdict_matches_what_real_consumers_received(
+        real_cluster: RealCluster, scenario_clients: ScenarioClientsProcess,
+        rmq_names: Callable[[str], str]) -> None:
+    sc = scenario_clients
+    topic, group = rmq_names("DocTag"), rmq_names("GDocTag")
+    real_cluster.create_topic(topic, 4)
+    ids = dict(zip("AB", start_pair(sc, real_cluster, group, {topic: "tagA"}, {topic: "tagB"}, rmq_names("dt"))))
+    sc.wait_stable(lambda: sc.queue_ids(topic), duration=3.0, timeout=90,
+                   accept=lambda alloc: all(len(alloc.get(k, [])) == 2 for k in "AB"), message="2 queues each")
+    sc.produce(topic, "tagA", 4, queue_ids=[0, 1, 2, 3])
+    sc.produce(topic, "tagB", 4, queue_ids=[0, 1, 2, 3])
+    wait_until(lambda: all(real_cluster.consumer_offset(group, topic, q) == 2 for q in range(4)),
+               timeout=90, message="all queues committed")
+
+    found = findings_of(real_cluster, group)
+    assert {"SUBSCRIPTION_TAG_CONFLICT", "BROKER_SUBSCRIPTION_DIVERGENCE"} <= set(found)
+    ev = found["SUBSCRIPTION_TAG_CONFLICT"].evidence
+    (winner,) = ev["broker_holds_from"]  # which client wins is a real race; read it
+    (loser,) = ev["losing_clients"]
+    assert {winner, loser} == set(ids.values()) and ev["starved_clients"] == [loser]
+    key = {cid: k for k, cid in ids.items()}
+    held = sc.queue_ids(topic)
+    owners = {q["queue_id"]: q["owner"] for q in ev["queues"]}
+    assert sorted(q for q, o in owners.items() if o == loser) == held[key[loser]]
+    assert sorted(q for q, o in owners.items() if o == winner) == held[key[winner]]
+    received = sc.received()
+    assert received[key[loser]] == []
+    winner_tag = "tagA" if key[winner] == "A" else "tagB"
+    assert ev["tags_never_consumed"] == ["tagB" if winner_tag == "tagA" else "tagA"]
+    # the winner gets its own tag on exactly the queues it holds, one message each
+    assert sorted((m["tag"], m["queue_id"]) for m in received[key[winner]]) == [
+        (winner_tag, q) for q in held[key[winner]]]
+
+
+def test_topic_overwrite_predicts_the_real_orphans(
+        real_cluster: RealCluster, scenario_clients: ScenarioClientsProcess,
+        rmq_names: Callable[[str], str]) -> None:
+    sc = scenario_clients
+    tx, ty, group = rmq_names("DocX"), rmq_names("DocY"), rmq_names("GDocTopic")
+    real_cluster.create_topic(tx, 4)
+    real_cluster.create_topic(ty, 4)
+    a = sc.start_consumer("A", group, {tx: "*"}, instance_name=rmq_names("do_a"),
+                          heartbeat_interval_ms=1000, pull_delay_on_exception_ms=200)
+    b = sc.start_consumer("B", group, {ty: "*"}, instance_name=rmq_names("do_b"),
+                          heartbeat_interval_ms=1600, pull_delay_on_exception_ms=200)
+    wait_until(lambda: real_cluster.consumer_ids(group) == sorted([a, b]), timeout=60, message="registered")
+    sc.wait_stable(lambda: (sc.queue_ids(tx), sc.queue_ids(ty)), duration=3.0, timeout=90,
+                   accept=lambda v: bool(v[0].get("A")) and bool(v[1].get("B")), message="allocations")
+
+    found = findings_of(real_cluster, group)
+    assert {"SUBSCRIPTION_TOPIC_CONFLICT", "ORPHANED_QUEUES"} <= set(found)
+    predicted = {(t["topic"], q["queue_id"])
+                 for t in found["SUBSCRIPTION_TOPIC_CONFLICT"].evidence["topics"]
+                 for q in t["never_pulled_queues"]}
+    held = {(tx, q) for q in sc.queue_ids(tx)["A"]} | {(ty, q) for q in sc.queue_ids(ty)["B"]}
+    every = {(t, q) for t in (tx, ty) for q in range(4)}
+    assert predicted == every - held == {(tx, 2), (tx, 3), (ty, 0), (ty, 1)}
+    orphaned = {(q["topic"], q["queue_id"]) for q in found["ORPHANED_QUEUES"].evidence["queues"]}
+    assert predicted <= orphaned
+
+
+def test_idle_consumer_and_healthy_group(
+        real_cluster: RealCluster, scenario_clients: ScenarioClientsProcess,
+        rmq_names: Callable[[str], str]) -> None:
+    sc = scenario_clients
+    one, four = rmq_names("DocOne"), rmq_names("DocFour")
+    idle_group, healthy_group = rmq_names("GDocIdle"), rmq_names("GDocHealthy")
+    real_cluster.create_topic(one, 1)
+    real_cluster.create_topic(four, 4)
+    ids = start_pair(sc, real_cluster, idle_group, {one: "*"}, {one: "*"}, rmq_names("di"))
+    sc.wait_stable(lambda: sc.queue_ids(one), duration=3.0, timeout=90,
+                   accept=lambda alloc: sum(len(v) for v in alloc.values()) == 1, message="one holder")
+    found = findings_of(real_cluster, idle_group)
+    assert set(found) == {"IDLE_CONSUMERS"}
+    holder = next(k for k, qs in sc.queue_ids(one).items() if qs)
+    idle_id = ids[1] if holder == "A" else ids[0]
+    assert found["IDLE_CONSUMERS"].evidence["idle_clients"] == [idle_id]
+
+    h1 = sc.start_consumer("H1", healthy_group, {four: "x || y"}, instance_name=rmq_names("dh1"))
+    h2 = sc.start_consumer("H2", healthy_group, {four: "y || x"}, instance_name=rmq_names("dh2"))
+    wait_until(lambda: real_cluster.consumer_ids(healthy_group) == sorted([h1, h2]), timeout=60,
+               message="healthy group registered")
+    sc.wait_stable(lambda: {k: v for k, v in sc.queue_ids(four).items() if k in ("H1", "H2")},
+                   duration=3.0, timeout=90, accept=lambda a: all(len(a.get(k, [])) == 2 for k in ("H1", "H2")),
+                   message="2 queues each")
+    assert run_checks(group_view(real_cluster, healthy_group)) == []
