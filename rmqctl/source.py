@@ -55,7 +55,9 @@ class ClusterSource(Protocol):
 
     async def cluster(self) -> ClusterInfo: ...
 
-    async def broker_runtimes(self) -> Partial[list[BrokerRuntime]]: ...
+    async def broker_runtimes(
+        self, info: ClusterInfo | None = None
+    ) -> Partial[list[BrokerRuntime]]: ...
 
     async def topics(self) -> list[str]: ...
 
@@ -100,8 +102,11 @@ class RemotingSource:
             )
         return masters
 
-    async def broker_runtimes(self) -> Partial[list[BrokerRuntime]]:
-        info = await self.cluster()
+    async def broker_runtimes(
+        self, info: ClusterInfo | None = None
+    ) -> Partial[list[BrokerRuntime]]:
+        """Runtime info of every broker (master and slaves) of ``info`` (fetched when not given)."""
+        info = info or await self.cluster()
         targets: dict[str, str] = {}
         meta: dict[str, tuple[str, int, str]] = {}
         for cluster_name, broker_names in sorted(info.clusters.items()):

@@ -13,7 +13,7 @@ app = typer.Typer(help="Clusters and brokers.", no_args_is_help=True)
 
 async def cluster_view(source: ClusterSource) -> tuple[View, dict[str, str]]:
     info = await source.cluster()
-    runtimes = await source.broker_runtimes()
+    runtimes = await source.broker_runtimes(info)
     by_key = {(r.broker_name, r.broker_id): r for r in runtimes.value}
     rows = []
     for cluster_name, broker_names in sorted(info.clusters.items()):
