@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from rmqctl.cli.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, execute, settings
+from rmqctl.cli.common import Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
 from rmqctl.source import ClusterSource
 
@@ -38,13 +38,10 @@ async def cluster_view(source: ClusterSource) -> tuple[View, dict[str, str]]:
 
 
 @app.command("list")
+@cluster_options
 def list_(
     ctx: typer.Context,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
+    opts: Settings,
 ) -> None:
     """Every broker of every cluster, with version, TPS and disk use (like mqadmin clusterList)."""
-    opts = settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout)
     execute(opts, cluster_view)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 import logging
 import sys
 import traceback
@@ -76,6 +78,34 @@ class Settings:
 def settings(ctx: typer.Context, **overrides: Any) -> Settings:
     base = ctx.find_object(Settings) or Settings()
     return base.merged(**overrides)
+
+
+_SHARED_OPTIONS: dict[str, Any] = {
+    "namesrv": NamesrvOpt, "context": ContextOpt, "output": OutputOpt, "timeout": TimeoutOpt,
+}
+
+
+def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give a command the shared ``-n``/``--context``/``-o``/``--timeout`` options.
+
+    The command declares ``ctx: typer.Context`` and ``opts: Settings`` instead of the four options;
+    it receives the global settings merged with whatever was given after the command.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    params = [p for p in signature.parameters.values() if p.name != "opts"]
+    params += [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+        for name, annotation in _SHARED_OPTIONS.items()
+    ]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> None:
+        overrides = {name: kwargs.pop(name, None) for name in _SHARED_OPTIONS}
+        command(**kwargs, opts=settings(kwargs["ctx"], **overrides))
+
+    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params}
+    return wrapper
 
 
 console = Console()

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, execute, settings
+from rmqctl.cli.common import Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
 from rmqctl.doctor import run_checks
 from rmqctl.errors import ExitCode
@@ -62,8 +62,10 @@ async def diagnose(source: ClusterSource, groups: list[str], interval: float | N
     return findings, failures
 
 
+@cluster_options
 def doctor(
     ctx: typer.Context,
+    opts: Settings,
     groups: Annotated[list[str] | None, typer.Argument(help="Consumer groups to check.",
                                                        show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Check every consumer group.")] = False,
@@ -72,13 +74,8 @@ def doctor(
         show_default=False)] = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this level.",
                                             case_sensitive=False)] = FailOn.error,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Diagnose consumer groups: findings with codes, evidence, impact and the fix."""
-    opts = settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout)
     if not groups and not all_:
         raise typer.BadParameter("name at least one GROUP or pass --all", param_hint="GROUP")
     verdict: dict[str, list[Finding]] = {}

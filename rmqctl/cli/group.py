@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from rmqctl import report
-from rmqctl.cli.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, execute, settings
+from rmqctl.cli.common import Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
 from rmqctl.model import format_millis
 from rmqctl.source import ClusterSource
@@ -18,13 +18,11 @@ GroupArg = Annotated[str, typer.Argument(help="Consumer group name.", show_defau
 
 
 @app.command("list")
+@cluster_options
 def list_(
     ctx: typer.Context,
+    opts: Settings,
     system: Annotated[bool, typer.Option("--system", help="Include the brokers' built-in groups.")] = False,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Every consumer group: online clients, type, model, oldest client version, total lag."""
 
@@ -36,17 +34,15 @@ def list_(
                    ("total_diff", "DIFF_TOTAL"), ("consume_tps", "TPS")]
         return View(rows, [Table(columns, rows)]), dict(result.errors)
 
-    execute(settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout), run)
+    execute(opts, run)
 
 
 @app.command("show")
+@cluster_options
 def show(
     ctx: typer.Context,
+    opts: Settings,
     group: GroupArg,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Connections, and the broker-stored subscriptions beside each client's own (differences marked)."""
 
@@ -84,17 +80,15 @@ def show(
                           f" (details: rmqctl doctor {group})")
         return View(doc, tables, footer), dict(view.errors)
 
-    execute(settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout), run)
+    execute(opts, run)
 
 
 @app.command("progress")
+@cluster_options
 def progress(
     ctx: typer.Context,
+    opts: Settings,
     group: GroupArg,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Per queue: offsets, lag, inflight, last consumed time and the client holding it."""
 
@@ -114,17 +108,15 @@ def progress(
                   f"Consume Inflight Total: {view.total_inflight}"]
         return View(rows, [Table(columns, table_rows)], footer), dict(view.errors)
 
-    execute(settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout), run)
+    execute(opts, run)
 
 
 @app.command("assignment")
+@cluster_options
 def assignment(
     ctx: typer.Context,
+    opts: Settings,
     group: GroupArg,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Which client holds which queue, and the queues nobody holds."""
 
@@ -145,4 +137,4 @@ def assignment(
         footer = [f"{len(doc['assignments'])} client(s), {len(doc['unassigned'])} queue(s) held by nobody"]
         return View(doc, [Table(columns, rows)], footer), dict(view.errors)
 
-    execute(settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout), run)
+    execute(opts, run)

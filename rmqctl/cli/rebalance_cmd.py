@@ -7,15 +7,7 @@ from typing import Annotated
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    execute,
-    fail,
-    settings,
-)
+from rmqctl.cli.common import Settings, cluster_options, execute, fail
 from rmqctl.cli.render import Table, View, emit
 from rmqctl.model import RETRY_PREFIX, GroupView, MessageQueue
 from rmqctl.rebalance.simulate import (
@@ -88,8 +80,10 @@ def _live_topic(view: GroupView, topic: str | None) -> str:
 
 
 @app.command("simulate")
+@cluster_options
 def simulate_cmd(
     ctx: typer.Context,
+    opts: Settings,
     group: Annotated[str | None, typer.Option("--group", "-g", help="Start from this live group.")] = None,
     topic: Annotated[str | None, typer.Option("--topic", "-t", help="Topic to allocate.")] = None,
     brokers: Annotated[str | None, typer.Option("--brokers", help="Queues per broker: broker-a=8,broker-b=8.")] = None,
@@ -99,13 +93,8 @@ def simulate_cmd(
     queues: Annotated[int | None, typer.Option("--queues", min=0, help="Set every broker's queue count.")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, …")] = None,
     vnodes: Annotated[int | None, typer.Option("--vnodes", min=0, help="CONSISTENT_HASH virtual nodes.")] = None,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Who would hold which queue: each client's queues, idle clients and queues held by nobody."""
-    opts = settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout)
 
     def edits_for(broker_names: list[str]) -> Edits:
         counts = {b: queues for b in broker_names} if queues is not None else {}

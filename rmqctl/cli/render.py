@@ -114,6 +114,8 @@ def emit(view: View, fmt: OutputFormat, stream: TextIO | None = None) -> None:
 
 
 def _csv_cell(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return value

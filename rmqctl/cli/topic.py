@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from rmqctl.cli.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, execute, settings
+from rmqctl.cli.common import Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
 from rmqctl.model import DLQ_PREFIX, RETRY_PREFIX, format_millis
 from rmqctl.source import ClusterSource
@@ -30,13 +30,11 @@ def topic_kind(name: str) -> str:
 
 
 @app.command("list")
+@cluster_options
 def list_(
     ctx: typer.Context,
+    opts: Settings,
     all_: Annotated[bool, typer.Option("--all", "-a", help="Include retry, DLQ and system topics.")] = False,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Topics the name servers know."""
 
@@ -46,17 +44,15 @@ def list_(
             rows = [r for r in rows if r["kind"] == "normal"]
         return View(rows, [Table([("topic", "TOPIC"), ("kind", "KIND")], rows)])
 
-    execute(settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout), run)
+    execute(opts, run)
 
 
 @app.command("route")
+@cluster_options
 def route(
     ctx: typer.Context,
+    opts: Settings,
     topic: TopicArg,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Which brokers serve a topic and with how many queues (like mqadmin topicRoute -l)."""
 
@@ -83,17 +79,15 @@ def route(
                  f"{sum(x['write_queues'] for x in rows)} write queues")
         return View(doc, [Table(columns, table_rows)], footer=[total])
 
-    execute(settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout), run)
+    execute(opts, run)
 
 
 @app.command("status")
+@cluster_options
 def status(
     ctx: typer.Context,
+    opts: Settings,
     topic: TopicArg,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
-    output: OutputOpt = None,
-    timeout: TimeoutOpt = None,
 ) -> None:
     """Min/max offset and last write of every queue (like mqadmin topicStatus)."""
 
@@ -112,4 +106,4 @@ def status(
         footer = [] if stats.value.put_tps is None else [f"Topic Put TPS: {stats.value.put_tps:.2f}"]
         return View(rows, [Table(columns, rows)], footer), dict(stats.errors)
 
-    execute(settings(ctx, namesrv=namesrv, context=context, output=output, timeout=timeout), run)
+    execute(opts, run)
