@@ -29,13 +29,24 @@ TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
 
 
 def normalized(text: str) -> list[str]:
-    """Table lines only: logging and TPS (a rate over wall time) dropped, addresses and times masked."""
-    out = []
+    """Table lines only: logging and TPS (a rate over wall time) dropped, addresses and times masked.
+
+    The client rows of consumerConnection come from a Java HashSet whose order depends on the
+    client addresses, so each block of consecutive client rows is sorted.
+    """
+    out: list[str] = []
+    block: list[str] = []
     for line in text.splitlines():
         if "|-" in line or line.startswith("Consume TPS") or not line.strip():
             continue
-        out.append(TIME.sub("<time>", ADDR.sub("<addr>", line)).rstrip())
-    return out
+        line = TIME.sub("<time>", ADDR.sub("<addr>", line)).rstrip()
+        if "@" in line.split(maxsplit=1)[0]:  # a row that starts with a client id
+            block.append(line)
+            continue
+        out.extend(sorted(block))
+        block = []
+        out.append(line)
+    return out + sorted(block)
 
 
 def run_real(cluster: RealCluster, sc: ScenarioClientsProcess, names: Callable[[str], str]) -> tuple[str, str, str, str]:
@@ -99,7 +110,7 @@ def served(tmp_path: Path) -> Iterator[Callable[[Path], str]]:
     yield serve
     for proc in procs:
         proc.terminate()
-        proc.wait(10)
+        proc.communicate(timeout=10)  # reaps the process and closes its pipes
 
 
 def test_mqadmin_sees_the_same_incident_on_both(real_cluster: RealCluster, scenario_clients: ScenarioClientsProcess,
