@@ -40,7 +40,8 @@ async def demo_document(scenario: str) -> dict[str, Any]:
                     "assignment": report.group_assignment(view),
                     "findings": [f.as_dict() for f in run_checks(view)],
                 }
-            return {"scenario": cluster.report(), "namesrv": server.namesrv_addr, "groups": groups}
+            return {"scenario": cluster.report(), "description": cluster.scenario.description,
+                    "namesrv": server.namesrv_addr, "groups": groups}
         finally:
             await source.close()
 
@@ -52,6 +53,8 @@ def _label(queue: dict[str, Any]) -> str:
 def demo_view(doc: dict[str, Any]) -> View:
     run = report_view(doc["scenario"])
     tables = list(run.tables)
+    if tables and doc.get("description"):
+        tables[0].title = f"{doc['description']}\n\n{tables[0].title}"
     footer = list(run.footer)
     for group, part in doc["groups"].items():
         show = part["show"]
