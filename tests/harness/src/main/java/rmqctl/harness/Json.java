@@ -214,15 +214,22 @@ final class Json {
     /** Serialises maps, collections, arrays of objects, strings, numbers, booleans and null. */
     static String write(Object v) {
         StringBuilder b = new StringBuilder();
-        write(b, v);
+        write(b, v, false);
         return b.toString();
     }
 
-    private static void write(StringBuilder b, Object v) {
+    /** Like {@link #write} but every char outside printable ASCII is written as a \\uXXXX escape. */
+    static String writeAscii(Object v) {
+        StringBuilder b = new StringBuilder();
+        write(b, v, true);
+        return b.toString();
+    }
+
+    private static void write(StringBuilder b, Object v, boolean ascii) {
         if (v == null) {
             b.append("null");
         } else if (v instanceof String) {
-            quote(b, (String) v);
+            quote(b, (String) v, ascii);
         } else if (v instanceof Boolean || v instanceof Integer || v instanceof Long
                 || v instanceof Short || v instanceof Byte) {
             b.append(v);
@@ -241,9 +248,9 @@ final class Json {
                     b.append(',');
                 }
                 first = false;
-                quote(b, String.valueOf(e.getKey()));
+                quote(b, String.valueOf(e.getKey()), ascii);
                 b.append(':');
-                write(b, e.getValue());
+                write(b, e.getValue(), ascii);
             }
             b.append('}');
         } else if (v instanceof Collection) {
@@ -254,17 +261,17 @@ final class Json {
                     b.append(',');
                 }
                 first = false;
-                write(b, o);
+                write(b, o, ascii);
             }
             b.append(']');
         } else if (v instanceof Object[]) {
-            write(b, java.util.Arrays.asList((Object[]) v));
+            write(b, java.util.Arrays.asList((Object[]) v), ascii);
         } else {
-            quote(b, v.toString());
+            quote(b, v.toString(), ascii);
         }
     }
 
-    private static void quote(StringBuilder b, String str) {
+    private static void quote(StringBuilder b, String str, boolean ascii) {
         b.append('"');
         for (int i = 0; i < str.length(); i++) {
             char c = str.charAt(i);
@@ -275,7 +282,7 @@ final class Json {
                 case '\r': b.append("\\r"); break;
                 case '\t': b.append("\\t"); break;
                 default:
-                    if (c < 0x20 || c == 0x2028 || c == 0x2029) {
+                    if (c < 0x20 || c == 0x2028 || c == 0x2029 || (ascii && c > 0x7e)) {
                         b.append(String.format("\\u%04x", (int) c));
                     } else {
                         b.append(c);
