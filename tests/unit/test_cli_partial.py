@@ -112,3 +112,27 @@ def test_bad_address_and_bad_flag_are_usage_errors() -> None:
     assert bad.exit_code == 2 and "invalid address" in bad.stderr
     typo = runner.invoke(app, ["group", "list", "--namesrvv", "x:1"])
     assert typo.exit_code == 2
+
+
+def test_silent_name_server_is_a_timeout_exit_4() -> None:
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    accepted: list[socket.socket] = []
+    thread = threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True)
+    thread.start()
+    port = listener.getsockname()[1]
+    try:
+        started = time.monotonic()
+        result = CliRunner().invoke(app, ["group", "list", "-n", f"127.0.0.1:{port}", "--timeout", "0.3"])
+        assert result.exit_code == 4, result.stderr
+        assert "timed out" in result.stderr and f"127.0.0.1:{port}" in result.stderr
+        assert time.monotonic() - started < 10
+    finally:
+        thread.join(5)
+        for sock in accepted:
+            sock.close()
+        listener.close()
