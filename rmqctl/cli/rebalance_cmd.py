@@ -93,8 +93,22 @@ def simulate_cmd(
     queues: Annotated[int | None, typer.Option("--queues", min=0, help="Set every broker's queue count.")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, …")] = None,
     vnodes: Annotated[int | None, typer.Option("--vnodes", min=0, help="CONSISTENT_HASH virtual nodes.")] = None,
+    idcs: Annotated[str | None, typer.Option("--idcs", help="MACHINE_ROOM: consumer rooms 'room1,room2'.")] = None,
+    broker_room: Annotated[str | None, typer.Option(
+        "--broker-room", help="MACHINE_ROOM_NEARBY-*: regex whose first group is a broker's room.")] = None,
+    client_room: Annotated[str | None, typer.Option(
+        "--client-room", help="MACHINE_ROOM_NEARBY-*: regex whose first group is a client's room.")] = None,
+    pop_share: Annotated[int | None, typer.Option("--pop-share", help="POP-*: popShareQueueNum.")] = None,
 ) -> None:
     """Who would hold which queue: each client's queues, idle clients and queues held by nobody."""
+
+    strategy_options = {
+        "vnodes": vnodes,
+        "consumer_idcs": [r.strip() for r in idcs.split(",") if r.strip()] if idcs else None,
+        "broker_pattern": broker_room,
+        "client_pattern": client_room,
+        "pop_share_queue_num": pop_share,
+    }
 
     def edits_for(broker_names: list[str]) -> Edits:
         counts = {b: queues for b in broker_names} if queues is not None else {}
@@ -106,7 +120,7 @@ def simulate_cmd(
                 raise errors.UsageError("without --group, give --topic, --brokers and --clients")
             counts = parse_brokers(brokers)
             result = simulate(strategy or "AVG", topic, queues_from_counts(topic, counts),
-                              parse_clients(clients), edits=edits_for(list(counts)), strategy_options={"vnodes": vnodes})
+                              parse_clients(clients), edits=edits_for(list(counts)), strategy_options=strategy_options)
         except errors.RmqctlError as exc:
             fail(exc, opts.debug)
         emit(result_view(result), opts.output)
@@ -125,7 +139,7 @@ def simulate_cmd(
         ids = parse_clients(clients) if clients else [c.client_id for c in view.connections]
         result = simulate(current, chosen, topic_queues, ids,
                           edits=edits_for(sorted({q.broker_name for q in topic_queues})),
-                          actual=view.assignments() if view.running_infos else None, strategy_options={"vnodes": vnodes})
+                          actual=view.assignments() if view.running_infos else None, strategy_options=strategy_options)
         return result_view(result), dict(view.errors)
 
     execute(opts, run)

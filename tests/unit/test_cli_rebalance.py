@@ -47,3 +47,17 @@ def test_bad_inputs_are_usage_errors() -> None:
     missing = run("--topic", "T")
     assert missing.exit_code == 2 and "--brokers" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_machine_room_options() -> None:
+    nearby = json.loads(run("--topic", "T", "--brokers", "room1@a=2,room2@b=2",
+                            "--clients", "room1-x@1,room2-y@2,room2-z@3", "--strategy", "MACHINE_ROOM_NEARBY-AVG",
+                            "--broker-room", r"^(\w+)@", "--client-room", r"^(\w+)-", "-o", "json").stdout)
+    # each room's queues stay with that room's clients
+    assert {c: [q["broker"] for q in qs] for c, qs in nearby["assignments"].items()} == {
+        "room1-x@1": ["room1@a", "room1@a"], "room2-y@2": ["room2@b"], "room2-z@3": ["room2@b"]}
+    rooms = json.loads(run("--topic", "T", "--brokers", "room1@a=2,room2@b=2", "--clients", "2",
+                           "--strategy", "MACHINE_ROOM", "--idcs", "room1", "-o", "json").stdout)
+    assert [q["broker"] for q in rooms["unassigned_queues"]] == ["room2@b", "room2@b"]
+    assert run("--topic", "T", "--brokers", "a=4", "--clients", "2",
+               "--strategy", "MACHINE_ROOM_NEARBY-AVG").exit_code == 2
