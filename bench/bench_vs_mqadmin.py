@@ -75,7 +75,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.harness.realcluster import (
+from tests.harness.realcluster import (  # noqa: E402 - needs the sys.path entry above
     RealCluster,
     ScenarioClientsProcess,
     wait_until,

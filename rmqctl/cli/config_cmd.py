@@ -58,7 +58,8 @@ def set_context(
     namesrv: Annotated[str | None, typer.Option("--namesrv", "-n", help="Name servers 'h1:9876;h2:9876'.")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Request timeout, seconds.")] = None,
     access_key: Annotated[str | None, typer.Option("--access-key", help="ACL access key.")] = None,
-    secret_key: Annotated[str | None, typer.Option("--secret-key", help="ACL secret key (stored with mode 600).")] = None,
+    secret_key: Annotated[str | None, typer.Option(
+        "--secret-key", help="ACL secret key (stored with mode 600).")] = None,
     use: Annotated[bool, typer.Option("--use", help="Also make it the current context.")] = False,
 ) -> None:
     """Create or update a context."""

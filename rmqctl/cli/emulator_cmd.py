@@ -325,7 +325,8 @@ def ctl_start_consumer(
 def ctl_stop_consumer(
     ctx: typer.Context,
     client_id: Annotated[str, typer.Argument(help="Client id of a running simulated consumer.", show_default=False)],
-    kill: Annotated[bool, typer.Option("--kill", help="Die without unregistering (brokers see the socket close).")] = False,
+    kill: Annotated[bool, typer.Option(
+        "--kill", help="Die without unregistering (brokers see the socket close).")] = False,
     url: UrlOpt = None,
     token: TokenOpt = None,
     output: OutputOpt = None,

@@ -89,7 +89,8 @@ def simulate_cmd(
     brokers: Annotated[str | None, typer.Option("--brokers", help="Queues per broker: broker-a=8,broker-b=8.")] = None,
     clients: Annotated[str | None, typer.Option("--clients", help="Client ids 'id1,id2' or a count.")] = None,
     add_client: Annotated[list[str] | None, typer.Option("--add-client", help="Add a client (repeatable).")] = None,
-    remove_client: Annotated[list[str] | None, typer.Option("--remove-client", help="Remove a client (repeatable).")] = None,
+    remove_client: Annotated[list[str] | None, typer.Option(
+        "--remove-client", help="Remove a client (repeatable).")] = None,
     queues: Annotated[int | None, typer.Option("--queues", min=0, help="Set every broker's queue count.")] = None,
     strategy: Annotated[str | None, typer.Option("--strategy", help="AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, …")] = None,
     vnodes: Annotated[int | None, typer.Option("--vnodes", min=0, help="CONSISTENT_HASH virtual nodes.")] = None,

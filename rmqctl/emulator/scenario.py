@@ -455,11 +455,14 @@ def _groups(check: _Checker, doc: Mapping[str, Any]) -> tuple[GroupSpec, ...]:
         out.append(
             GroupSpec(
                 name,
-                retry_queue_nums=check.integer(raw.get("retry_queue_nums", 1), [*path, "retry_queue_nums"], minimum=1, maximum=64),
+                retry_queue_nums=check.integer(raw.get("retry_queue_nums", 1), [*path, "retry_queue_nums"],
+                                               minimum=1, maximum=64),
                 retry_max_times=check.integer(raw.get("retry_max_times", 16), [*path, "retry_max_times"], minimum=-1),
                 consume_enable=check.boolean(raw.get("consume_enable", True), [*path, "consume_enable"]),
-                consume_broadcast_enable=check.boolean(raw.get("consume_broadcast_enable", True), [*path, "consume_broadcast_enable"]),
-                consume_message_orderly=check.boolean(raw.get("consume_message_orderly", False), [*path, "consume_message_orderly"]),
+                consume_broadcast_enable=check.boolean(raw.get("consume_broadcast_enable", True),
+                                                       [*path, "consume_broadcast_enable"]),
+                consume_message_orderly=check.boolean(raw.get("consume_message_orderly", False),
+                                                      [*path, "consume_message_orderly"]),
                 notify_consumer_ids_changed_enable=check.boolean(
                     raw.get("notify_consumer_ids_changed_enable", True),
                     [*path, "notify_consumer_ids_changed_enable"]),
@@ -514,7 +517,8 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
         except AllocationError as exc:
             raise check.fail([*path, "strategy"], str(exc), exc.hint) from exc
         model = check.choice(raw.get("message_model", "CLUSTERING"), [*path, "message_model"], MESSAGE_MODELS)
-        cfw = check.choice(raw.get("consume_from_where", CONSUME_FROM_WHERE[0]), [*path, "consume_from_where"], CONSUME_FROM_WHERE)
+        cfw = check.choice(raw.get("consume_from_where", CONSUME_FROM_WHERE[0]), [*path, "consume_from_where"],
+                           CONSUME_FROM_WHERE)
         start = check.number(raw.get("start", 0.0), [*path, "start"])
         stop = None
         if "stop" in raw:
@@ -580,7 +584,8 @@ def _produce(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Topic
             queue = check.integer(raw["queue"], [*path, "queue"], minimum=0)
             if queue >= topic.write_queues:
                 raise check.fail([*path, "queue"],
-                                 f"topic {topic_name!r} has {topic.write_queues} write queue(s); ids are 0..{topic.write_queues - 1}")
+                                 f"topic {topic_name!r} has {topic.write_queues} write queue(s); "
+                                 f"ids are 0..{topic.write_queues - 1}")
             if broker is None:
                 if len(on) > 1:
                     raise check.fail([*path, "queue"], "the topic is on several brokers; add broker = \"…\"")

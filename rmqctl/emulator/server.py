@@ -345,7 +345,9 @@ def namesrv_handlers(cluster: EmulatedCluster) -> dict[int, Handler]:
 # Broker
 
 
-def encode_message(message: StoredMessage, store_host: tuple[str, int], born_host: tuple[str, int] = ("10.0.255.1", 0)) -> bytes:
+def encode_message(
+    message: StoredMessage, store_host: tuple[str, int], born_host: tuple[str, int] = ("10.0.255.1", 0)
+) -> bytes:
     """A message in the commit-log layout a pull response carries (``MessageDecoder`` v1)."""
     props = {}
     if message.tag:

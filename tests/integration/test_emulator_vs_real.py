@@ -49,7 +49,8 @@ def normalized(text: str) -> list[str]:
     return out + sorted(block)
 
 
-def run_real(cluster: RealCluster, sc: ScenarioClientsProcess, names: Callable[[str], str]) -> tuple[str, str, str, str]:
+def run_real(cluster: RealCluster, sc: ScenarioClientsProcess,
+             names: Callable[[str], str]) -> tuple[str, str, str, str]:
     """Tag overwrite on the real broker; returns (topic, group, instance A, instance B) once B won."""
     for _ in range(3):
         topic, group, inst = names("EvrTopic"), names("EvrGroup"), names("evr")
