@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -78,7 +80,13 @@ class Connection:
                 f"connecting to {self.address} timed out after {timeout:g}s"
             ) from exc
         except OSError as exc:
-            reason = exc.strerror or exc.__class__.__name__
+            # asyncio's own text ("Connect call failed ('h', p)") repeats the address; use errno's
+            if isinstance(exc, socket.gaierror):
+                reason = f"cannot resolve host ({exc.strerror})"
+            elif exc.errno:
+                reason = os.strerror(exc.errno)
+            else:
+                reason = str(exc) or exc.__class__.__name__
             raise errors.ConnectionError(f"cannot connect to {self.address}: {reason}") from exc
         self._reader_task = asyncio.create_task(self._read_loop(), name=f"rmq-read-{self.address}")
 
