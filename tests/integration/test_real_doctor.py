@@ -130,3 +130,35 @@ def test_idle_consumer_and_healthy_group(
                    duration=3.0, timeout=90, accept=lambda a: all(len(a.get(k, [])) == 2 for k in ("H1", "H2")),
                    message="2 queues each")
     assert run_checks(group_view(real_cluster, healthy_group)) == []
+
+
+def test_lag_not_advancing_between_two_samples(
+        real_cluster: RealCluster, scenario_clients: ScenarioClientsProcess,
+        rmq_names: Callable[[str], str]) -> None:
+    sc = scenario_clients
+    topic, group = rmq_names("DocSlow"), rmq_names("GDocSlow")
+    real_cluster.create_topic(topic, 1)
+    # a listener that takes 60 s per message: the committed offset stays put while messages arrive
+    cid = sc.start_consumer("S", group, {topic: "*"}, instance_name=rmq_names("ds"),
+                            consume_delay_ms=60000, consume_thread_min=1, consume_thread_max=1,
+                            persist_offset_interval_ms=1000)
+    wait_until(lambda: real_cluster.consumer_ids(group) == [cid], timeout=60, message="registered")
+    sc.wait_stable(lambda: sc.queue_ids(topic), duration=2.0, timeout=60,
+                   accept=lambda alloc: alloc.get("S") == [0], message="queue held")
+    sc.produce(topic, "x", 1, queue_id=0)
+    # the broker lists a queue in ConsumeStats only once an offset was committed for it; the
+    # client's periodic persist (first run after 10 s) commits 0 while message 0 is in the listener
+    wait_until(lambda: real_cluster.consumer_offset(group, topic, 0) == 0, timeout=40,
+               message="offset 0 committed")
+    before = group_view(real_cluster, group)
+    sc.produce(topic, "x", 3, queue_id=0)
+    wait_until(lambda: real_cluster.max_offset(topic, 0) == 4, timeout=30, message="3 more stored")
+    after = group_view(real_cluster, group)
+    found = {f.code: f for f in run_checks(after, before)}
+    assert "LAG_NOT_ADVANCING" in found
+    (row,) = [q for q in found["LAG_NOT_ADVANCING"].evidence["queues"] if q["topic"] == topic]
+    assert row["queue_id"] == 0 and row["owner"] == cid
+    assert row["broker_offset"][1] == 4 and row["broker_offset"][0] < 4
+    assert row["consumer_offset"][0] == row["consumer_offset"][1] == 0
+    # a single sample cannot tell
+    assert "LAG_NOT_ADVANCING" not in {f.code for f in run_checks(after)}
