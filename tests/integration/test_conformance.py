@@ -56,6 +56,10 @@ def setup(real_cluster: RealCluster) -> Iterator[Setup]:
         clients.produce(topic, "tagB", 4, queue_ids=[0, 1, 2, 3])
         wait_until(lambda: all(real_cluster.consumer_offset(group, topic, q) == 2 for q in range(4)),
                    timeout=90, message="every queue committed at offset 2")
+        # the empty retry queue's offset is committed only by the periodic persist (first after
+        # 10 s); wait for it so that both tools see the same, settled set of queues
+        wait_until(lambda: real_cluster.consumer_offset(group, f"%RETRY%{group}", 0) is not None,
+                   timeout=60, message="retry queue offset committed")
         yield Setup(real_cluster, clients, topic, group, a, b)
 
 
