@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import signal
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -186,6 +188,7 @@ def serve(
     interrupted: dict[str, int | None] = {"signal": None}
 
     def ready(served: Served) -> None:
+        _remember_control_url(served.control)
         # This process only serves now: keep the cyclic GC from rescanning the whole built world
         # on every collection (it would add pauses to admin requests on large scenarios).
         gc.collect()
@@ -224,6 +227,8 @@ def serve(
         fail(exc, opts.debug)
     except KeyboardInterrupt:
         interrupted["signal"] = signal.SIGINT
+    finally:
+        _forget_control_url()
     if interrupted["signal"] == signal.SIGINT:
         console.stream.write("emulator stopped\n")
         raise typer.Exit(int(ExitCode.INTERRUPTED))
@@ -233,10 +238,46 @@ def serve(
 # Control API client
 
 
+def _last_served_file() -> Path:
+    """Where ``serve`` notes its control URL so that ``ctl`` finds it without ``--url``."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "rmqctl" / "emulator-control-url"
+
+
+_remembered: dict[str, str] = {}
+
+
+def _remember_control_url(url: str) -> None:
+    try:
+        path = _last_served_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(url + "\n", encoding="utf-8")
+        _remembered["url"] = url
+    except OSError:
+        pass  # a convenience only; --url and RMQCTL_EMULATOR_URL still work
+
+
+def _forget_control_url() -> None:
+    url = _remembered.pop("url", None)
+    if url is None:
+        return
+    path = _last_served_file()
+    try:
+        if path.read_text(encoding="utf-8").strip() == url:  # a newer serve may have replaced it
+            path.unlink()
+    except OSError:
+        pass
+
+
 def _call(url: str | None, token: str | None, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     if not url:
-        raise errors.UsageError("no control API URL given",
-                                hint="pass --url (printed by 'rmqctl emulator serve') or set RMQCTL_EMULATOR_URL")
+        try:
+            url = _last_served_file().read_text(encoding="utf-8").strip() or None
+        except OSError:
+            url = None
+    if not url:
+        raise errors.UsageError("no served emulator found and no control API URL given",
+                                hint="start one with 'rmqctl emulator serve', or pass --url / set RMQCTL_EMULATOR_URL")
     import httpx  # only the ctl commands need it
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}

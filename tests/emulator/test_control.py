@@ -287,3 +287,29 @@ def test_emulator_run_is_deterministic() -> None:
     table = runner.invoke(emulator_app, ["run", "tag-overwrite-4q"])
     assert table.exit_code == 0
     assert "172.16.0.103@ConsumerForTagB" in table.stdout and "tagB=2" in table.stdout
+
+
+async def test_ctl_finds_the_served_emulator_without_url(tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
+    noted = tmp_path / "rmqctl" / "emulator-control-url"
+    proc = await asyncio.create_subprocess_exec(
+        *serve_command("--scenario", "healthy", "--clock", "virtual"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env)
+    try:
+        assert proc.stdout is not None
+        await asyncio.wait_for(proc.stdout.readline(), TIMEOUT)  # "namesrv …": it is ready
+        control = (await asyncio.wait_for(proc.stdout.readline(), TIMEOUT)).decode().split()[1]
+        assert noted.read_text().strip() == control
+        result = await asyncio.to_thread(
+            CliRunner().invoke, emulator_app, ["ctl", "clients", "-o", "json"], env={"XDG_STATE_HOME": str(tmp_path)})
+        assert result.exit_code == 0, result.stderr
+        assert {c["group"] for c in json.loads(result.stdout)} >= {"order-service"}
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 130
+        assert not noted.exists()  # forgotten on the way out
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.communicate()
+    gone = CliRunner().invoke(emulator_app, ["ctl", "clients"], env={"XDG_STATE_HOME": str(tmp_path)})
+    assert gone.exit_code == 2 and "no served emulator found" in gone.stderr
