@@ -289,11 +289,8 @@ class SimulatedConsumer:
             if len(self._timers) > 16:
                 self._timers = [t for t in self._timers if not t.cancelled and t.when >= self.scheduler.now_ms]
 
-    def shutdown(self) -> None:
-        """``DefaultMQPushConsumerImpl.shutdown``: persist offsets, unregister, close channels."""
-        if not self.running:
-            return
-        self.persist_all()
+    def _stop(self) -> None:
+        """Stop every timer and drop every process queue (common to shutdown and death)."""
         self.running = False
         self.stopped_ms = self.scheduler.now_ms
         for timer in self._timers:
@@ -305,6 +302,13 @@ class SimulatedConsumer:
             if pq.pull_timer is not None:
                 pq.pull_timer.cancel()
         self.pq_table.clear()
+
+    def shutdown(self) -> None:
+        """``DefaultMQPushConsumerImpl.shutdown``: persist offsets, unregister, close channels."""
+        if not self.running:
+            return
+        self.persist_all()
+        self._stop()
         self._consume_backlog.clear()
         for name, channel in sorted(self.channels.items()):
             broker = self.ctx.brokers.get(name)
@@ -318,15 +322,7 @@ class SimulatedConsumer:
         """The process dies: nothing is persisted or unregistered; brokers see the sockets close."""
         if not self.running:
             return
-        self.running = False
-        self.stopped_ms = self.scheduler.now_ms
-        for timer in self._timers:
-            timer.cancel()
-        if self._rebalance_timer is not None:
-            self._rebalance_timer.cancel()
-        for pq in self.pq_table.values():
-            pq.dropped = True
-        self.pq_table.clear()
+        self._stop()
         for name, channel in sorted(self.channels.items()):
             broker = self.ctx.brokers.get(name)
             if broker is not None:

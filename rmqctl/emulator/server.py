@@ -45,6 +45,7 @@ from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.model import SubscriptionGroupConfig, version_desc
 from rmqctl.remoting import fastjson, frame
 from rmqctl.remoting.codes import RequestCode, ResponseCode
+from rmqctl.remoting.connection import read_commands
 from rmqctl.remoting.frame import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 
 log = logging.getLogger(__name__)
@@ -122,15 +123,9 @@ class ServerConnection:
         return self is other
 
     async def run(self) -> None:
-        decoder = frame.FrameDecoder()
         try:
-            while True:
-                chunk = await self.reader.read(65536)
-                if not chunk:
-                    break
-                decoder.feed(chunk)
-                for cmd in decoder:
-                    self._dispatch(cmd)
+            async for cmd in read_commands(self.reader):
+                self._dispatch(cmd)
         except errors.ProtocolError as exc:
             # ``NettyDecoder``: a frame that does not decode closes this channel, nothing else.
             log.debug("closing %s after a bad frame: %s", self.remote_addr, exc)

@@ -18,7 +18,7 @@ import itertools
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 
 from rmqctl import errors
@@ -32,6 +32,15 @@ log = logging.getLogger(__name__)
 RequestHandler = Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]
 
 _READ_CHUNK = 64 * 1024
+
+
+async def read_commands(reader: asyncio.StreamReader) -> AsyncIterator[RemotingCommand]:
+    """Every command arriving on ``reader`` until EOF; a bad frame raises ProtocolError."""
+    decoder = frame.FrameDecoder()
+    while chunk := await reader.read(_READ_CHUNK):
+        decoder.feed(chunk)
+        for cmd in decoder:
+            yield cmd
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -136,16 +145,10 @@ class Connection:
 
     async def _read_loop(self) -> None:
         assert self._reader is not None
-        decoder = frame.FrameDecoder()
         cause: BaseException | None = None
         try:
-            while True:
-                chunk = await self._reader.read(_READ_CHUNK)
-                if not chunk:
-                    break
-                decoder.feed(chunk)
-                for cmd in decoder:
-                    self._dispatch(cmd)
+            async for cmd in read_commands(self._reader):
+                self._dispatch(cmd)
         except errors.ProtocolError as exc:
             log.debug("protocol error from %s: %s", self.address, exc)
             cause = exc
