@@ -1,0 +1,5 @@
+"""``python -m rmqctl``: the same command as the ``rmqctl`` console script."""
+
+from rmqctl.cli.app import main
+
+main()
