@@ -14,12 +14,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rmqctl.errors import RmqctlError
+
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 #: The Java client and broker treat this expression as "everything".
 SUB_ALL = "*"
 
 Severity = Literal["info", "warning", "error"]
+#: severities in increasing order of gravity
+SEVERITY_RANK: Mapping[str, int] = {"info": 0, "warning": 1, "error": 2}
 
 
 def java_str_key(text: str) -> bytes:
@@ -496,7 +500,7 @@ class GroupView:
     duplicate_clients: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: wall-clock time the view was sampled, epoch milliseconds
     sampled_at: int = 0
-    errors: Mapping[str, str] = field(default_factory=dict)
+    errors: Mapping[str, RmqctlError] = field(default_factory=dict)
 
     @property
     def online(self) -> bool:

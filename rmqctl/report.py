@@ -97,7 +97,7 @@ def group_show(view: GroupView) -> dict[str, Any]:
         },
         "client_strategies": {cid: ri.strategy for cid, ri in sorted(view.running_infos.items())},
         "subscription_conflicts": subscription_conflicts(view),
-        "errors": dict(view.errors),
+        "errors": {name: str(err) for name, err in view.errors.items()},
     }
 
 
@@ -118,7 +118,7 @@ def group_assignment(view: GroupView) -> dict[str, Any]:
             {**mq.as_dict(), "clients": cids} for mq, cids in sorted(owners.items()) if len(cids) > 1
         ],
         "idle_clients": [cid for cid, qs in assignments.items() if not qs],
-        "errors": dict(view.errors),
+        "errors": {name: str(err) for name, err in view.errors.items()},
     }
 
 

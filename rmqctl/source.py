@@ -3,7 +3,9 @@
 A source answers with model objects only. Operations that span brokers return their data plus
 a per-broker error mapping (:class:`Partial`), so a dead broker never hides the others' rows and
 never vanishes silently. :class:`RemotingSource` reads a cluster (real or emulated) over the
-native protocol; it is the first implementation.
+native protocol; it is the first implementation. The direction is source → groupview →
+remoting: the group view is assembled from :class:`~rmqctl.groupview.BrokerReads`, which the
+remoting client implements.
 
 Must not import the CLI, the TUI or pyspark.
 """
@@ -13,9 +15,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from rmqctl import errors
+from rmqctl.clock import Clock
+from rmqctl.groupview import build_group_view, summarize_group
 from rmqctl.model import (
     RETRY_PREFIX,
     BrokerRuntime,
@@ -44,14 +48,12 @@ class Partial(Generic[T]):
     """A value assembled from several brokers, with the error of each broker that failed."""
 
     value: T
-    errors: Mapping[str, str] = field(default_factory=dict)
+    errors: Mapping[str, errors.RmqctlError] = field(default_factory=dict)
 
 
 @runtime_checkable
 class ClusterSource(Protocol):
     """What the CLI, doctor and TUI may ask of a cluster."""
-
-    description: str
 
     async def cluster(self) -> ClusterInfo: ...
 
@@ -76,7 +78,20 @@ class ClusterSource(Protocol):
     async def close(self) -> None: ...
 
 
-def _all_failed(failures: Mapping[str, str], what: str) -> errors.ConnectionError:
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """An open source and what goes with it (see :func:`rmqctl.connect.open_source`)."""
+
+    source: ClusterSource
+    #: one line naming what is read, for status lines (``namesrv h1:9876``)
+    label: str
+    #: the clock a watcher polls on: the wall clock, or an embedded emulator's
+    clock: Clock
+    #: the emulated cluster (an ``EmulatedCluster``) when the source is the embedded emulator
+    cluster: Any = None
+
+
+def _all_failed(failures: Mapping[str, errors.RmqctlError], what: str) -> errors.ConnectionError:
     detail = "; ".join(f"{name}: {err}" for name, err in failures.items())
     return errors.ConnectionError(f"every broker failed {what}: {detail}")
 
@@ -86,7 +101,6 @@ class RemotingSource:
 
     def __init__(self, admin: AdminClient) -> None:
         self.admin = admin
-        self.description = "namesrv " + ";".join(admin.namesrv)
 
     async def close(self) -> None:
         await self.admin.close()
@@ -152,13 +166,13 @@ class RemotingSource:
     async def groups(self, *, include_system: bool = False) -> Partial[list[str]]:
         """Every consumer group: retry topics on the name server plus brokers' group configs."""
         names: set[str] = set()
-        failures: dict[str, str] = {}
+        failures: dict[str, errors.RmqctlError] = {}
         try:
             names.update(
                 t[len(RETRY_PREFIX) :] for t in await self.topics() if t.startswith(RETRY_PREFIX)
             )
         except errors.RemoteError as exc:  # enableAllTopicList=false answers "disable"
-            failures["namesrv"] = str(exc)
+            failures["namesrv"] = exc
         configs, broker_failures = await self.admin.fan_out(
             await self.masters(), self.admin.subscription_groups
         )
@@ -172,8 +186,6 @@ class RemotingSource:
     async def group_summaries(
         self, *, include_system: bool = False
     ) -> Partial[list[GroupSummary]]:
-        from rmqctl.inspect import summarize_group
-
         listed = await self.groups(include_system=include_system)
         masters = await self.masters()
         summaries = await asyncio.gather(
@@ -182,10 +194,10 @@ class RemotingSource:
         failures = dict(listed.errors)
         for summary in summaries:
             if summary.error:
-                failures[f"group:{summary.group}"] = summary.error
+                failures[f"group:{summary.group}"] = errors.RmqctlError(summary.error)
         return Partial(list(summaries), failures)
 
     async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
-        from rmqctl.inspect import inspect_group
-
-        return await inspect_group(self.admin, await self.masters(), group, running_info=running_info)
+        return await build_group_view(
+            self.admin, await self.masters(), group, running_info=running_info
+        )

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from rmqctl.cli.common import Settings, cluster_options, execute
+from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Clusters and brokers.", no_args_is_help=True)
 
 
-async def cluster_view(source: ClusterSource) -> tuple[View, dict[str, str]]:
+async def cluster_view(source: ClusterSource) -> tuple[View, Failures]:
     info = await source.cluster()
     runtimes = await source.broker_runtimes(info)
     by_key = {(r.broker_name, r.broker_id): r for r in runtimes.value}

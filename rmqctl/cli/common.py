@@ -12,13 +12,12 @@ Must not import textual or pyspark.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import inspect
 import logging
 import sys
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, NoReturn
 
@@ -26,10 +25,9 @@ import typer
 
 from rmqctl import errors
 from rmqctl.cli.render import Console, OutputFormat, View, emit
-from rmqctl.config import resolve
+from rmqctl.connect import Target, open_source
 from rmqctl.errors import ExitCode
-from rmqctl.remoting.admin import AdminClient, parse_namesrv
-from rmqctl.source import ClusterSource, RemotingSource
+from rmqctl.source import ClusterSource
 
 NamesrvOpt = Annotated[
     str | None,
@@ -120,27 +118,14 @@ def fail(error: errors.RmqctlError, debug: bool = False) -> NoReturn:
     raise typer.Exit(int(error.exit_code))
 
 
-@contextlib.asynccontextmanager
-async def open_source(opts: Settings) -> AsyncIterator[ClusterSource]:
-    """The source a command reads: the embedded emulator or a cluster's name servers."""
-    if opts.emulator:
-        from rmqctl.emulator.embedded import embedded_source
-
-        async with embedded_source(opts.emulator, at=opts.at, timeout=opts.timeout) as source:
-            yield source
-        return
-    target = resolve(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout)
-    admin = AdminClient(
-        parse_namesrv(target.namesrv), timeout=target.timeout, credentials=target.credentials
-    )
-    source = RemotingSource(admin)
-    try:
-        yield source
-    finally:
-        await source.close()
+def target(opts: Settings) -> Target:
+    """What the command's options name, for :func:`rmqctl.connect.open_source`."""
+    return Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
+                  emulator=opts.emulator, at=opts.at)
 
 
-CommandResult = View | tuple[View, Mapping[str, str]]
+Failures = Mapping[str, errors.RmqctlError]
+CommandResult = View | tuple[View, Failures]
 
 
 def execute(
@@ -151,8 +136,8 @@ def execute(
         logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
 
     async def main() -> CommandResult:
-        async with open_source(opts) as source:
-            return await command(source)
+        async with open_source(target(opts)) as opened:
+            return await command(opened.source)
 
     try:
         result = asyncio.run(main())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import textwrap
 from typing import Annotated
@@ -10,11 +9,11 @@ from typing import Annotated
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import Settings, cluster_options, execute
+from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
-from rmqctl.doctor import run_checks
+from rmqctl.doctor import diagnose
 from rmqctl.errors import ExitCode
-from rmqctl.model import Finding, GroupView
+from rmqctl.model import SEVERITY_RANK, Finding
 from rmqctl.source import ClusterSource
 
 
@@ -24,42 +23,12 @@ class FailOn(str, enum.Enum):
     never = "never"
 
 
-_RANK = {"info": 0, "warning": 1, "error": 2}
-
-
 def format_finding(f: Finding) -> list[str]:
     wrap = textwrap.TextWrapper(width=100, initial_indent="  ", subsequent_indent="  ")
     lines = [f"[{f.severity.upper()}] {f.code} ({f.group}): {f.title}"]
     lines += wrap.wrap(f.detail)
     lines += textwrap.wrap("fix: " + f.fix, width=100, initial_indent="  ", subsequent_indent="       ")
     return lines + [""]
-
-
-async def diagnose(source: ClusterSource, groups: list[str], interval: float | None
-                   ) -> tuple[list[Finding], dict[str, str]]:
-    failures: dict[str, str] = {}
-
-    async def sample() -> dict[str, GroupView]:
-        views: dict[str, GroupView] = {}
-        for group in groups:
-            try:
-                views[group] = await source.group_view(group)
-            except errors.NotFound as exc:
-                if len(groups) == 1:
-                    raise
-                failures[f"group:{group}"] = str(exc)
-        return views
-
-    first = await sample()
-    second = first
-    if interval:
-        await asyncio.sleep(interval)
-        second = await sample()
-    findings: list[Finding] = []
-    for group, view in second.items():
-        findings += run_checks(view, first.get(group) if interval else None)
-        failures.update({f"{group}/{k}": v for k, v in view.errors.items()})
-    return findings, failures
 
 
 @cluster_options
@@ -80,15 +49,16 @@ def doctor(
         raise typer.BadParameter("name at least one GROUP or pass --all", param_hint="GROUP")
     verdict: dict[str, list[Finding]] = {}
 
-    async def run(source: ClusterSource) -> tuple[View, dict[str, str]]:
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
         names = list(groups or [])
-        failures: dict[str, str] = {}
+        failures: dict[str, errors.RmqctlError] = {}
         if all_:
             listed = await source.groups()
             names = sorted(set(names) | set(listed.value))
             failures.update(listed.errors)
-        findings, more = await diagnose(source, names, interval)
-        failures.update(more)
+        diagnosis = await diagnose(source, names, interval=interval, strict=not all_)
+        findings = list(diagnosis.findings)
+        failures.update(diagnosis.errors)
         verdict["findings"] = findings
         rows = [{"severity": f.severity, "code": f.code, "group": f.group, "title": f.title}
                 for f in findings]
@@ -105,7 +75,7 @@ def doctor(
     except typer.Exit as exc:
         if exc.exit_code not in (0, None):
             raise
-    threshold = None if fail_on is FailOn.never else _RANK[fail_on.value]
-    if threshold is not None and any(_RANK[f.severity] >= threshold
+    threshold = None if fail_on is FailOn.never else SEVERITY_RANK[fail_on.value]
+    if threshold is not None and any(SEVERITY_RANK[f.severity] >= threshold
                                      for f in verdict.get("findings", [])):
         raise typer.Exit(int(ExitCode.FINDINGS))

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from rmqctl import report
-from rmqctl.cli.common import Settings, cluster_options, execute
+from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
 from rmqctl.model import format_millis
 from rmqctl.source import ClusterSource
@@ -26,7 +26,7 @@ def list_(
 ) -> None:
     """Every consumer group: online clients, type, model, oldest client version, total lag."""
 
-    async def run(source: ClusterSource) -> tuple[View, dict[str, str]]:
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
         result = await source.group_summaries(include_system=system)
         rows = [report.group_summary(s) for s in result.value]
         columns = [("group", "GROUP"), ("clients", "CLIENTS"), ("consume_type", "TYPE"),
@@ -46,7 +46,7 @@ def show(
 ) -> None:
     """Connections, and the broker-stored subscriptions beside each client's own (differences marked)."""
 
-    async def run(source: ClusterSource) -> tuple[View, dict[str, str]]:
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
         doc = report.group_show(view)
         conn_rows = [
@@ -92,7 +92,7 @@ def progress(
 ) -> None:
     """Per queue: offsets, lag, inflight, last consumed time and the client holding it."""
 
-    async def run(source: ClusterSource) -> tuple[View, dict[str, str]]:
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
         rows = report.group_progress(view)
         table_rows = [
@@ -120,7 +120,7 @@ def assignment(
 ) -> None:
     """Which client holds which queue, and the queues nobody holds."""
 
-    async def run(source: ClusterSource) -> tuple[View, dict[str, str]]:
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
         doc = report.group_assignment(view)
         rows = []

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import Settings, cluster_options, execute, fail
+from rmqctl.cli.common import Failures, Settings, cluster_options, execute, fail
 from rmqctl.cli.render import Table, View, emit
 from rmqctl.model import RETRY_PREFIX, GroupView, MessageQueue
 from rmqctl.rebalance.simulate import (
@@ -127,7 +127,7 @@ def simulate_cmd(
         emit(result_view(result), opts.output)
         return
 
-    async def run(source: ClusterSource) -> tuple[View, dict[str, str]]:
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
         chosen = _live_topic(view, topic)
         topic_queues: list[MessageQueue] = list(view.topic_queues.get(chosen, ()))

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from rmqctl.cli.common import Settings, cluster_options, execute
+from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
 from rmqctl.model import DLQ_PREFIX, RETRY_PREFIX, format_millis
 from rmqctl.source import ClusterSource
@@ -91,7 +91,7 @@ def status(
 ) -> None:
     """Min/max offset and last write of every queue (like mqadmin topicStatus)."""
 
-    async def run(source: ClusterSource) -> tuple[View, dict[str, str]]:
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
         stats = await source.topic_status(topic)
         rows = [{
             "broker": o.queue.broker_name,

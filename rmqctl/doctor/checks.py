@@ -19,6 +19,7 @@ from typing import Any
 from rmqctl import errors
 from rmqctl.model import (
     RETRY_PREFIX,
+    SEVERITY_RANK,
     SUB_ALL,
     Finding,
     GroupView,
@@ -552,5 +553,4 @@ def run_checks(view: GroupView, previous: GroupView | None = None, *,
     for code, check in CHECKS:
         if wanted is None or code in wanted:
             findings.extend(check(ctx))
-    order = {"error": 0, "warning": 1, "info": 2}
-    return sorted(findings, key=lambda f: order[f.severity])
+    return sorted(findings, key=lambda f: -SEVERITY_RANK[f.severity])

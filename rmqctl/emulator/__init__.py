@@ -12,7 +12,7 @@ remoting ports), ``control`` (HTTP control API), ``embedded`` / ``serve`` (ways 
 
 Public API: :func:`load_scenario`, :func:`builtin_scenarios`, :func:`scale_scenario`,
 :class:`EmulatedCluster` and :func:`run_scenario` (virtual clock; ``.report()`` is the run
-report), :class:`EmulatorServer` (``start()`` / ``stop()``), :func:`embedded_source`,
+report), :class:`EmulatorServer` (``start()`` / ``stop()``), :func:`embedded_opened`,
 :func:`serve_emulator`.
 
 Must not import the CLI, textual or pyspark.
@@ -20,7 +20,7 @@ Must not import the CLI, textual or pyspark.
 
 from __future__ import annotations
 
-from rmqctl.emulator.embedded import embedded_cluster, embedded_source
+from rmqctl.emulator.embedded import embedded_cluster, embedded_opened
 from rmqctl.emulator.scenario import (
     Scenario,
     builtin_names,
@@ -42,7 +42,7 @@ __all__ = [
     "builtin_names",
     "builtin_scenarios",
     "embedded_cluster",
-    "embedded_source",
+    "embedded_opened",
     "load_scenario",
     "parse_scenario",
     "run_scenario",

@@ -1,6 +1,6 @@
 """The emulator inside the current process, read through rmqctl's normal client path.
 
-``rmqctl --emulator NAME …`` and the tests use :func:`embedded_source`: it loads a scenario,
+``rmqctl --emulator NAME …`` and the tests use :func:`embedded_opened`: it loads a scenario,
 runs it on the virtual clock to its end (or to ``at`` seconds), serves the frozen result on
 ephemeral loopback ports and hands back a :class:`~rmqctl.source.RemotingSource` over an
 :class:`~rmqctl.remoting.admin.AdminClient` pointed at the emulated name server, so every read
@@ -15,11 +15,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from rmqctl.clock import SystemClock
 from rmqctl.emulator.scenario import Scenario, load_scenario
 from rmqctl.emulator.server import EmulatorServer
 from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.remoting.admin import DEFAULT_TIMEOUT, AdminClient
-from rmqctl.source import RemotingSource
+from rmqctl.source import Opened, RemotingSource
 
 
 @contextlib.asynccontextmanager
@@ -39,18 +40,53 @@ async def embedded_cluster(
         await server.stop()
 
 
+class VirtualClock:
+    """The embedded emulator's clock as a :class:`~rmqctl.watch.Clock`: reading it gives the
+    emulated wall time, sleeping on it runs the scenario forward instantly."""
+
+    def __init__(self, cluster: EmulatedCluster) -> None:
+        self.cluster = cluster
+
+    def now(self) -> float:
+        return self.cluster.now_ms / 1000
+
+    async def sleep(self, seconds: float) -> None:
+        self.cluster.advance(seconds)
+
+
 @contextlib.asynccontextmanager
-async def embedded_source(
-    name_or_file: Scenario | str | Path, *, at: float | None = None, timeout: float | None = None
-) -> AsyncIterator[RemotingSource]:
-    """A :class:`RemotingSource` reading an in-process emulator; everything stops on exit."""
-    async with embedded_cluster(name_or_file, at=at) as (cluster, server):
+async def embedded_opened(
+    name_or_file: Scenario | str | Path,
+    *,
+    at: float | None = None,
+    timeout: float | None = None,
+    live: bool = False,
+    speed: float = 1.0,
+) -> AsyncIterator[Opened]:
+    """The emulator in this process behind a :class:`RemotingSource`; everything stops on exit.
+
+    Frozen (default): the scenario runs on the virtual clock to ``at`` and moves on only when a
+    watcher sleeps on the returned clock. ``live``: it runs on the host clock, ``speed`` times
+    faster, from the scenario's start, as ``emulator serve`` does.
+    """
+    spec = name_or_file if isinstance(name_or_file, Scenario) else load_scenario(name_or_file)
+    if live:
+        from rmqctl.emulator.serve import ServeOptions, running_emulator
+
+        async with running_emulator(spec, ServeOptions(clock="real", speed=speed)) as (served, cluster):
+            admin = AdminClient([served.namesrv], timeout=timeout or DEFAULT_TIMEOUT)
+            source = RemotingSource(admin)
+            label = f"emulator {spec.name} (live, x{speed:g}, namesrv {served.namesrv})"
+            try:
+                yield Opened(source, label, SystemClock(), cluster)
+            finally:
+                await source.close()
+        return
+    async with embedded_cluster(spec, at=at) as (cluster, server):
         admin = AdminClient([server.namesrv_addr], timeout=timeout or DEFAULT_TIMEOUT)
         source = RemotingSource(admin)
-        source.description = (
-            f"emulator {cluster.scenario.name} at {cluster.elapsed:g}s (namesrv {server.namesrv_addr})"
-        )
+        label = f"emulator {spec.name} at {cluster.elapsed:g}s (namesrv {server.namesrv_addr})"
         try:
-            yield source
+            yield Opened(source, label, VirtualClock(cluster), cluster)
         finally:
             await source.close()

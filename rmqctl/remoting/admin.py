@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from rmqctl import errors
+from rmqctl.fanout import fan_out
 from rmqctl.model import (
     ClusterInfo,
     ConsumerConnection,
@@ -102,7 +103,7 @@ class AdminClient:
         self, code: int, ext: Mapping[str, object] | None = None
     ) -> RemotingCommand:
         """Ask the name servers in turn, starting with the last one that answered."""
-        failures: list[str] = []
+        failures: list[errors.RmqctlError] = []
         count = len(self.namesrv)
         for step in range(count):
             index = (self._ns_index + step) % count
@@ -110,37 +111,22 @@ class AdminClient:
             try:
                 response = await self.call(address, code, ext)
             except (errors.ConnectionError, errors.TimeoutError) as exc:
-                failures.append(str(exc))
+                failures.append(exc)
                 continue
             self._ns_index = index
             return response
-        exc_type = errors.TimeoutError if all("timed out" in f for f in failures) else errors.ConnectionError
+        timed_out = all(isinstance(f, errors.TimeoutError) for f in failures)
+        exc_type = errors.TimeoutError if timed_out else errors.ConnectionError
         raise exc_type(
-            f"no name server reachable ({'; '.join(failures)})",
+            f"no name server reachable ({'; '.join(map(str, failures))})",
             hint="check -n/--namesrv, NAMESRV_ADDR or the active context",
         )
 
     async def fan_out(
         self, targets: Mapping[str, str], fn: Callable[[str], Awaitable[T]]
-    ) -> tuple[dict[str, T], dict[str, str]]:
+    ) -> tuple[dict[str, T], dict[str, errors.RmqctlError]]:
         """Run ``fn(address)`` for every ``name → address``; return results and per-name errors."""
-
-        async def one(name: str, address: str) -> tuple[str, T | None, str | None]:
-            try:
-                return name, await fn(address), None
-            except errors.RmqctlError as exc:
-                return name, None, f"{address}: {exc}"
-
-        results: dict[str, T] = {}
-        failures: dict[str, str] = {}
-        for name, value, error in await asyncio.gather(
-            *(one(n, a) for n, a in targets.items())
-        ):
-            if error is not None:
-                failures[name] = error
-            else:
-                results[name] = value  # type: ignore[assignment]
-        return results, failures
+        return await fan_out(targets, fn)
 
     # -- name server ------------------------------------------------------------------------
 

@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from rmqctl import errors
 from rmqctl.cli.app import app as rmqctl_app
-from rmqctl.emulator.embedded import embedded_cluster, embedded_source
+from rmqctl.connect import Target, open_source
+from rmqctl.emulator.embedded import embedded_cluster
 from rmqctl.model import MessageQueue
 from rmqctl.remoting import frame
 from rmqctl.remoting.admin import AdminClient
@@ -17,7 +18,8 @@ from rmqctl.remoting.codes import RequestCode
 
 
 async def test_cluster_route_and_topic_status() -> None:
-    async with embedded_source("tag-overwrite") as source:
+    async with open_source(Target(emulator="tag-overwrite")) as opened:
+        source = opened.source
         info = await source.cluster()
         assert list(info.brokers) == ["broker-a"]
         assert info.clusters == {"DefaultCluster": ("broker-a",)}
@@ -37,7 +39,8 @@ async def test_cluster_route_and_topic_status() -> None:
 
 
 async def test_group_view_joins_connections_stored_subscriptions_progress_and_running_info() -> None:
-    async with embedded_source("tag-overwrite") as source:
+    async with open_source(Target(emulator="tag-overwrite")) as opened:
+        source = opened.source
         assert (await source.groups()).value == ["test-consumer"]
         view = await source.group_view("test-consumer")
         assert view.errors == {}

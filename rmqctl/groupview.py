@@ -6,7 +6,12 @@ info (307, relayed by a broker that holds the client's channel) and the routes o
 topics. A broker that fails leaves its name and error in ``GroupView.errors``; the rest of the
 view is still built.
 
-Must not import the CLI, the TUI or pyspark.
+The reads come through :class:`BrokerReads`, a small protocol of per-broker calls that the
+remoting client implements (and any other back end able to answer them may), so the assembly
+here is independent of how the bytes travel.
+
+Imports only the model, errors and the fan-out helper: never the remoting package, the CLI,
+the TUI or pyspark.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from typing import Protocol
 
 from rmqctl import errors
+from rmqctl.fanout import fan_out
 from rmqctl.model import (
     DLQ_PREFIX,
     ClientConnection,
@@ -26,23 +33,42 @@ from rmqctl.model import (
     GroupView,
     MessageQueue,
     QueueProgress,
+    SubscriptionGroupConfig,
     TopicOffset,
     TopicRoute,
+    TopicStats,
     version_desc,
 )
-from rmqctl.remoting.admin import AdminClient
+
+
+class BrokerReads(Protocol):
+    """The per-broker reads a group view is assembled from (``address`` is a broker address)."""
+
+    async def consumer_connection(self, address: str, group: str) -> ConsumerConnection: ...
+
+    async def consume_stats(self, address: str, group: str, topic: str | None = None) -> ConsumeStats: ...
+
+    async def consumer_running_info(
+        self, address: str, group: str, client_id: str
+    ) -> ConsumerRunningInfo: ...
+
+    async def topic_route(self, topic: str) -> TopicRoute: ...
+
+    async def topic_stats(self, address: str, topic: str) -> TopicStats: ...
+
+    async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]: ...
 
 
 async def _connections(
-    admin: AdminClient, masters: Mapping[str, str], group: str
-) -> tuple[dict[str, ConsumerConnection], dict[str, str]]:
+    reads: BrokerReads, masters: Mapping[str, str], group: str
+) -> tuple[dict[str, ConsumerConnection], dict[str, errors.RmqctlError]]:
     async def one(addr: str) -> ConsumerConnection | None:
         try:
-            return await admin.consumer_connection(addr, group)
+            return await reads.consumer_connection(addr, group)
         except errors.ConsumerNotOnline:
             return None  # this broker has no live channel of the group: not a failure
 
-    results, failures = await admin.fan_out(masters, one)
+    results, failures = await fan_out(masters, one)
     return {b: c for b, c in results.items() if c is not None}, failures
 
 
@@ -65,17 +91,15 @@ def _merge_progress(
     return tuple(sorted(rows, key=lambda r: r.queue))
 
 
-async def inspect_group(
-    admin: AdminClient, masters: Mapping[str, str], group: str, *, running_info: bool = True
+async def build_group_view(
+    reads: BrokerReads, masters: Mapping[str, str], group: str, *, running_info: bool = True
 ) -> GroupView:
     """Everything about ``group``; raises NotFound when no broker knows the group at all."""
     (conns_by_broker, conn_failures), (stats_by_broker, stats_failures) = await asyncio.gather(
-        _connections(admin, masters, group),
-        admin.fan_out(masters, lambda addr: admin.consume_stats(addr, group)),
+        _connections(reads, masters, group),
+        fan_out(masters, lambda addr: reads.consume_stats(addr, group)),
     )
-    failures: dict[str, str] = {}
-    for name, err in {**stats_failures, **conn_failures}.items():
-        failures[name] = err
+    failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures}
     if len(failures) == len(masters) and masters:
         detail = "; ".join(f"{b}: {e}" for b, e in failures.items())
         raise errors.ConnectionError(f"no broker answered for group {group!r}: {detail}")
@@ -98,7 +122,7 @@ async def inspect_group(
 
     has_offsets = any(s.offsets for s in stats_by_broker.values())
     if not connections and not has_offsets and not failures:
-        configs, _ = await admin.fan_out(masters, admin.subscription_groups)
+        configs, _ = await fan_out(masters, reads.subscription_groups)
         if not any(group in table for table in configs.values()):
             raise errors.NotFound(
                 f"consumer group {group!r} not found on any broker",
@@ -109,12 +133,12 @@ async def inspect_group(
     if running_info and connections:
         client_ids = sorted(relay)
         results = await asyncio.gather(
-            *(admin.consumer_running_info(relay[cid], group, cid) for cid in client_ids),
+            *(reads.consumer_running_info(relay[cid], group, cid) for cid in client_ids),
             return_exceptions=True,
         )
         for cid, result in zip(client_ids, results):
             if isinstance(result, errors.RmqctlError):
-                failures[f"client:{cid}"] = str(result)
+                failures[f"client:{cid}"] = result
             elif isinstance(result, BaseException):
                 raise result
             else:
@@ -133,13 +157,13 @@ async def inspect_group(
         topics.update(s.topic for s in ri.subscriptions)
     dlq_topic = DLQ_PREFIX + group
     routes = await asyncio.gather(
-        *(admin.topic_route(t) for t in [*sorted(topics), dlq_topic]), return_exceptions=True
+        *(reads.topic_route(t) for t in [*sorted(topics), dlq_topic]), return_exceptions=True
     )
     dlq_route = routes.pop()
     dlq: list[TopicOffset] = []
     if isinstance(dlq_route, TopicRoute):
-        stats, dlq_failures = await admin.fan_out(
-            dlq_route.master_addrs(), lambda addr: admin.topic_stats(addr, dlq_topic)
+        stats, dlq_failures = await fan_out(
+            dlq_route.master_addrs(), lambda addr: reads.topic_stats(addr, dlq_topic)
         )
         dlq = sorted((o for s in stats.values() for o in s.offsets), key=lambda o: o.queue)
         failures.update({f"dlq:{b}": e for b, e in dlq_failures.items()})
@@ -147,7 +171,7 @@ async def inspect_group(
     for topic, route in zip(sorted(topics), routes):
         if isinstance(route, errors.RmqctlError):
             if not isinstance(route, errors.TopicNotExist):
-                failures[f"route:{topic}"] = str(route)
+                failures[f"route:{topic}"] = route
             continue
         if isinstance(route, BaseException):
             raise route
@@ -173,13 +197,13 @@ async def inspect_group(
 
 
 async def summarize_group(
-    admin: AdminClient, masters: Mapping[str, str], group: str
+    reads: BrokerReads, masters: Mapping[str, str], group: str
 ) -> GroupSummary:
     """One ``group list`` row: connections and total lag, never raising for one bad group."""
     try:
         (conns, conn_failures), (stats, stats_failures) = await asyncio.gather(
-            _connections(admin, masters, group),
-            admin.fan_out(masters, lambda addr: admin.consume_stats(addr, group)),
+            _connections(reads, masters, group),
+            fan_out(masters, lambda addr: reads.consume_stats(addr, group)),
         )
     except errors.RmqctlError as exc:
         return GroupSummary(group, 0, None, None, None, 0, error=str(exc))

@@ -1,0 +1,217 @@
+"""The watch service: sample consumer groups, poll them repeatedly, and say what changed.
+
+Every front end that looks at a cluster over time stands on this module: ``doctor --interval``
+(two samples), ``diagnose`` (many groups at once), the TUI's poll worker, the snapshot exporter
+and ``--watch``. A :class:`Watcher` takes one :class:`Sample` per round — a
+:class:`~rmqctl.model.GroupView` per group, fetched with bounded concurrency, and the error of
+each group that could not be read — and hands out :class:`Round` objects with the previous and
+current sample and the :class:`GroupChange` between them (clients that joined or left, queues
+whose owner moved). The next round starts only after the previous one finished; time comes from
+an injected :class:`Clock`, so the embedded emulator's virtual clock (or a test's fake clock)
+drives the same loop as the wall clock.
+
+Imports the model, errors and the source protocol only: never the CLI, textual or pyspark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rmqctl import errors
+from rmqctl.clock import Clock, SystemClock
+from rmqctl.model import GroupView, MessageQueue
+from rmqctl.source import ClusterSource
+
+#: groups sampled at the same time by default (each view itself fans out to every broker)
+DEFAULT_CONCURRENCY = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One round's views, by group, and the error of every group that could not be read."""
+
+    taken_at: float
+    views: Mapping[str, GroupView]
+    errors: Mapping[str, errors.RmqctlError] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerMove:
+    """A queue whose holder changed between two samples (``None`` = held by nobody)."""
+
+    queue: MessageQueue
+    before: str | None
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChange:
+    """What changed in one group between two samples."""
+
+    group: str
+    joined: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    moves: tuple[OwnerMove, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.joined or self.left or self.moves)
+
+    def describe(self) -> str:
+        """The change in plain words: ``c3 joined, c1 left — 6 queue(s) moved: …``."""
+        parts = []
+        if self.joined:
+            parts.append(", ".join(self.joined) + " joined")
+        if self.left:
+            parts.append(", ".join(self.left) + " left")
+        text = "; ".join(parts) or "rebalanced"
+        if self.moves:
+            shown = ", ".join(
+                f"{m.queue.broker_name}/{m.queue.topic}/{m.queue.queue_id}: "
+                f"{m.before or 'nobody'} → {m.after or 'nobody'}"
+                for m in self.moves[:6]
+            )
+            more = f" and {len(self.moves) - 6} more" if len(self.moves) > 6 else ""
+            text += f" — {len(self.moves)} queue(s) moved: {shown}{more}"
+        return text
+
+
+def holders(view: GroupView) -> dict[MessageQueue, str | None]:
+    """Queue → the first client reporting it (``None`` for known queues nobody holds)."""
+    out: dict[MessageQueue, str | None] = {mq: None for mq in view.known_queues()}
+    for mq, owners in view.owners().items():
+        out[mq] = owners[0]
+    return out
+
+
+def group_change(before: GroupView, after: GroupView) -> GroupChange:
+    """Clients that joined or left and queues whose holder changed from ``before`` to ``after``."""
+    old_clients, new_clients = set(before.client_ids), set(after.client_ids)
+    old_owner, new_owner = holders(before), holders(after)
+    moves = tuple(
+        OwnerMove(mq, old_owner.get(mq), new_owner.get(mq))
+        for mq in sorted(set(old_owner) | set(new_owner))
+        if old_owner.get(mq) != new_owner.get(mq)
+    )
+    return GroupChange(
+        after.group,
+        joined=tuple(sorted(new_clients - old_clients)),
+        left=tuple(sorted(old_clients - new_clients)),
+        moves=moves,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One poll: its number (from 1), the previous sample and the current one."""
+
+    number: int
+    previous: Sample | None
+    current: Sample
+
+    def changes(self) -> dict[str, GroupChange]:
+        """Groups whose membership or assignment changed since the previous round."""
+        if self.previous is None:
+            return {}
+        out = {}
+        for group, view in self.current.views.items():
+            before = self.previous.views.get(group)
+            if before is not None:
+                change = group_change(before, view)
+                if change:
+                    out[group] = change
+        return out
+
+
+async def sample_groups(
+    source: ClusterSource,
+    groups: Sequence[str],
+    *,
+    clock: Clock | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    running_info: bool = True,
+) -> Sample:
+    """Views of ``groups`` read with at most ``concurrency`` at a time.
+
+    A group that cannot be read leaves its error under its name and the others are still
+    sampled; errors other than :class:`~rmqctl.errors.RmqctlError` propagate.
+    """
+    limit = asyncio.Semaphore(max(1, concurrency))
+    taken_at = (clock or SystemClock()).now()
+
+    async def one(group: str) -> GroupView | errors.RmqctlError:
+        async with limit:
+            try:
+                return await source.group_view(group, running_info=running_info)
+            except errors.RmqctlError as exc:
+                return exc
+
+    outcomes = await asyncio.gather(*(one(g) for g in groups))
+    views: dict[str, GroupView] = {}
+    failures: dict[str, errors.RmqctlError] = {}
+    for group, outcome in zip(groups, outcomes):
+        if isinstance(outcome, errors.RmqctlError):
+            failures[group] = outcome
+        else:
+            views[group] = outcome
+    return Sample(taken_at, views, failures)
+
+
+class Watcher:
+    """Polls ``groups`` (every group of the cluster when ``None``) every ``interval`` seconds."""
+
+    def __init__(
+        self,
+        source: ClusterSource,
+        groups: Sequence[str] | None = None,
+        *,
+        interval: float = 2.0,
+        clock: Clock | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        running_info: bool = True,
+    ) -> None:
+        if not interval > 0:
+            raise errors.UsageError(f"the watch interval must be positive, not {interval}")
+        self.source = source
+        self.groups = list(groups) if groups is not None else None
+        self.interval = interval
+        self.clock = clock or SystemClock()
+        self.concurrency = concurrency
+        self.running_info = running_info
+        self.last: Round | None = None
+        #: errors of listing the groups on the last round that listed them (``--all``)
+        self.list_errors: Mapping[str, errors.RmqctlError] = {}
+
+    async def group_names(self) -> list[str]:
+        if self.groups is not None:
+            return self.groups
+        listed = await self.source.groups()
+        self.list_errors = dict(listed.errors)
+        return list(listed.value)
+
+    async def poll(self) -> Round:
+        """Take one sample now and return it as the next round."""
+        sample = await sample_groups(
+            self.source,
+            await self.group_names(),
+            clock=self.clock,
+            concurrency=self.concurrency,
+            running_info=self.running_info,
+        )
+        previous = self.last.current if self.last else None
+        self.last = Round((self.last.number + 1) if self.last else 1, previous, sample)
+        return self.last
+
+    async def rounds(self, count: int | None = None) -> AsyncIterator[Round]:
+        """Poll, yield, wait ``interval``, repeat; ``count`` rounds or forever.
+
+        The wait starts after the consumer of a round hands control back, so a slow consumer
+        (a file write, a redraw) never makes two polls overlap.
+        """
+        done = 0
+        while count is None or done < count:
+            if done:
+                await self.clock.sleep(self.interval)
+            yield await self.poll()
+            done += 1
