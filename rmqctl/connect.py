@@ -20,7 +20,8 @@ from pathlib import Path
 
 from rmqctl.clock import SystemClock
 from rmqctl.config import resolve
-from rmqctl.remoting.admin import AdminClient, parse_namesrv
+from rmqctl.remoting.admin import AdminClient
+from rmqctl.remoting.admin import parse_namesrv as parse_namesrv
 from rmqctl.source import Opened, RemotingSource
 
 

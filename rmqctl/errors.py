@@ -12,16 +12,21 @@ Tree::
     │   └── ConnectionLost     the socket died while requests were pending        exit 3
     ├── TimeoutError           no answer within --timeout                         exit 4
     ├── ProtocolError          bad frame or bad body (raw bytes kept for --debug) exit 3
-    ├── RemoteError(code, remark)  the server answered with a non-success code    exit 1
+    ├── RemoteError(code, remark)  the server answered with a non-success code    exit 6
     │   ├── TopicNotExist (17)
     │   ├── ConsumerNotOnline (206)
     │   ├── RequestCodeNotSupported (3)
     │   ├── NoPermission (16)
     │   └── GoAway (1500)
+    ├── ServiceError           an HTTP service (control API, dashboard) failed     exit 6
     ├── NotFound               unknown group / topic (decided by rmqctl itself)   exit 2
-    ├── PartialResult          some brokers answered, some failed                  exit 5
     ├── ConfigError            bad config file, context or scenario file          exit 2
     └── UsageError             bad flags or arguments                              exit 2
+        └── AllocationError    a strategy refused its input (Java's IllegalArgumentException)
+            └── UnknownStrategyError
+
+A partial result is not an exception: multi-broker reads return their data with a per-broker
+error mapping, and the CLI exits 5 after rendering what arrived.
 
 Imports nothing from the rest of rmqctl.
 """
@@ -42,13 +47,14 @@ class ExitCode(enum.IntEnum):
     CONNECTION = 3
     TIMEOUT = 4
     PARTIAL = 5
+    REFUSED = 6
     INTERRUPTED = 130
 
 
 class RmqctlError(Exception):
     """Base of every rmqctl error: a one-line ``message`` and an optional ``hint``."""
 
-    exit_code: ClassVar[ExitCode] = ExitCode.FINDINGS
+    exit_code: ClassVar[ExitCode] = ExitCode.REFUSED
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
@@ -88,7 +94,7 @@ class ProtocolError(RmqctlError):
 class RemoteError(RmqctlError):
     """The server answered a request with a non-success response code."""
 
-    exit_code = ExitCode.FINDINGS
+    exit_code = ExitCode.REFUSED
     registry: ClassVar[dict[int, builtins.type[RemoteError]]] = {}
     code_value: ClassVar[int | None] = None
 
@@ -154,10 +160,11 @@ class NotFound(RmqctlError):
     exit_code = ExitCode.USAGE
 
 
-class PartialResult(RmqctlError):
-    """Some brokers answered and some did not; the data that arrived is still rendered."""
+class ServiceError(RmqctlError):
+    """An HTTP service rmqctl talks to (the emulator's control API, a dashboard) answered with
+    an error of its own."""
 
-    exit_code = ExitCode.PARTIAL
+    exit_code = ExitCode.REFUSED
 
 
 class ConfigError(RmqctlError):
@@ -170,3 +177,16 @@ class UsageError(RmqctlError):
     """Command-line misuse the parser could not catch."""
 
     exit_code = ExitCode.USAGE
+
+
+class AllocationError(UsageError, ValueError):
+    """A strategy refused its input, where the Java strategy throws IllegalArgumentException.
+
+    Raised for an empty current client id, an empty queue list or an empty client list (the
+    shared ``check`` guard), a negative virtual-node count, and a machine room that resolves
+    to an empty name.
+    """
+
+
+class UnknownStrategyError(AllocationError):
+    """A strategy name (or an option) that no strategy answers to."""

@@ -5,6 +5,8 @@ Must not import textual or pyspark at module level (the TUI command imports it l
 
 from __future__ import annotations
 
+import logging
+import sys
 from typing import Annotated
 
 import typer
@@ -26,16 +28,19 @@ from rmqctl.cli.common import (
     EmulatorOpt,
     NamesrvOpt,
     OutputOpt,
+    RootGroup,
     Settings,
     TimeoutOpt,
 )
 from rmqctl.cli.render import OutputFormat
+from rmqctl.errors import ExitCode
 
 app = typer.Typer(
     name="rmqctl",
     help="See, explain and emulate Apache RocketMQ consumer groups.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    cls=RootGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(cluster.app, name="cluster")
@@ -68,6 +73,8 @@ def main_callback(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """Global options apply to every command; the same options after a command override them."""
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
     ctx.obj = Settings(
         namesrv=namesrv,
         context=context,
@@ -80,7 +87,11 @@ def main_callback(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # while the command line itself is parsed
+        sys.stderr.write("rmqctl: error: interrupted\n")
+        sys.exit(int(ExitCode.INTERRUPTED))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 
 Every option here works both before the command group (``rmqctl -n h:9876 group list``) and
 after the command (``rmqctl group list -n h:9876``, mqadmin's habit); the later one wins.
-:func:`execute` opens the source (a cluster or the embedded emulator), runs the command's
-coroutine, renders its :class:`~rmqctl.cli.render.View`, reports per-broker errors and maps
-every error to its documented exit code in one place.
+:func:`execute` opens the source (through :func:`rmqctl.connect.open_source`), runs the
+command's coroutine, renders its :class:`~rmqctl.cli.render.View` and reports per-broker errors;
+:class:`RootGroup` maps every error to its documented exit code in one place.
 
 Must not import textual or pyspark.
 """
@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import logging
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from rmqctl import errors
 from rmqctl.cli.render import Console, OutputFormat, View, emit
@@ -109,13 +109,32 @@ def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
 console = Console()
 
 
-def fail(error: errors.RmqctlError, debug: bool = False) -> NoReturn:
+def report_error(error: errors.RmqctlError, debug: bool = False) -> None:
+    """The one place an error is shown: one line (and a hint) on stderr; the traceback with --debug."""
     if debug:
         traceback.print_exception(error, file=sys.stderr)
         if isinstance(error, errors.ProtocolError) and error.raw:
             sys.stderr.write(f"raw bytes: {error.raw[:2048]!r}\n")
     console.error(error.message, error.hint)
-    raise typer.Exit(int(error.exit_code))
+
+
+class RootGroup(TyperGroup):
+    """The ``rmqctl`` command group: runs a command and turns what it raises into an exit code.
+
+    Every :class:`~rmqctl.errors.RmqctlError` is reported once here, with its documented exit
+    code; Ctrl-C anywhere in a command exits 130. Commands simply raise.
+    """
+
+    def invoke(self, ctx: Any) -> Any:  # a typer.Context at run time
+        try:
+            return super().invoke(ctx)
+        except errors.RmqctlError as exc:
+            opts = ctx.find_object(Settings) or Settings()
+            report_error(exc, opts.debug)
+            raise typer.Exit(int(exc.exit_code)) from None
+        except KeyboardInterrupt:
+            console.error("interrupted")
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
 
 
 def target(opts: Settings) -> Target:
@@ -131,21 +150,13 @@ CommandResult = View | tuple[View, Failures]
 def execute(
     opts: Settings, command: Callable[[ClusterSource], Awaitable[CommandResult]]
 ) -> None:
-    """Run one command end to end and exit with the documented code."""
-    if opts.debug:
-        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+    """Run one command against its source, render the result, exit 5 when it is partial."""
 
     async def main() -> CommandResult:
         async with open_source(target(opts)) as opened:
             return await command(opened.source)
 
-    try:
-        result = asyncio.run(main())
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
-    except KeyboardInterrupt:
-        console.error("interrupted")
-        raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+    result = asyncio.run(main())
     view, failures = result if isinstance(result, tuple) else (result, {})
     emit(view, opts.output)
     if failures:

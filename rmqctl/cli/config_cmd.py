@@ -7,10 +7,10 @@ from typing import Annotated
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import OutputOpt, fail, settings
+from rmqctl.cli.common import OutputOpt, settings
 from rmqctl.cli.render import Table, View, emit
 from rmqctl.config import Config
-from rmqctl.remoting.admin import parse_namesrv
+from rmqctl.connect import parse_namesrv
 
 app = typer.Typer(help="Named contexts, like kubectl's.", no_args_is_help=True)
 
@@ -21,10 +21,7 @@ NameArg = Annotated[str, typer.Argument(help="Context name.", show_default=False
 def view(ctx: typer.Context, output: OutputOpt = None) -> None:
     """Show the config file (secrets masked)."""
     opts = settings(ctx, output=output)
-    try:
-        cfg = Config.load()
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    cfg = Config.load()
     doc = cfg.redacted()
     rows = [
         {"current": "*" if name == cfg.current_context else "", "name": name,
@@ -40,14 +37,10 @@ def view(ctx: typer.Context, output: OutputOpt = None) -> None:
 @app.command("use-context")
 def use_context(ctx: typer.Context, name: NameArg) -> None:
     """Make NAME the current context."""
-    opts = settings(ctx)
-    try:
-        cfg = Config.load()
-        cfg.context(name)
-        cfg.current_context = name
-        cfg.save()
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    cfg = Config.load()
+    cfg.context(name)
+    cfg.current_context = name
+    cfg.save()
     typer.echo(f"Switched to context {name!r}.", err=True)
 
 
@@ -63,22 +56,18 @@ def set_context(
     use: Annotated[bool, typer.Option("--use", help="Also make it the current context.")] = False,
 ) -> None:
     """Create or update a context."""
-    opts = settings(ctx)
-    try:
-        if namesrv is not None:
-            parse_namesrv(namesrv)
-        cfg = Config.load()
-        entry = dict(cfg.contexts.get(name, {}))
-        for key, value in (("namesrv", namesrv), ("timeout", timeout),
-                           ("access_key", access_key), ("secret_key", secret_key)):
-            if value is not None:
-                entry[key] = value
-        if "namesrv" not in entry:
-            raise errors.UsageError(f"context {name!r} needs a name server", hint="pass -n host:9876")
-        cfg.contexts[name] = entry
-        if use or cfg.current_context is None:
-            cfg.current_context = name
-        cfg.save()
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    if namesrv is not None:
+        parse_namesrv(namesrv)
+    cfg = Config.load()
+    entry = dict(cfg.contexts.get(name, {}))
+    for key, value in (("namesrv", namesrv), ("timeout", timeout),
+                       ("access_key", access_key), ("secret_key", secret_key)):
+        if value is not None:
+            entry[key] = value
+    if "namesrv" not in entry:
+        raise errors.UsageError(f"context {name!r} needs a name server", hint="pass -n host:9876")
+    cfg.contexts[name] = entry
+    if use or cfg.current_context is None:
+        cfg.current_context = name
+    cfg.save()
     typer.echo(f"Context {name!r} saved to {cfg.path}.", err=True)

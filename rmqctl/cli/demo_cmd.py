@@ -12,38 +12,31 @@ from typing import Annotated, Any
 
 import typer
 
-from rmqctl import errors, report
-from rmqctl.cli.common import OutputOpt, fail, settings
-from rmqctl.cli.doctor_cmd import format_finding
-from rmqctl.cli.emulator_cmd import report_view
+from rmqctl import report
+from rmqctl.cli.common import OutputOpt, settings
 from rmqctl.cli.render import Table, View, emit
+from rmqctl.cli.views import format_finding, report_view
+from rmqctl.connect import Target, open_source
 from rmqctl.doctor import run_checks
 from rmqctl.model import Finding
-from rmqctl.remoting.admin import AdminClient
-from rmqctl.source import RemotingSource
 
 DEFAULT_SCENARIO = "tag-overwrite-4q"
 
 
 async def demo_document(scenario: str) -> dict[str, Any]:
     """The run report plus, per group, the group/assignment views and the findings."""
-    from rmqctl.emulator.embedded import embedded_cluster
-
-    async with embedded_cluster(scenario) as (cluster, server):
-        source = RemotingSource(AdminClient([server.namesrv_addr]))
-        try:
-            groups: dict[str, Any] = {}
-            for group in (await source.groups()).value:
-                view = await source.group_view(group)
-                groups[group] = {
-                    "show": report.group_show(view),
-                    "assignment": report.group_assignment(view),
-                    "findings": [f.as_dict() for f in run_checks(view)],
-                }
-            return {"scenario": cluster.report(), "description": cluster.scenario.description,
-                    "namesrv": server.namesrv_addr, "groups": groups}
-        finally:
-            await source.close()
+    async with open_source(Target(emulator=scenario)) as opened:
+        source, cluster = opened.source, opened.cluster
+        groups: dict[str, Any] = {}
+        for group in (await source.groups()).value:
+            view = await source.group_view(group)
+            groups[group] = {
+                "show": report.group_show(view),
+                "assignment": report.group_assignment(view),
+                "findings": [f.as_dict() for f in run_checks(view)],
+            }
+        return {"scenario": cluster.report(), "description": cluster.scenario.description,
+                "namesrv": cluster.namesrv_addr, "groups": groups}
 
 
 def _label(queue: dict[str, Any]) -> str:
@@ -88,8 +81,5 @@ def demo(
 ) -> None:
     """Watch a consumer-group incident happen on the built-in emulator, and its diagnosis."""
     opts = settings(ctx, output=output)
-    try:
-        doc = asyncio.run(demo_document(scenario))
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    doc = asyncio.run(demo_document(scenario))
     emit(demo_view(doc), opts.output)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import textwrap
 from typing import Annotated
 
 import typer
@@ -11,6 +10,7 @@ import typer
 from rmqctl import errors
 from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
+from rmqctl.cli.views import format_finding
 from rmqctl.doctor import diagnose
 from rmqctl.errors import ExitCode
 from rmqctl.model import SEVERITY_RANK, Finding
@@ -21,14 +21,6 @@ class FailOn(str, enum.Enum):
     warning = "warning"
     error = "error"
     never = "never"
-
-
-def format_finding(f: Finding) -> list[str]:
-    wrap = textwrap.TextWrapper(width=100, initial_indent="  ", subsequent_indent="  ")
-    lines = [f"[{f.severity.upper()}] {f.code} ({f.group}): {f.title}"]
-    lines += wrap.wrap(f.detail)
-    lines += textwrap.wrap("fix: " + f.fix, width=100, initial_indent="  ", subsequent_indent="       ")
-    return lines + [""]
 
 
 @cluster_options

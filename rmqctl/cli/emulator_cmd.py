@@ -22,8 +22,9 @@ from typing import Annotated, Any
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import OutputOpt, Settings, console, fail, settings
+from rmqctl.cli.common import OutputOpt, Settings, console, settings
 from rmqctl.cli.render import OutputFormat, Table, View, emit
+from rmqctl.cli.views import queues_text, report_view, tags_text
 from rmqctl.errors import ExitCode
 
 app = typer.Typer(help="The built-in RocketMQ emulator: scenarios, runs and a served cluster.",
@@ -54,10 +55,7 @@ def scenarios(ctx: typer.Context, output: OutputOpt = None) -> None:
     from rmqctl.emulator.scenario import builtin_scenarios
 
     opts = _opts(ctx, output)
-    try:
-        rows = [{"name": name, "description": desc} for name, desc in builtin_scenarios()]
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    rows = [{"name": name, "description": desc} for name, desc in builtin_scenarios()]
     emit(View(rows, [Table([("name", "NAME"), ("description", "DESCRIPTION")], rows)]), opts.output)
 
 
@@ -67,10 +65,7 @@ def show(ctx: typer.Context, scenario: ScenarioArg, output: OutputOpt = None) ->
     from rmqctl.emulator.scenario import load_scenario
 
     opts = _opts(ctx, output)
-    try:
-        spec = load_scenario(scenario)
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    spec = load_scenario(scenario)
     if opts.output is OutputFormat.table and spec.text:
         sys.stdout.write(spec.text if spec.text.endswith("\n") else spec.text + "\n")
         return
@@ -91,46 +86,6 @@ def show(ctx: typer.Context, scenario: ScenarioArg, output: OutputOpt = None) ->
                            ("start", "START"), ("stop", "STOP")], rows)]), opts.output)
 
 
-def _queues_text(queues: list[dict[str, Any]]) -> str:
-    return " ".join(f"{q['topic']}@{q['broker']}/{q['queue_id']}" for q in queues) or "(idle)"
-
-
-def _tags_text(counts: dict[str, int]) -> str:
-    return " ".join(f"{tag or '(no tag)'}={n}" for tag, n in counts.items()) or "0"
-
-
-def report_view(doc: dict[str, Any]) -> View:
-    """Tables for the ``emulator run`` document."""
-    consumer_rows = [
-        {"client_id": cid, "group": c["group"], "received": _tags_text(c["received_by_tag"]),
-         "queues": _queues_text(c["queues"]),
-         "errors": " ".join(f"{code}x{n}" for code, n in c.get("pull_errors", {}).items()) or ""}
-        for cid, c in doc["consumers"].items()
-    ]
-    tag_rows = [
-        {"tag": tag or "(no tag)", "produced": n, "lost": doc["lost_by_tag"].get(tag, 0)}
-        for tag, n in doc["produced_by_tag"].items()
-    ]
-    sub_rows = [
-        {"broker": broker, "group": group, "topic": topic, "expression": sub["expression"],
-         "sub_version": sub["sub_version"]}
-        for broker, groups in doc["broker_subscriptions"].items()
-        for group, topics in groups.items()
-        for topic, sub in topics.items()
-    ]
-    tables = [
-        Table([("client_id", "CLIENT_ID"), ("group", "GROUP"), ("received", "RECEIVED"),
-               ("queues", "QUEUES HELD"), ("errors", "PULL ERRORS")], consumer_rows,
-              title=f"Scenario {doc['scenario']} at {doc['at']:g}s"),
-        Table([("tag", "TAG"), ("produced", "PRODUCED"), ("lost", "LOST")], tag_rows, title="Messages"),
-        Table([("broker", "BROKER"), ("group", "GROUP"), ("topic", "TOPIC"), ("expression", "EXPRESSION"),
-               ("sub_version", "SUB_VERSION")], sub_rows, title="Broker-stored subscriptions"),
-    ]
-    lost = sum(doc["lost_by_tag"].values())
-    footer = [f"{lost} message(s) lost (wanted by a group, never received by it)"] if lost else []
-    return View(doc, tables, footer)
-
-
 @app.command("run")
 def run(
     ctx: typer.Context,
@@ -144,10 +99,7 @@ def run(
     from rmqctl.emulator.world import run_scenario
 
     opts = _opts(ctx, output)
-    try:
-        doc = run_scenario(load_scenario(scenario), at).report()
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    doc = run_scenario(load_scenario(scenario), at).report()
     emit(report_view(doc), opts.output)
 
 
@@ -178,11 +130,8 @@ def serve(
 
     opts = _opts(ctx, output)
     if clock not in ("real", "virtual"):
-        fail(errors.UsageError(f"--clock must be 'real' or 'virtual', not {clock!r}"), opts.debug)
-    try:
-        spec = load_scenario(scenario)
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+        raise errors.UsageError(f"--clock must be 'real' or 'virtual', not {clock!r}")
+    spec = load_scenario(scenario)
     options = ServeOptions(clock=clock, speed=speed, bind=bind, namesrv_port=namesrv_port,
                            control_port=control_port, token=token, at=at)
     interrupted: dict[str, int | None] = {"signal": None}
@@ -223,8 +172,6 @@ def serve(
 
     try:
         asyncio.run(main())
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
     except KeyboardInterrupt:
         interrupted["signal"] = signal.SIGINT
     finally:
@@ -303,17 +250,14 @@ def _call(url: str | None, token: str | None, method: str, path: str, body: dict
             raise errors.NotFound(f"control API: {message}")
         if response.status_code < 500:
             raise errors.UsageError(f"control API: {message}")
-        raise errors.RmqctlError(f"control API failed ({response.status_code}): {message}")
+        raise errors.ServiceError(f"control API failed ({response.status_code}): {message}")
     return doc
 
 
 def _ctl(ctx: typer.Context, output: OutputFormat | None, url: str | None, token: str | None, method: str,
          path: str, body: dict[str, Any] | None, view: Any) -> None:
     opts = _opts(ctx, output)
-    try:
-        doc = _call(url, token, method, path, body)
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    doc = _call(url, token, method, path, body)
     emit(view(doc), opts.output)
 
 
@@ -321,7 +265,7 @@ def _clients_view(doc: dict[str, Any]) -> View:
     rows = [
         {"client_id": c["key"], "group": c["group"], "running": c["running"],
          "subscriptions": " ".join(f"{t}={e}" for t, e in c["subscriptions"].items()),
-         "queues": _queues_text(c["queues"]), "received": _tags_text(c["received_by_tag"])}
+         "queues": queues_text(c["queues"]), "received": tags_text(c["received_by_tag"])}
         for c in doc["clients"]
     ]
     return View(doc["clients"], [Table([("client_id", "CLIENT_ID"), ("group", "GROUP"), ("running", "RUNNING"),
@@ -417,10 +361,7 @@ def ctl_state(ctx: typer.Context, url: UrlOpt = None, token: TokenOpt = None,
               output: OutputOpt = None) -> None:
     """The emulator's full state (brokers, consumer tables, offsets, clients) as JSON."""
     opts = _opts(ctx, output)
-    try:
-        doc = _call(url, token, "GET", "/v1/state", None)
-    except errors.RmqctlError as exc:
-        fail(exc, opts.debug)
+    doc = _call(url, token, "GET", "/v1/state", None)
     if opts.output is OutputFormat.table:
         emit(report_view(doc["report"]), opts.output)
     else:

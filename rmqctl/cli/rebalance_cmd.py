@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import Failures, Settings, cluster_options, execute, fail
+from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View, emit
 from rmqctl.model import RETRY_PREFIX, GroupView, MessageQueue
 from rmqctl.rebalance.simulate import (
@@ -116,14 +116,11 @@ def simulate_cmd(
         return Edits(tuple(add_client or ()), tuple(remove_client or ()), counts)
 
     if group is None:
-        try:
-            if not topic or not brokers or not clients:
-                raise errors.UsageError("without --group, give --topic, --brokers and --clients")
-            counts = parse_brokers(brokers)
-            result = simulate(strategy or "AVG", topic, queues_from_counts(topic, counts),
-                              parse_clients(clients), edits=edits_for(list(counts)), strategy_options=strategy_options)
-        except errors.RmqctlError as exc:
-            fail(exc, opts.debug)
+        if not topic or not brokers or not clients:
+            raise errors.UsageError("without --group, give --topic, --brokers and --clients")
+        counts = parse_brokers(brokers)
+        result = simulate(strategy or "AVG", topic, queues_from_counts(topic, counts),
+                          parse_clients(clients), edits=edits_for(list(counts)), strategy_options=strategy_options)
         emit(result_view(result), opts.output)
         return
 

@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from rmqctl.errors import ExitCode, RmqctlError
+from rmqctl.errors import AllocationError as AllocationError
+from rmqctl.errors import UnknownStrategyError as UnknownStrategyError
 from rmqctl.model import MessageQueue, java_str_key
 
 #: ``new AllocateMessageQueueConsistentHash()`` uses this many virtual nodes per client.
@@ -29,21 +30,6 @@ DEFAULT_VIRTUAL_NODES = 10
 DEFAULT_POP_SHARE_QUEUE_NUM = -1
 
 Allocation = dict[str, list[MessageQueue]]
-
-
-class AllocationError(RmqctlError, ValueError):
-    """A strategy refused its input, where the Java strategy throws IllegalArgumentException.
-
-    Raised for an empty current client id, an empty queue list or an empty client list (the
-    shared ``check`` guard), a negative virtual-node count, and a machine room that resolves
-    to an empty name.
-    """
-
-    exit_code = ExitCode.USAGE
-
-
-class UnknownStrategyError(AllocationError):
-    """:func:`get_strategy` got a name (or an option) that no strategy answers to."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rmqctl import errors
-from rmqctl.cli.emulator_cmd import app as emulator_app
+from rmqctl.cli.app import app as rmqctl_app
 from rmqctl.emulator import wire
 from rmqctl.emulator.broker import ConsumerData, HeartbeatData
 from rmqctl.emulator.control import ControlServer
@@ -109,33 +109,33 @@ def test_ctl_commands_drive_the_served_emulator() -> None:
     runner = CliRunner()
     with served_in_thread("tag-overwrite", ServeOptions(clock="virtual", token="tok")) as served:
         base = ["--url", served.control, "--token", "tok"]
-        result = runner.invoke(emulator_app, ["ctl", "clients", *base, "-o", "json"])
+        result = runner.invoke(rmqctl_app, ["emulator", "ctl", "clients", *base, "-o", "json"])
         assert result.exit_code == 0, result.output
         assert [c["client_id"] for c in json.loads(result.stdout)] == ["10.0.0.1@consumer1", "10.0.0.2@consumer2"]
-        result = runner.invoke(emulator_app, ["ctl", "start-consumer", *base, "--group", "solo",
+        result = runner.invoke(rmqctl_app, ["emulator", "ctl", "start-consumer", *base, "--group", "solo",
                                               "--topic", "TopicTest2", "--expr", "tag1",
                                               "--client-id", "10.0.0.5@solo"])
         assert result.exit_code == 0, result.output
-        result = runner.invoke(emulator_app, ["ctl", "produce", *base, "--topic", "TopicTest2",
+        result = runner.invoke(rmqctl_app, ["emulator", "ctl", "produce", *base, "--topic", "TopicTest2",
                                               "--tag", "tag1", "--count", "8", "-o", "json"])
         assert result.exit_code == 0 and json.loads(result.stdout)["sent"] == 8
-        assert runner.invoke(emulator_app, ["ctl", "advance", *base, "30"]).exit_code == 0
-        result = runner.invoke(emulator_app, ["ctl", "state", *base, "-o", "json"])
+        assert runner.invoke(rmqctl_app, ["emulator", "ctl", "advance", *base, "30"]).exit_code == 0
+        result = runner.invoke(rmqctl_app, ["emulator", "ctl", "state", *base, "-o", "json"])
         report = json.loads(result.stdout)["report"]
         # the virtual clock started at 0, so the scenario's own 10 tag1 (at 5 s) arrive too
         assert report["consumers"]["10.0.0.5@solo"]["received_by_tag"] == {"tag1": 18}
-        result = runner.invoke(emulator_app, ["ctl", "stop-consumer", *base, "10.0.0.5@solo"])
+        result = runner.invoke(rmqctl_app, ["emulator", "ctl", "stop-consumer", *base, "10.0.0.5@solo"])
         assert result.exit_code == 0, result.output
-        result = runner.invoke(emulator_app, ["ctl", "stop-consumer", *base, "10.0.0.5@solo"])
+        result = runner.invoke(rmqctl_app, ["emulator", "ctl", "stop-consumer", *base, "10.0.0.5@solo"])
         assert result.exit_code == 2 and "no running simulated consumer" in result.stderr
-        result = runner.invoke(emulator_app, ["ctl", "clients", "--url", served.control])
+        result = runner.invoke(rmqctl_app, ["emulator", "ctl", "clients", "--url", served.control])
         assert result.exit_code == 2 and "token" in result.stderr
-    result = runner.invoke(emulator_app, ["ctl", "clients", "--url", served.control])
+    result = runner.invoke(rmqctl_app, ["emulator", "ctl", "clients", "--url", served.control])
     assert result.exit_code == 3 and "cannot reach" in result.stderr
 
 
 def serve_command(*args: str) -> list[str]:
-    code = "from rmqctl.cli.emulator_cmd import app; app(prog_name='rmqctl emulator')"
+    code = "import sys; sys.argv[1:1] = ['emulator']; from rmqctl.cli.app import main; main()"
     return [sys.executable, "-c", code, "serve", *args]
 
 
@@ -270,10 +270,10 @@ def test_emulator_run_is_deterministic() -> None:
     """Same scenario, same report, byte for byte: twice in-process and in fresh interpreters with
     different hash seeds (so no set or dict order leaks into the outcome)."""
     runner = CliRunner()
-    code = "from rmqctl.cli.emulator_cmd import app; app(prog_name='rmqctl emulator')"
+    code = "import sys; sys.argv[1:1] = ['emulator']; from rmqctl.cli.app import main; main()"
     for name in ("topic-overwrite", "healthy"):
-        first = runner.invoke(emulator_app, ["run", name, "-o", "json"])
-        second = runner.invoke(emulator_app, ["run", name, "-o", "json"])
+        first = runner.invoke(rmqctl_app, ["emulator", "run", name, "-o", "json"])
+        second = runner.invoke(rmqctl_app, ["emulator", "run", name, "-o", "json"])
         assert first.exit_code == 0, first.output
         assert first.stdout == second.stdout
         for seed in ("1", "2"):
@@ -284,7 +284,7 @@ def test_emulator_run_is_deterministic() -> None:
             assert proc.stdout == first.stdout
         doc = json.loads(first.stdout)
         assert set(doc) >= {"scenario", "consumers", "produced_by_tag", "lost_by_tag", "broker_subscriptions"}
-    table = runner.invoke(emulator_app, ["run", "tag-overwrite-4q"])
+    table = runner.invoke(rmqctl_app, ["emulator", "run", "tag-overwrite-4q"])
     assert table.exit_code == 0
     assert "172.16.0.103@ConsumerForTagB" in table.stdout and "tagB=2" in table.stdout
 
@@ -301,7 +301,8 @@ async def test_ctl_finds_the_served_emulator_without_url(tmp_path: Path) -> None
         control = (await asyncio.wait_for(proc.stdout.readline(), TIMEOUT)).decode().split()[1]
         assert noted.read_text().strip() == control
         result = await asyncio.to_thread(
-            CliRunner().invoke, emulator_app, ["ctl", "clients", "-o", "json"], env={"XDG_STATE_HOME": str(tmp_path)})
+            CliRunner().invoke, rmqctl_app, ["emulator", "ctl", "clients", "-o", "json"],
+            env={"XDG_STATE_HOME": str(tmp_path)})
         assert result.exit_code == 0, result.stderr
         assert {c["group"] for c in json.loads(result.stdout)} >= {"order-service"}
         proc.send_signal(signal.SIGINT)
@@ -311,5 +312,5 @@ async def test_ctl_finds_the_served_emulator_without_url(tmp_path: Path) -> None
         if proc.returncode is None:
             proc.kill()
         await proc.communicate()
-    gone = CliRunner().invoke(emulator_app, ["ctl", "clients"], env={"XDG_STATE_HOME": str(tmp_path)})
+    gone = CliRunner().invoke(rmqctl_app, ["emulator", "ctl", "clients"], env={"XDG_STATE_HOME": str(tmp_path)})
     assert gone.exit_code == 2 and "no served emulator found" in gone.stderr

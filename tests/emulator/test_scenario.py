@@ -132,23 +132,23 @@ def test_scale_generator() -> None:
 def test_cli_lists_and_shows_scenarios(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from rmqctl.cli.emulator_cmd import app
+    from rmqctl.cli.app import app
 
     runner = CliRunner()
-    result = runner.invoke(app, ["scenarios", "-o", "json"])
+    result = runner.invoke(app, ["emulator", "scenarios", "-o", "json"])
     assert result.exit_code == 0, result.output
     listed = {row["name"]: row["description"] for row in json.loads(result.stdout)}
     assert BUILT_INS <= set(listed) and all(listed[name] for name in BUILT_INS)
-    shown = runner.invoke(app, ["show", "tag-overwrite-4q"])
+    shown = runner.invoke(app, ["emulator", "show", "tag-overwrite-4q"])
     assert shown.exit_code == 0 and 'client_id = "172.16.0.103@ConsumerForTagB"' in shown.stdout
     # the printed TOML is a valid scenario file: copy, edit, run
     copy = tmp_path / "copy.toml"
     copy.write_text(shown.stdout.replace("count = 4", "count = 8"))
-    ran = runner.invoke(app, ["run", str(copy), "-o", "json"])
+    ran = runner.invoke(app, ["emulator", "run", str(copy), "-o", "json"])
     assert ran.exit_code == 0, ran.output
     assert json.loads(ran.stdout)["produced_by_tag"] == {"tagA": 8, "tagB": 8}
     bad = tmp_path / "bad.toml"
     bad.write_text("duration = -1\n")
-    failed = runner.invoke(app, ["run", str(bad)])
+    failed = runner.invoke(app, ["emulator", "run", str(bad)])
     assert failed.exit_code == 2
     assert failed.stderr.strip() == f"rmqctl: error: {bad}, line 1: duration: must be >= 0, got -1"

@@ -1,0 +1,61 @@
+"""Views several commands share: the emulator's run report and a doctor finding as text.
+
+A command module builds its own tables; what two commands show alike lives here, so command
+modules never import each other. Must not import textual or pyspark.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from rmqctl.cli.render import Table, View
+from rmqctl.model import Finding
+
+
+def format_finding(f: Finding) -> list[str]:
+    wrap = textwrap.TextWrapper(width=100, initial_indent="  ", subsequent_indent="  ")
+    lines = [f"[{f.severity.upper()}] {f.code} ({f.group}): {f.title}"]
+    lines += wrap.wrap(f.detail)
+    lines += textwrap.wrap("fix: " + f.fix, width=100, initial_indent="  ", subsequent_indent="       ")
+    return lines + [""]
+
+
+def queues_text(queues: list[dict[str, Any]]) -> str:
+    return " ".join(f"{q['topic']}@{q['broker']}/{q['queue_id']}" for q in queues) or "(idle)"
+
+
+def tags_text(counts: dict[str, int]) -> str:
+    return " ".join(f"{tag or '(no tag)'}={n}" for tag, n in counts.items()) or "0"
+
+
+def report_view(doc: dict[str, Any]) -> View:
+    """Tables for the ``emulator run`` document."""
+    consumer_rows = [
+        {"client_id": cid, "group": c["group"], "received": tags_text(c["received_by_tag"]),
+         "queues": queues_text(c["queues"]),
+         "errors": " ".join(f"{code}x{n}" for code, n in c.get("pull_errors", {}).items()) or ""}
+        for cid, c in doc["consumers"].items()
+    ]
+    tag_rows = [
+        {"tag": tag or "(no tag)", "produced": n, "lost": doc["lost_by_tag"].get(tag, 0)}
+        for tag, n in doc["produced_by_tag"].items()
+    ]
+    sub_rows = [
+        {"broker": broker, "group": group, "topic": topic, "expression": sub["expression"],
+         "sub_version": sub["sub_version"]}
+        for broker, groups in doc["broker_subscriptions"].items()
+        for group, topics in groups.items()
+        for topic, sub in topics.items()
+    ]
+    tables = [
+        Table([("client_id", "CLIENT_ID"), ("group", "GROUP"), ("received", "RECEIVED"),
+               ("queues", "QUEUES HELD"), ("errors", "PULL ERRORS")], consumer_rows,
+              title=f"Scenario {doc['scenario']} at {doc['at']:g}s"),
+        Table([("tag", "TAG"), ("produced", "PRODUCED"), ("lost", "LOST")], tag_rows, title="Messages"),
+        Table([("broker", "BROKER"), ("group", "GROUP"), ("topic", "TOPIC"), ("expression", "EXPRESSION"),
+               ("sub_version", "SUB_VERSION")], sub_rows, title="Broker-stored subscriptions"),
+    ]
+    lost = sum(doc["lost_by_tag"].values())
+    footer = [f"{lost} message(s) lost (wanted by a group, never received by it)"] if lost else []
+    return View(doc, tables, footer)
