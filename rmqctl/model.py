@@ -21,6 +21,44 @@ DLQ_PREFIX = "%DLQ%"
 #: The Java client and broker treat this expression as "everything".
 SUB_ALL = "*"
 
+#: ``TopicValidator``'s system topics (what GET_SYSTEM_TOPIC_LIST_FROM_NS lists, besides the
+#: cluster and broker names every broker registers as topics).
+SYSTEM_TOPICS = frozenset(
+    {"TBW102", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX",
+     "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_wheel_timer", "RMQ_SYS_TRACE_TOPIC",
+     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "BenchmarkTest"}
+)
+#: Groups ``SubscriptionGroupManager`` creates on every broker at start.
+BROKER_BUILTIN_GROUPS = (
+    "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_SYS_RMQ_TRANS",
+)
+#: Groups that are not user groups: the brokers' built-ins and what brokers and tools use.
+SYSTEM_GROUPS = frozenset(
+    {*BROKER_BUILTIN_GROUPS, "CID_RMQ_SYS_TRANS", "CID_DefaultHeartBeatSyncerTopic"}
+)
+
+TopicKind = Literal["normal", "retry", "dlq", "system", "cluster", "broker"]
+
+
+def topic_kind(name: str, cluster: ClusterInfo | None = None) -> TopicKind:
+    """What a name from the name server's topic list is: a user topic, a group's retry or
+    dead-letter topic, a system topic, or a cluster or broker name (brokers register both as
+    topics, so the full list contains them)."""
+    if name.startswith(RETRY_PREFIX):
+        return "retry"
+    if name.startswith(DLQ_PREFIX):
+        return "dlq"
+    if name in SYSTEM_TOPICS or name.startswith("rmq_sys_"):
+        return "system"
+    if cluster is not None:
+        if name in cluster.clusters:
+            return "cluster"
+        if name in cluster.brokers:
+            return "broker"
+    return "normal"
+
+
 Severity = Literal["info", "warning", "error"]
 #: severities in increasing order of gravity
 SEVERITY_RANK: Mapping[str, int] = {"info": 0, "warning": 1, "error": 2}
@@ -67,11 +105,6 @@ def version_desc(version: int) -> str:
     return _VERSION_NAMES[min(version, len(_VERSION_NAMES) - 1)]
 
 
-def version_ordinal(name: str) -> int:
-    """Inverse of :func:`version_desc` (``V5_3_3`` → 479)."""
-    return _VERSION_NAMES.index(name)
-
-
 def format_millis(ts: int | None) -> str:
     """Render epoch milliseconds as local ``YYYY-MM-DD HH:MM:SS`` (``N/A`` for 0/None)."""
     if not ts:
@@ -107,10 +140,6 @@ class MessageQueue:
         """The JSON shape used in every output contract."""
         return {"topic": self.topic, "broker": self.broker_name, "queue_id": self.queue_id}
 
-    @property
-    def is_retry(self) -> bool:
-        return self.topic.startswith(RETRY_PREFIX)
-
 
 # ---------------------------------------------------------------------------------------------
 # Cluster, topics, routes
@@ -128,11 +157,6 @@ class BrokerData:
     def master_addr(self) -> str | None:
         return self.addrs.get(0)
 
-    def select_addr(self) -> str | None:
-        """The master, else the lowest-id slave (Java picks a random slave; we stay stable)."""
-        if 0 in self.addrs:
-            return self.addrs[0]
-        return self.addrs[min(self.addrs)] if self.addrs else None
 
 
 @dataclass(frozen=True, slots=True)

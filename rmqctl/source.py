@@ -22,6 +22,7 @@ from rmqctl.clock import Clock
 from rmqctl.groupview import build_group_view, summarize_group
 from rmqctl.model import (
     RETRY_PREFIX,
+    SYSTEM_GROUPS,
     BrokerRuntime,
     ClusterInfo,
     GroupSummary,
@@ -32,16 +33,6 @@ from rmqctl.model import (
 from rmqctl.remoting.admin import AdminClient
 
 T = TypeVar("T")
-
-#: Groups every broker creates for itself at start; not user groups.
-SYSTEM_GROUPS = frozenset(
-    {
-        "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
-        "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_SYS_RMQ_TRANS",
-        "CID_RMQ_SYS_TRANS", "CID_DefaultHeartBeatSyncerTopic",
-    }
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Partial(Generic[T]):

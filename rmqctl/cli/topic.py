@@ -8,25 +8,12 @@ import typer
 
 from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
-from rmqctl.model import DLQ_PREFIX, RETRY_PREFIX, format_millis
+from rmqctl.model import format_millis, topic_kind
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Topics, routes and queue offsets.", no_args_is_help=True)
 
 TopicArg = Annotated[str, typer.Argument(help="Topic name.", show_default=False)]
-
-
-def topic_kind(name: str) -> str:
-    if name.startswith(RETRY_PREFIX):
-        return "retry"
-    if name.startswith(DLQ_PREFIX):
-        return "dlq"
-    if name.startswith("rmq_sys_") or name in {"TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest",
-                                               "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC",
-                                               "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
-                                               "TRANS_CHECK_MAX_TIME_TOPIC"}:
-        return "system"
-    return "normal"
 
 
 @app.command("list")
@@ -39,7 +26,8 @@ def list_(
     """Topics the name servers know."""
 
     async def run(source: ClusterSource) -> View:
-        rows = [{"topic": t, "kind": topic_kind(t)} for t in await source.topics()]
+        info = await source.cluster()
+        rows = [{"topic": t, "kind": topic_kind(t, info)} for t in await source.topics()]
         if not all_:
             rows = [r for r in rows if r["kind"] == "normal"]
         return View(rows, [Table([("topic", "TOPIC"), ("kind", "KIND")], rows)])

@@ -36,6 +36,7 @@ from typing import Protocol
 
 from rmqctl.emulator.clock import Scheduler, Timer
 from rmqctl.model import (
+    BROKER_BUILTIN_GROUPS,
     RETRY_PREFIX,
     SUB_ALL,
     Subscription,
@@ -64,12 +65,6 @@ MAX_FILTER_SCAN = 800
 #: what ``MQVersion.CURRENT_VERSION`` the emulated brokers claim (``V5_3_3``)
 BROKER_VERSION = 479
 BROKER_VERSION_DESC = "V5_3_3"
-
-#: Groups ``SubscriptionGroupManager.init`` creates on every broker.
-SYSTEM_GROUPS = (
-    "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_SYS_RMQ_TRANS",
-)
 
 REMARK_GROUP_NOT_EXIST = "the consumer's group info not exist"
 REMARK_SUB_NOT_EXIST = "the consumer's subscription not exist"
@@ -347,7 +342,7 @@ class BrokerState:
         self._group_get_rate: dict[tuple[str, str], MinuteRate] = {}
         self.get_found = 0
         self.get_miss = 0
-        for group in SYSTEM_GROUPS:
+        for group in BROKER_BUILTIN_GROUPS:
             self.group_configs[group] = SubscriptionGroupConfig(group)
         if system_topics:
             self._create_system_topics()

@@ -14,14 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from rmqctl.emulator.broker import BrokerState
-from rmqctl.model import BrokerData, ClusterInfo, MessageQueue, QueueData, TopicRoute, java_str_key
-
-#: ``TopicValidator`` system topics, the ones GET_SYSTEM_TOPIC_LIST_FROM_NS lists.
-SYSTEM_TOPICS = frozenset(
-    {"TBW102", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX",
-     "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_wheel_timer", "RMQ_SYS_TRACE_TOPIC",
-     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "BenchmarkTest"}
-)
+from rmqctl.model import SYSTEM_TOPICS, BrokerData, ClusterInfo, MessageQueue, QueueData, TopicRoute, java_str_key
 
 
 class NameServerState:

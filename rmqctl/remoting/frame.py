@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from rmqctl.errors import ProtocolError
 
@@ -81,9 +81,6 @@ class RemotingCommand:
             body=body,
             serialize_type=self.serialize_type,
         )
-
-    def with_opaque(self, opaque: int) -> RemotingCommand:
-        return replace(self, opaque=opaque)
 
 
 def request(

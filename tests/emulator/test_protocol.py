@@ -213,3 +213,15 @@ def test_cli_unknown_scenario_lists_the_built_ins() -> None:
     result = runner.invoke(rmqctl_app, ["--emulator", "no-such-scenario", "group", "list"])
     assert result.exit_code == 2
     assert "tag-overwrite" in result.stderr and "uneven-allocation" in result.stderr
+
+
+def test_topic_list_hides_cluster_and_broker_names_and_labels_every_kind() -> None:
+    runner = CliRunner()
+    shown = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "-o", "json"])
+    assert shown.exit_code == 0, shown.stderr
+    assert json.loads(shown.stdout) == [{"topic": "TopicTest2", "kind": "normal"}]
+    every = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "-a", "-o", "json"])
+    kinds = {row["topic"]: row["kind"] for row in json.loads(every.stdout)}
+    assert kinds["DefaultCluster"] == "cluster" and kinds["broker-a"] == "broker"
+    assert kinds["%RETRY%test-consumer"] == "retry" and kinds["TBW102"] == "system"
+    assert kinds["rmq_sys_wheel_timer"] == "system" and kinds["TopicTest2"] == "normal"

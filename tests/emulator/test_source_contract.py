@@ -13,8 +13,8 @@ import pytest
 
 from rmqctl import errors
 from rmqctl.connect import Target, open_source
-from rmqctl.model import BrokerRuntime, ClusterInfo, GroupSummary, GroupView
-from rmqctl.source import SYSTEM_GROUPS, ClusterSource
+from rmqctl.model import SYSTEM_GROUPS, BrokerRuntime, ClusterInfo, GroupSummary, GroupView
+from rmqctl.source import ClusterSource
 from tests.fake_source import FakeSource
 
 SCENARIO = "topic-overwrite"
