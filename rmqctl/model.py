@@ -252,6 +252,25 @@ class Subscription:
         # Only an exact "*" (or nothing) means everything; " * " or "TagA||*" is the literal tag *.
         return self.expression_type == "TAG" and self.expression in ("", SUB_ALL)
 
+    def accepts(self, tag: str | None) -> bool:
+        """Does a message with ``tag`` reach the application through this subscription?
+
+        For TAG expressions this is the client's final check (``PullAPIWrapper`` keeps a message
+        only when its tag string is in the subscription's tag set; ``*`` keeps everything). A
+        SQL92 expression filters on properties, which a tag alone cannot decide: it is taken to
+        pass, so nothing is ever counted as lost on a guess.
+        """
+        if self.expression_type != "TAG" or self.is_all:
+            return True
+        return tag is not None and tag in self.tags
+
+    def accepts_code(self, tags_code: int) -> bool:
+        """The broker's pull-time filter (``ExpressionMessageFilter``): tag hash codes, so two
+        tags with the same hash both pass here and the client's :meth:`accepts` drops one."""
+        if self.expression_type != "TAG" or self.is_all:
+            return True
+        return tags_code in self.codes
+
     def same_filter(self, other: Subscription) -> bool:
         """True when both select the same messages (tag sets, not spelling, for TAG)."""
         if self.expression_type != other.expression_type:
@@ -359,14 +378,16 @@ class ProcessQueueInfo:
     last_consume_timestamp: int = 0
 
 
-_STRATEGY_BY_CLASS = {
-    "AllocateMessageQueueAveragely": "AVG",
-    "AllocateMessageQueueAveragelyByCircle": "AVG_BY_CIRCLE",
-    "AllocateMessageQueueConsistentHash": "CONSISTENT_HASH",
-    "AllocateMessageQueueByConfig": "CONFIG",
-    "AllocateMessageQueueByMachineRoom": "MACHINE_ROOM",
-    "AllocateMachineRoomNearby": "MACHINE_ROOM_NEARBY",
+#: Strategy name (Java ``getName()``) → the simple name of the Java class that implements it.
+STRATEGY_CLASSES: Mapping[str, str] = {
+    "AVG": "AllocateMessageQueueAveragely",
+    "AVG_BY_CIRCLE": "AllocateMessageQueueAveragelyByCircle",
+    "CONSISTENT_HASH": "AllocateMessageQueueConsistentHash",
+    "CONFIG": "AllocateMessageQueueByConfig",
+    "MACHINE_ROOM": "AllocateMessageQueueByMachineRoom",
+    "MACHINE_ROOM_NEARBY": "AllocateMachineRoomNearby",
 }
+_STRATEGY_BY_CLASS = {cls: name for name, cls in STRATEGY_CLASSES.items()}
 
 
 @dataclass(frozen=True, slots=True)

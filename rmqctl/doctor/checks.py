@@ -59,15 +59,6 @@ def _finding(ctx: CheckContext, code: str, severity: str, title: str, detail: st
     return Finding(code, severity, ctx.view.group, title, detail, dict(evidence), fix)  # type: ignore[arg-type]
 
 
-def _accepts(sub: Subscription | None, tag: str) -> bool:
-    """Does this subscription let a message with ``tag`` through (TAG expressions)?"""
-    if sub is None:
-        return False
-    if sub.expression_type != "TAG" or sub.is_all:
-        return True
-    return tag in sub.tags
-
-
 def _expr(sub: Subscription | None) -> str:
     return sub.expression if sub is not None else "(not subscribed)"
 
@@ -127,9 +118,9 @@ def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
             holders = owners.get(mq, [])
             owner = holders[0] if holders else None
             own = subs.get(owner) if owner else None
-            lost_broker = [t for t in tags if not _accepts(stored, t)] if stored else []
-            lost_client = [t for t in tags if _accepts(stored, t) and own is not None
-                           and not _accepts(own, t)]
+            lost_broker = [t for t in tags if not stored.accepts(t)] if stored else []
+            lost_client = [t for t in tags if stored is not None and stored.accepts(t) and own is not None
+                           and not own.accepts(t)]
             delivered = [t for t in tags if t not in lost_broker and t not in lost_client and own]
             lost_everywhere -= set(delivered)
             queue_rows.append({
@@ -142,7 +133,7 @@ def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
                         if stored is None or not s.same_filter(stored))
         starved = sorted(
             cid for cid in losers
-            if not any(_accepts(stored, t) and _accepts(present[cid], t)
+            if not any(stored is not None and stored.accepts(t) and present[cid].accepts(t)
                        for t in (present[cid].tags or tags))
         )
         held = f" and currently holds {_expr(stored)!r}" if stored else ""

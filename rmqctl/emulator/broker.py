@@ -292,17 +292,6 @@ class MinuteRate:
         return total / window_s
 
 
-def matches(sub: Subscription, tags_code: int) -> bool:
-    """``ExpressionMessageFilter.isMatchedByConsumeQueue`` for TAG subscriptions."""
-    return sub.expression == SUB_ALL or tags_code in sub.codes
-
-
-def client_accepts(sub: Subscription, tag: str | None) -> bool:
-    """``PullAPIWrapper.processPullResult``: the client keeps a message only if its tag string is
-    in the client's own tagsSet (an empty tagsSet, i.e. ``*``, keeps everything)."""
-    return not sub.tags or (tag is not None and tag in sub.tags)
-
-
 class BrokerState:
     """Topics, consume queues, consumer table, offsets and long-polling pulls of one broker."""
 
@@ -420,7 +409,7 @@ class BrokerState:
             for held in waiting:
                 if held.done:
                     continue
-                if matches(held.filter, code):
+                if held.filter.accepts_code(code):
                     # ``PullRequestHoldService.notifyMessageArriving``: re-run the pull on the pull
                     # executor; deferring it lets the rest of this send batch land first.
                     held.done = True
@@ -704,11 +693,9 @@ class BrokerState:
             position = offset
             limit = min(max_offset, offset + MAX_FILTER_SCAN)
             batch = max(1, header.max_msg_nums)
-            all_tags = sub.expression == SUB_ALL
-            codes = sub.codes
             while position < limit and len(found) < batch:
                 message = messages[position]
-                if all_tags or message.tags_code in codes:
+                if sub.accepts_code(message.tags_code):
                     found.append(message)
                 position += 1
             if found:

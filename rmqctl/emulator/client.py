@@ -51,7 +51,6 @@ from rmqctl.emulator.broker import (
     PullRequestHeader,
     PullResult,
     StoredMessage,
-    client_accepts,
     with_version,
 )
 from rmqctl.emulator.clock import Scheduler, Timer
@@ -59,6 +58,7 @@ from rmqctl.emulator.namesrv import NameServerState
 from rmqctl.emulator.scenario import ConsumerSpec
 from rmqctl.model import (
     RETRY_PREFIX,
+    STRATEGY_CLASSES,
     MessageQueue,
     ProcessQueueInfo,
     Subscription,
@@ -91,14 +91,6 @@ SUSPEND_TIMEOUT_MS = 15_000
 PULL_BATCH_SIZE = 32
 PULL_THRESHOLD_FOR_QUEUE = 1000
 CLIENT_INNER_PRODUCER = "CLIENT_INNER_PRODUCER"
-
-STRATEGY_CLASSES = {
-    "AVG": "AllocateMessageQueueAveragely",
-    "AVG_BY_CIRCLE": "AllocateMessageQueueAveragelyByCircle",
-    "CONSISTENT_HASH": "AllocateMessageQueueConsistentHash",
-    "CONFIG": "AllocateMessageQueueByConfig",
-    "MACHINE_ROOM": "AllocateMessageQueueByMachineRoom",
-}
 
 
 class ClusterContext(Protocol):
@@ -553,7 +545,7 @@ class SimulatedConsumer:
         code = result.code
         if code == ResponseCode.SUCCESS:
             sub = self.subscriptions.get(pq.mq.topic)
-            keep = [m for m in result.messages if sub is not None and client_accepts(sub, m.tag)]
+            keep = [m for m in result.messages if sub is not None and sub.accepts(m.tag)]
             pq.next_offset = result.next_begin_offset
             if keep:
                 self._submit(pq, keep)
@@ -681,10 +673,7 @@ class SimulatedConsumer:
 
     def strategy_to_string(self) -> str:
         name = self.strategy.name
-        if name.startswith("MACHINE_ROOM_NEARBY-"):
-            cls = "AllocateMachineRoomNearby"
-        else:
-            cls = STRATEGY_CLASSES.get(name, "AllocateMessageQueueAveragely")
+        cls = STRATEGY_CLASSES.get(name.split("-", 1)[0], STRATEGY_CLASSES["AVG"])
         return f"org.apache.rocketmq.client.consumer.rebalance.{cls}@{self._ids['strategy']}"
 
     def running_properties(self) -> dict[str, str]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rmqctl import errors
-from rmqctl.emulator.broker import BrokerState, StoredMessage, client_accepts
+from rmqctl.emulator.broker import BrokerState, StoredMessage
 from rmqctl.emulator.client import SimulatedConsumer, SimulatedProducer, default_client_id
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, Scheduler
 from rmqctl.emulator.namesrv import NameServerState
@@ -252,7 +252,7 @@ class EmulatedCluster:
                 wanting.setdefault(topic, []).append((consumer.group, parse_tag_expression(topic, expr)))
         lost = []
         for message in self.messages:
-            groups = {g for g, sub in wanting.get(message.topic, ()) if client_accepts(sub, message.tag)}
+            groups = {g for g, sub in wanting.get(message.topic, ()) if sub.accepts(message.tag)}
             if groups - self.delivered.get(message.seq, set()):
                 lost.append(message)
         return lost
