@@ -388,6 +388,8 @@ STRATEGY_CLASSES: Mapping[str, str] = {
     "MACHINE_ROOM_NEARBY": "AllocateMachineRoomNearby",
 }
 _STRATEGY_BY_CLASS = {cls: name for name, cls in STRATEGY_CLASSES.items()}
+#: what ``DefaultMQPushConsumer`` allocates with unless told otherwise
+DEFAULT_STRATEGY = "AVG"
 
 
 @dataclass(frozen=True, slots=True)
@@ -582,6 +584,13 @@ class GroupView:
     @property
     def total_inflight(self) -> int:
         return sum(p.inflight for p in self.progress)
+
+    @property
+    def strategy(self) -> str | None:
+        """The allocation strategy every client reports, or ``None`` when they differ or none
+        reported one."""
+        names = {info.strategy for info in self.running_infos.values() if info.strategy}
+        return names.pop() if len(names) == 1 else None
 
     def assignments(self) -> dict[str, list[MessageQueue]]:
         """Client id → queues it reports holding (from running infos), sorted Java-style."""

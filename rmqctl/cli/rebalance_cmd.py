@@ -1,4 +1,8 @@
-"""``rmqctl rebalance simulate``: what-if allocation for a live group or for made-up inputs."""
+"""``rmqctl rebalance simulate``: what-if allocation for a live group or for made-up inputs.
+
+Parses options and renders; the simulation is :mod:`rmqctl.rebalance.simulate`'s. Must not
+import textual or pyspark.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,13 @@ import typer
 from rmqctl import errors
 from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View, emit
-from rmqctl.model import RETRY_PREFIX, GroupView, MessageQueue
 from rmqctl.rebalance.simulate import (
     Edits,
     SimulationResult,
+    live_topic,
     queues_from_counts,
     simulate,
+    simulate_group,
     synthetic_client_ids,
 )
 from rmqctl.source import ClusterSource
@@ -67,18 +72,6 @@ def result_view(result: SimulationResult) -> View:
     return View(doc, [Table(columns, rows)], footer)
 
 
-def _live_topic(view: GroupView, topic: str | None) -> str:
-    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs}
-                    | {t for t in view.topic_queues if not t.startswith(RETRY_PREFIX)})
-    if topic:
-        return topic
-    if len(topics) != 1:
-        raise errors.UsageError(
-            f"group {view.group} consumes {len(topics)} topics; choose one with --topic",
-            hint=("topics: " + ", ".join(topics)) if topics else None)
-    return topics[0]
-
-
 @app.command("simulate")
 @cluster_options
 def simulate_cmd(
@@ -126,18 +119,12 @@ def simulate_cmd(
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
-        chosen = _live_topic(view, topic)
-        topic_queues: list[MessageQueue] = list(view.topic_queues.get(chosen, ()))
-        if not topic_queues:
-            raise errors.NotFound(f"topic {chosen!r} has no readable queues")
-        if brokers:
-            topic_queues += queues_from_counts(chosen, parse_brokers(brokers))
-        names = {ri.strategy for ri in view.running_infos.values() if ri.strategy}
-        current = strategy or (names.pop() if len(names) == 1 else "AVG")
-        ids = parse_clients(clients) if clients else [c.client_id for c in view.connections]
-        result = simulate(current, chosen, topic_queues, ids,
-                          edits=edits_for(sorted({q.broker_name for q in topic_queues})),
-                          actual=view.assignments() if view.running_infos else None, strategy_options=strategy_options)
+        chosen = live_topic(view, topic)
+        extra = queues_from_counts(chosen, parse_brokers(brokers)) if brokers else []
+        broker_names = sorted({q.broker_name for q in [*view.topic_queues.get(chosen, ()), *extra]})
+        result = simulate_group(view, topic=chosen, strategy=strategy, extra_queues=extra,
+                                client_ids=parse_clients(clients) if clients else None,
+                                edits=edits_for(broker_names), strategy_options=strategy_options)
         return result_view(result), dict(view.errors)
 
     execute(opts, run)

@@ -18,6 +18,7 @@ from typing import Any
 
 from rmqctl import errors
 from rmqctl.model import (
+    DEFAULT_STRATEGY,
     RETRY_PREFIX,
     SEVERITY_RANK,
     SUB_ALL,
@@ -177,10 +178,8 @@ def _expected_allocation(view: GroupView, topic: str) -> dict[str, list[MessageQ
     queues = view.topic_queues.get(topic)
     if not queues or not view.client_ids:
         return None
-    names = {ri.strategy for ri in view.running_infos.values() if ri.strategy}
-    name = names.pop() if len(names) == 1 else "AVG"
     try:
-        strategy = get_strategy(name)
+        strategy = get_strategy(view.strategy or DEFAULT_STRATEGY)
     except errors.RmqctlError:  # a strategy we cannot reproduce (CONFIG, a custom class)
         return None
     return strategy.allocate_all(list(queues), view.client_channels())

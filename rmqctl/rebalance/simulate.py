@@ -1,8 +1,8 @@
 """What-if allocation: who would hold which queue of a topic after adding or removing clients
 or resizing brokers, and how that differs from what the clients report holding now.
 
-A pure function over plain values; the CLI fetches the current queues, client ids and running
-infos and hands them in. Must not import anything that does I/O, nor the CLI or TUI layers.
+Pure functions over plain values and group views: the front ends fetch a view and hand it in.
+Must not import anything that does I/O, nor the CLI or TUI layers.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqctl.errors import UsageError
-from rmqctl.model import MessageQueue, queues_as_dicts
+from rmqctl.errors import NotFound, UsageError
+from rmqctl.model import DEFAULT_STRATEGY, RETRY_PREFIX, GroupView, MessageQueue, queues_as_dicts
 from rmqctl.rebalance.strategies import (
     AllocationError,
     get_strategy,
@@ -215,3 +215,40 @@ __all__ = [
     "simulate",
     "synthetic_client_ids",
 ]
+
+
+def live_topic(view: GroupView, topic: str | None = None) -> str:
+    """The topic a what-if on ``view`` is about: ``topic`` when given, else the group's only
+    (non-retry) topic; a group of several topics needs the choice made."""
+    if topic:
+        return topic
+    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs}
+                    | {t for t in view.topic_queues if not t.startswith(RETRY_PREFIX)})
+    if len(topics) != 1:
+        raise UsageError(
+            f"group {view.group} consumes {len(topics)} topics; choose one with --topic",
+            hint=("topics: " + ", ".join(topics)) if topics else None)
+    return topics[0]
+
+
+def simulate_group(
+    view: GroupView,
+    *,
+    topic: str | None = None,
+    strategy: str | None = None,
+    client_ids: Iterable[str] | None = None,
+    extra_queues: Iterable[MessageQueue] = (),
+    edits: Edits | None = None,
+    strategy_options: Mapping[str, object] | None = None,
+) -> SimulationResult:
+    """What-if on a live group: its topic's queues (plus ``extra_queues``), its clients (or
+    ``client_ids``), the strategy its clients report (or ``strategy``), compared with what each
+    client really holds."""
+    chosen = live_topic(view, topic)
+    queues = [*view.topic_queues.get(chosen, ()), *extra_queues]
+    if not queues:
+        raise NotFound(f"topic {chosen!r} has no readable queues")
+    ids = list(client_ids) if client_ids is not None else [c.client_id for c in view.connections]
+    return simulate(strategy or view.strategy or DEFAULT_STRATEGY, chosen, queues, ids, edits=edits,
+                    actual=view.assignments() if view.running_infos else None,
+                    strategy_options=strategy_options)

@@ -33,8 +33,14 @@ def test_topic_overwrite_shows_the_share_its_owner_never_takes() -> None:
 
 
 def test_group_with_several_topics_needs_topic() -> None:
-    result = CliRunner().invoke(app, ["--emulator", "healthy", "rebalance", "simulate", "--group", "order-service"])
-    # order-service consumes one topic in the healthy scenario; a missing group is a clear error
-    assert result.exit_code == 0, result.stderr
+    # g1's clients subscribe topicA and topicB: which one to simulate is the user's choice
+    result = CliRunner().invoke(app, ["--emulator", "topic-overwrite", "rebalance", "simulate", "--group", "g1"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        "rmqctl: error: group g1 consumes 2 topics; choose one with --topic")
+    assert "topicA, topicB" in result.stderr
+
+
+def test_unknown_live_group_is_a_usage_error() -> None:
     missing = CliRunner().invoke(app, ["--emulator", "healthy", "rebalance", "simulate", "--group", "nope"])
     assert missing.exit_code == 2 and "not found" in missing.stderr
