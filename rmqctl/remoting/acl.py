@@ -4,7 +4,7 @@ The signature is HMAC-SHA1, keyed by the secret key, over the values of every ex
 ``Signature`` in key order, followed by the raw body; Base64 of the digest goes into
 ``Signature``. Credentials are never printed: :class:`Credentials` hides the secret in ``repr``.
 
-Imports nothing from rmqctl but the frame codec.
+Imports nothing from rmqctl but the frame codec and the model's Java string ordering.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from rmqctl.rebalance import UnknownStrategyError, java_sorted_ids
 from rmqctl.rebalance.simulate import (
     Edits,
     Mismatch,
-    SimulationResult,
     queues_from_counts,
     simulate,
     synthetic_client_ids,
@@ -222,5 +221,10 @@ def test_json_round_trip_with_odd_characters() -> None:
     # Java order: the emoji (D83D DE00) sorts before U+FFFF, so it gets the queue.
     assert list(result.assignments) == ["c\U0001f600", "c\uffff"]
     assert result.idle_clients == ["c\uffff"]
-    assert json.loads(json.dumps(result.as_dict())) == result.as_dict()
-    assert isinstance(result, SimulationResult)
+    # the document survives JSON intact: surrogate pairs and non-ASCII names as written
+    queue = {"topic": "t\U0001f600", "broker": "br\u00f8ker", "queue_id": 0}
+    assert json.loads(json.dumps(result.as_dict(), ensure_ascii=True)) == {
+        "strategy": "AVG", "topic": "t\U0001f600",
+        "assignments": {"c\U0001f600": [queue], "c\uffff": []},
+        "idle_clients": ["c\uffff"], "unassigned_queues": [],
+    }
