@@ -1,4 +1,8 @@
-"""``rmqctl cluster …``: brokers of every cluster the name servers know."""
+"""``rmqctl cluster …``: brokers of every cluster the name servers know.
+
+Reaches the core through its public modules; must not import textual, pyspark or another
+command module.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""``rmqctl config …``: named contexts (name servers, timeout, credentials) in a TOML file."""
+"""``rmqctl config …``: named contexts (name servers, timeout, credentials) in a TOML file.
+
+Reaches the core through its public modules; must not import textual, pyspark or another
+command module.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""``rmqctl doctor``: explain why a group loses or stalls messages."""
+"""``rmqctl doctor``: explain why a group loses or stalls messages.
+
+Reaches the core through its public modules; must not import textual, pyspark or another
+command module.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""``rmqctl group …``: consumer groups, their clients, subscriptions, progress and assignment."""
+"""``rmqctl group …``: consumer groups, their clients, subscriptions, progress and assignment.
+
+Reaches the core through its public modules; must not import textual, pyspark or another
+command module.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""``rmqctl topic …``: topics, routes and per-queue offsets."""
+"""``rmqctl topic …``: topics, routes and per-queue offsets.
+
+Reaches the core through its public modules; must not import textual, pyspark or another
+command module.
+"""
 
 from __future__ import annotations
 
