@@ -1,7 +1,7 @@
 """``rmqctl rebalance simulate``: what-if allocation for a live group or for made-up inputs.
 
-Parses options and renders; the simulation is :mod:`rmqctl.rebalance.simulate`'s. Reaches the core through its public modules; must not import textual, pyspark or another
-command module.
+Parses options and renders; the simulation is :mod:`rmqctl.rebalance.simulate`'s. Reaches the
+core through its public modules; must not import textual, pyspark or another command module.
 """
 
 from __future__ import annotations
