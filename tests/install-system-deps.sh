@@ -1,0 +1,17 @@
+#!/bin/sh
+# System packages the test suite drives for real: tmux (the TUI in a terminal) and the shells whose
+# completion is tested. Installs the missing ones from Debian when run as root; otherwise says
+# which to install. Java 17 and Maven are expected on the machine (the harness checks them).
+set -eu
+missing=""
+for tool in tmux bash zsh fish; do
+    command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+else
+    echo "tests need:$missing (install them with your package manager)" >&2
+fi
