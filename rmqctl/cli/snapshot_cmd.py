@@ -131,6 +131,7 @@ def _report(result: ExportResult, out: Path, opts: Settings) -> None:
 
     doc = {
         "out": str(out), "rounds": result.rounds, "rows": result.rows, "missing_rows": result.missing,
+        "failed_reads": result.failed_reads,
         "files": [str(p) for p in result.files], "first_ts": iso(result.first_ts_ms),
         "last_ts": iso(result.last_ts_ms), "schema_version": SCHEMA_VERSION,
         "interrupted": result.interrupted.name if result.interrupted else None,
@@ -143,6 +144,7 @@ def _report(result: ExportResult, out: Path, opts: Settings) -> None:
     if result.interrupted is not None:
         console.error(f"stopped by {result.interrupted.name}: {result.rounds} complete round(s) kept")
         raise typer.Exit(128 + int(result.interrupted))
-    if result.missing:
-        console.error(f"{result.missing} row(s) recorded as missing (a broker or group failed a round)")
+    if result.missing or result.failed_reads:
+        console.error(f"partial result: {result.failed_reads} read(s) failed, {result.missing} row(s) recorded as "
+                      "missing (see the warnings above)")
         raise typer.Exit(int(ExitCode.PARTIAL))

@@ -56,6 +56,8 @@ class ExportResult:
     last_ts_ms: int | None
     #: the signal that stopped the export early (None: it ran to its count or duration)
     interrupted: signal.Signals | None = None
+    #: reads that failed, one per (round, broker or group); their rows are in ``missing``
+    failed_reads: int = 0
 
 
 def _stderr_warning(message: str) -> None:
@@ -129,6 +131,7 @@ class _Recorder:
         self.warn = warn
         self.cluster_of: dict[str, str] = {}
         self.last_rows: dict[str, list[QueueSnapshot]] = {}
+        self.failed_reads = 0
 
     async def refresh_clusters(self) -> None:
         try:
@@ -153,6 +156,7 @@ class _Recorder:
             previous = self.last_rows.get(group, [])
             if view is None:
                 error = sample.errors[group]
+                self.failed_reads += 1
                 rows = failed_group_rows(ts_ms, group, error, previous)
                 self.warn(f"round {rnd.number} at {_iso(ts_ms)}: group {group} could not be read "
                           f"({error}); {len(rows)} queue(s) recorded as missing")
@@ -160,6 +164,7 @@ class _Recorder:
                 rows = group_rows(ts_ms, view, cluster_of=self.cluster_of, newest=newest,
                                   previous=[r.queue for r in previous])
                 for broker, error in view.failed_brokers.items():
+                    self.failed_reads += 1
                     lost = sum(1 for r in rows if r.missing and r.broker == broker)
                     self.warn(f"round {rnd.number} at {_iso(ts_ms)}: broker {broker} failed for group "
                               f"{group} ({error}); {lost} queue(s) recorded as missing")
@@ -229,6 +234,12 @@ async def export(
                     tick = max(tick + 1, math.floor((clock.now() - start) / every) + 1)
                     await clock.sleep(max(0.0, start + tick * every - clock.now()))
                 rnd = await watcher.poll()
+                if rounds == 0 and groups is not None:
+                    # A group named on the command line that does not exist is a usage error, not
+                    # an empty recording; later (a group deleted meanwhile) it is recorded as missing.
+                    for error in rnd.current.errors.values():
+                        if isinstance(error, errors.NotFound):
+                            raise error
                 rows = await recorder.rows(rnd)
                 ts_ms = int(round(rnd.current.taken_at * 1000))
                 writer.add_round(ts_ms, rows)
@@ -249,4 +260,4 @@ async def export(
         finally:
             writer.close()
     return ExportResult(rounds, writer.rows_written, tuple(writer.files), missing, first_ts, last_ts,
-                        stopper.signal)
+                        stopper.signal, recorder.failed_reads)

@@ -110,10 +110,11 @@ def group_rows(
     owned = owners(view)
     model = view.message_model
     default_cluster = next(iter(sorted(set(cluster_of.values()))), "")
+    dlq = {o.queue: o for o in view.dlq}
 
     def base(mq: MessageQueue) -> QueueSnapshot:
         owner, subscribed = owned.get(mq, (None, None))
-        topic_offset = newest.get(mq)
+        topic_offset = newest.get(mq) or dlq.get(mq)
         return QueueSnapshot(
             ts_ms, cluster_of.get(mq.broker_name, default_cluster), view.group, mq.topic,
             mq.broker_name, mq.queue_id,
@@ -132,7 +133,6 @@ def group_rows(
     # Queues the routes (or the DLQ) name but the consume stats did not list: the broker has no
     # committed offset of the group for them (or filters their topic out), so only the broker
     # side is known.
-    dlq = {o.queue: o for o in view.dlq}
     for mq in [*view.known_queues(), *dlq]:
         if mq in rows or mq.broker_name in failed:
             continue

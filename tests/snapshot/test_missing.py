@@ -47,6 +47,7 @@ async def test_a_failed_broker_gives_placeholder_rows_and_a_warning(
     result = await export(opened(source, FakeClock()), [GROUP], out, every=30, count=3,
                           handle_signals=False, on_round=broker_b_fails_in_round_two)
     assert result.rounds == 3 and result.missing == 5  # broker-b: 4 PaymentTopic queues + 1 retry
+    assert result.failed_reads == 1
 
     rows = read_dataset(out)
     assert len(rows) == 3 * 10
@@ -72,7 +73,8 @@ async def test_a_failed_broker_gives_placeholder_rows_and_a_warning(
     lines = [line for line in err.splitlines() if "broker-b" in line]
     assert len(lines) == 1
     assert lines[0].startswith("rmqctl: warning: round 2 at ")
-    assert "broker broker-b failed for group payment-service" in lines[0] and "5 queue(s) recorded as missing" in lines[0]
+    assert "broker broker-b failed for group payment-service" in lines[0]
+    assert "5 queue(s) recorded as missing" in lines[0]
 
 
 async def test_a_group_that_cannot_be_read_keeps_its_previous_queues_as_missing(tmp_path: Path) -> None:
@@ -86,7 +88,7 @@ async def test_a_group_that_cannot_be_read_keeps_its_previous_queues_as_missing(
     out = tmp_path / "snaps"
     result = await export(opened(source, FakeClock()), [GROUP], out, every=30, count=3, handle_signals=False,
                           on_round=group_fails_in_round_two, warn=warnings.append)
-    assert result.missing == 10
+    assert result.missing == 10 and result.failed_reads == 1
     rows = read_dataset(out)
     second_ts = sorted({r["ts"] for r in rows})[1]
     second = [r for r in rows if r["ts"] == second_ts]
