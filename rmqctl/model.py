@@ -224,6 +224,11 @@ class TopicOffset:
     max_offset: int
     last_update_timestamp: int
 
+    @property
+    def newest_store_ms(self) -> int | None:
+        """Store time of the newest message in the queue (None when empty or unknown)."""
+        return self.last_update_timestamp or None
+
 
 @dataclass(frozen=True, slots=True)
 class TopicStats:
@@ -508,6 +513,11 @@ class QueueProgress:
             return 0
         return max(0, self.pull_offset - self.consumer_offset)
 
+    @property
+    def last_consumed_ms(self) -> int | None:
+        """Store time of the last consumed message (None when nothing was consumed yet)."""
+        return self.last_timestamp or None
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "topic": self.queue.topic,
@@ -615,6 +625,19 @@ class GroupView:
         for queues in self.topic_queues.values():
             seen.update(queues)
         return sorted(seen)
+
+    @property
+    def failed_brokers(self) -> dict[str, RmqctlError]:
+        """Brokers whose reads failed for this view (``errors`` minus client, route and DLQ keys)."""
+        return {name: err for name, err in sorted(self.errors.items()) if ":" not in name}
+
+    def subscribes(self, client_id: str, topic: str) -> bool | None:
+        """Does ``client_id`` subscribe ``topic`` (its retry topic included), by its own running
+        info; None when that client's running info is not known."""
+        info = self.running_infos.get(client_id)
+        if info is None:
+            return None
+        return any(s.topic == topic for s in info.subscriptions)
 
     def unassigned(self) -> list[MessageQueue]:
         """Queues of the group's topics that no online client reports holding."""

@@ -20,6 +20,7 @@ from rmqctl.cli import (
     emulator_cmd,
     group,
     rebalance_cmd,
+    snapshot_cmd,
     topic,
 )
 from rmqctl.cli.common import (
@@ -49,6 +50,7 @@ app.add_typer(group.app, name="group")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(rebalance_cmd.app, name="rebalance")
 app.add_typer(emulator_cmd.app, name="emulator")
+app.add_typer(snapshot_cmd.app, name="snapshot")
 app.command("doctor")(doctor_cmd.doctor)
 app.command("demo")(demo_cmd.demo)
 

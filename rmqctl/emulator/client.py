@@ -18,7 +18,11 @@
   error (24, 25 …) retries after 1 s;
 - the offset store is the in-memory ``RemoteBrokerOffsetStore`` (piggybacked on pulls, persisted
   every 5 s, and on queue removal and shutdown); BROADCASTING uses a local store and never
-  commits to the broker.
+  commits to the broker;
+- a stall (scenario ``stall``, :meth:`SimulatedConsumer.stall`) is a listener that hangs for
+  good: the client keeps heartbeating, rebalancing and pulling (until the per-queue flow control
+  of 1000 cached messages stops it), but no message is consumed any more, so the committed
+  offset of every queue it holds stays at its oldest cached message.
 
 "Now" for every simulated process is the scheduler's clock, plus the latency of the
 synchronous calls it made so far in the current rebalance (:data:`RPC_MS` each: the consumer-id
@@ -199,6 +203,8 @@ class SimulatedConsumer:
         self.running = False
         self.started_ms = 0
         self.stopped_ms: int | None = None
+        #: when the listener hung for good (None: it consumes normally)
+        self.stalled_ms: int | None = None
         #: ``RebalanceImpl.subscriptionInner``: topic -> the client's own SubscriptionData
         self.subscriptions: dict[str, Subscription] = {}
         self.topic_queues: dict[str, list[MessageQueue]] = {}
@@ -309,6 +315,16 @@ class SimulatedConsumer:
                 broker.unregister_client(channel, self.client_id, None, CLIENT_INNER_PRODUCER)
                 broker.channel_closed(channel)
         self.channels.clear()
+
+    def stall(self) -> None:
+        """The listener hangs for good: messages already handed to it and every later one stay
+        cached and unconsumed; heartbeats, rebalances, pulls and offset persistence go on."""
+        if self.running and self.stalled_ms is None:
+            self.stalled_ms = self.scheduler.now_ms
+
+    @property
+    def stalled(self) -> bool:
+        return self.stalled_ms is not None
 
     def kill(self) -> None:
         """The process dies: nothing is persisted or unregistered; brokers see the sockets close."""
@@ -589,6 +605,8 @@ class SimulatedConsumer:
         for message in messages:
             pq.cached[message.queue_offset] = message
             pq.queue_offset_max = max(pq.queue_offset_max, message.queue_offset)
+        if self.stalled:
+            return  # the hung listener never takes them: they stay cached, the offset stays put
         if self.spec.consume_ms <= 0:
             for message in messages:
                 self._consumed(pq, message)
@@ -597,6 +615,8 @@ class SimulatedConsumer:
         self._dispatch_consumers()
 
     def _dispatch_consumers(self) -> None:
+        if self.stalled:
+            return
         while self._busy_threads < self.spec.consume_threads and self._consume_backlog:
             pq, message = self._consume_backlog.popleft()
             if pq.dropped:
@@ -605,6 +625,8 @@ class SimulatedConsumer:
             self.scheduler.call_later(self.spec.consume_ms, self._finish_consume, pq, message)
 
     def _finish_consume(self, pq: ProcessQueue, message: StoredMessage) -> None:
+        if self.stalled:
+            return  # this listener call never returns: its thread stays busy, the message cached
         self._busy_threads -= 1
         if self.running:
             self._consumed(pq, message)

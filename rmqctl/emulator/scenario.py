@@ -28,7 +28,8 @@ seconds of scenario time. The keys below are a public contract::
     subscriptions = { TopicTest2 = "tag1" }
     client_id = "10.0.0.1@consumer1" # optional (default: Java's ip@pid#nanotime form)
     start = 0.0                      # optional
-    stop = 30.0                      # optional graceful shutdown time
+    stop = 30.0                      # optional: leaves the group cleanly (the others rebalance)
+    stall = 20.0                     # optional: the listener hangs for good (queues kept, no commits)
     strategy = "AVG"                 # any Java getName(); strategy_options = {...} if it needs some
     message_model = "CLUSTERING"     # or BROADCASTING
     consume_from_where = "CONSUME_FROM_LAST_OFFSET"
@@ -132,6 +133,9 @@ class ConsumerSpec:
     instance_name: str | None = None
     consume_ms: int = 0
     consume_threads: int = 20
+    #: scenario time at which the listener hangs for good: the client keeps its queues and its
+    #: heartbeats, pulls until flow control stops it, and consumes and commits nothing more
+    stall: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +363,7 @@ _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
 _CONSUMER_KEYS = ("group", "subscriptions", "client_id", "start", "stop", "strategy",
                   "strategy_options", "message_model", "consume_from_where", "sub_version",
                   "post_subscription", "ip", "instance_name", "count", "consume_ms",
-                  "consume_threads")
+                  "consume_threads", "stall")
 _PRODUCE_KEYS = ("at", "topic", "tag", "count", "queue", "broker", "interval", "producer", "keys")
 
 
@@ -525,6 +529,7 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
             stop = check.number(raw["stop"], [*path, "stop"])
             if stop <= start:
                 raise check.fail([*path, "stop"], f"must be after start ({start:g}), got {stop:g}")
+        stall = _stall_time(check, raw, path, start, stop)
         sub_version = None
         if "sub_version" in raw:
             sub_version = check.integer(raw["sub_version"], [*path, "sub_version"])
@@ -550,10 +555,23 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
                     strategy=strategy, strategy_options=tuple(sorted(options.items())),
                     message_model=model, consume_from_where=cfw, sub_version=sub_version,
                     post_subscription=post, ip=ip, instance_name=instance, consume_ms=consume_ms,
-                    consume_threads=threads,
+                    consume_threads=threads, stall=stall,
                 )
             )
     return tuple(out)
+
+
+def _stall_time(check: _Checker, raw: Mapping[str, Any], path: list[str | int], start: float,
+                stop: float | None) -> float | None:
+    """``stall``: when the consumer's listener hangs, between its start and its stop."""
+    if "stall" not in raw:
+        return None
+    stall = check.number(raw["stall"], [*path, "stall"])
+    if stall < start:
+        raise check.fail([*path, "stall"], f"must not be before start ({start:g}), got {stall:g}")
+    if stop is not None and stall >= stop:
+        raise check.fail([*path, "stall"], f"must be before stop ({stop:g}), got {stall:g}")
+    return stall
 
 
 def _produce(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, TopicSpec],

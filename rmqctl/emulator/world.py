@@ -105,6 +105,8 @@ class EmulatedCluster:
             start_ms = self.t0_ms + _ms(consumer_spec.start)
             consumer = self._new_consumer(consumer_spec, start_ms)
             self.scheduler.call_at(start_ms, consumer.start)
+            if consumer_spec.stall is not None:
+                self.scheduler.call_at(self.t0_ms + _ms(consumer_spec.stall), consumer.stall)
             if consumer_spec.stop is not None:
                 self.scheduler.call_at(self.t0_ms + _ms(consumer_spec.stop), consumer.shutdown)
         for step in scenario.produce:
@@ -311,6 +313,7 @@ class EmulatedCluster:
                 "sub_versions": {t: s.sub_version for t, s in c.subscriptions.items()},
                 "started_at": (c.started_ms - self.t0_ms) / 1000 if c.started_ms else None,
                 "stopped_at": (c.stopped_ms - self.t0_ms) / 1000 if c.stopped_ms else None,
+                "stalled_at": (c.stalled_ms - self.t0_ms) / 1000 if c.stalled_ms is not None else None,
                 "queues": [mq.as_dict() for mq in c.held_queues()],
                 "received_by_tag": dict(sorted(c.received_by_tag.items())),
                 "pull_errors": {str(k): v for k, v in sorted(c.pull_errors.items())},

@@ -1,0 +1,140 @@
+"""``rmqctl snapshot``: record consumer-offset snapshots into Parquet files.
+
+The command parses its options, opens the source and calls
+:func:`rmqctl.snapshot.export.export` once; pyarrow is imported only when the command runs, so
+``rmqctl --help`` works without the ``snapshot`` extra. Exit codes: 0 done, 5 when some rows
+were recorded as missing (a broker or group failed a round), 128 + the signal number when
+SIGINT (130) or SIGTERM (143) stopped it after flushing.
+
+Must not import textual or pyspark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from rmqctl import errors
+from rmqctl.cli.common import Settings, cluster_options, console, target
+from rmqctl.cli.durations import parse_duration
+from rmqctl.cli.render import Table, View, emit
+from rmqctl.connect import open_source
+from rmqctl.errors import ExitCode
+
+if TYPE_CHECKING:
+    from rmqctl.snapshot.export import ExportProgress, ExportResult
+
+app = typer.Typer(help="Record consumer-offset snapshots (Parquet) for later analysis.",
+                  no_args_is_help=True)
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        from rich.console import Console as RichConsole
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("snapshots"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.fields[detail]}"),
+            console=RichConsole(file=sys.stderr), transient=True,
+        )
+        self.task = self.progress.add_task("export", total=None, detail="")
+
+    def update(self, step: ExportProgress) -> None:
+        missing = f", {step.missing} missing" if step.missing else ""
+        self.progress.update(self.task, completed=step.round, total=step.planned,
+                             detail=f"{step.rows} rows, {step.files} file(s){missing}")
+
+
+@app.command("export")
+@cluster_options
+def export_cmd(
+    ctx: typer.Context,
+    opts: Settings,
+    out: Annotated[Path, typer.Option("--out", help="Directory to write date=YYYY-MM-DD/*.parquet into.",
+                                      show_default=False)],
+    groups: Annotated[list[str] | None, typer.Argument(help="Consumer groups to record.",
+                                                       show_default=False)] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Record every consumer group (listed each round).")] = False,
+    every: Annotated[str, typer.Option("--every", help="Time between snapshots (30s, 1m, or seconds).")] = "30s",
+    count: Annotated[int | None, typer.Option("--count", min=1, help="Stop after this many snapshots.",
+                                              show_default=False)] = None,
+    duration: Annotated[str | None, typer.Option("--duration", help="Stop after this long (e.g. 1h).",
+                                                 show_default=False)] = None,
+    roll: Annotated[str, typer.Option("--roll", help="Start a new file every this much snapshot time.")] = "15m",
+    roll_rows: Annotated[int, typer.Option("--roll-rows", min=1, help="Start a new file at this many rows.")]
+    = 1_000_000,
+    broker_times: Annotated[bool, typer.Option(
+        "--broker-times/--no-broker-times",
+        help="Also read each topic's newest store time (broker_last_ts) every round.")] = True,
+) -> None:
+    """Snapshot every queue's offsets and owner every --every, for --count or --duration or until
+    Ctrl-C; rows go to Hive-partitioned Parquet files (see docs/snapshot-export.md)."""
+    if not groups and not all_:
+        raise errors.UsageError("name at least one GROUP or pass --all")
+    if groups and all_:
+        raise errors.UsageError("name GROUPs or pass --all, not both")
+    if count is not None and duration is not None:
+        raise errors.UsageError("give --count or --duration, not both")
+    every_s = parse_duration(every, "--every")
+    duration_s = parse_duration(duration, "--duration") if duration is not None else None
+    roll_s = parse_duration(roll, "--roll")
+    try:
+        from rmqctl.snapshot.export import export
+    except ImportError as exc:
+        raise errors.UsageError(f"the snapshot export needs pyarrow ({exc.name or exc})",
+                                hint="install it with: pip install 'rmqctl[snapshot]'") from None
+
+    bar = _ProgressBar() if sys.stderr.isatty() else None
+
+    async def run() -> ExportResult:
+        async with open_source(target(opts)) as opened:
+            return await export(
+                opened, None if all_ else list(groups or []), out, every=every_s, count=count,
+                duration=duration_s, roll_seconds=roll_s, roll_rows=roll_rows,
+                broker_times=broker_times, on_round=bar.update if bar else None,
+            )
+
+    if bar is not None:
+        with bar.progress:
+            result = asyncio.run(run())
+    else:
+        result = asyncio.run(run())
+    _report(result, out, opts)
+
+
+def _report(result: ExportResult, out: Path, opts: Settings) -> None:
+    from rmqctl.snapshot.schema import SCHEMA_VERSION
+
+    def iso(ts_ms: int | None) -> str | None:
+        import datetime as dt
+
+        if ts_ms is None:
+            return None
+        return dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    doc = {
+        "out": str(out), "rounds": result.rounds, "rows": result.rows, "missing_rows": result.missing,
+        "failed_reads": result.failed_reads,
+        "files": [str(p) for p in result.files], "first_ts": iso(result.first_ts_ms),
+        "last_ts": iso(result.last_ts_ms), "schema_version": SCHEMA_VERSION,
+        "interrupted": result.interrupted.name if result.interrupted else None,
+    }
+    row = {k: doc[k] for k in ("rounds", "rows", "missing_rows", "first_ts", "last_ts")}
+    row["files"] = len(result.files)
+    table = Table([("rounds", "ROUNDS"), ("rows", "ROWS"), ("missing_rows", "MISSING"), ("files", "FILES"),
+                   ("first_ts", "FIRST"), ("last_ts", "LAST")], [row])
+    emit(View(doc, [table], [f"written under {out}"]), opts.output)
+    if result.interrupted is not None:
+        console.error(f"stopped by {result.interrupted.name}: {result.rounds} complete round(s) kept")
+        raise typer.Exit(128 + int(result.interrupted))
+    if result.missing or result.failed_reads:
+        console.error(f"partial result: {result.failed_reads} read(s) failed, {result.missing} row(s) recorded as "
+                      "missing (see the warnings above)")
+        raise typer.Exit(int(ExitCode.PARTIAL))
