@@ -497,6 +497,9 @@ class GroupView:
     #: wall-clock time the view was sampled, epoch milliseconds
     sampled_at: int = 0
     errors: Mapping[str, str] = field(default_factory=dict)
+    #: data this source cannot supply (a field such as ``pull_offset`` → why); shown as
+    #: "unavailable", never as zero, and the doctor skips the checks that need it
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def online(self) -> bool:

@@ -23,6 +23,7 @@ from rmqctl.cli import (
 from rmqctl.cli.common import (
     AtOpt,
     ContextOpt,
+    DashboardOpt,
     EmulatorOpt,
     NamesrvOpt,
     OutputOpt,
@@ -63,6 +64,7 @@ def main_callback(
     timeout: TimeoutOpt = None,
     emulator: EmulatorOpt = None,
     at: AtOpt = None,
+    dashboard: DashboardOpt = None,
     debug: Annotated[bool, typer.Option("--debug", help="Tracebacks and wire logs on stderr.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
@@ -76,6 +78,7 @@ def main_callback(
         debug=debug,
         emulator=emulator,
         at=at,
+        dashboard=dashboard,
     )
 
 

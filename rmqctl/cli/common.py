@@ -54,6 +54,12 @@ EmulatorOpt = Annotated[
     typer.Option("--emulator", help="Run against the built-in emulator: a scenario name or TOML file.",
                  show_default=False),
 ]
+DashboardOpt = Annotated[
+    str | None,
+    typer.Option("--dashboard", help="Read the cluster through this rocketmq-dashboard URL "
+                 "(login from RMQCTL_DASHBOARD_USER/RMQCTL_DASHBOARD_PASSWORD or the context).",
+                 show_default=False),
+]
 AtOpt = Annotated[
     float | None,
     typer.Option("--at", help="With --emulator: advance the scenario to this many seconds.",
@@ -70,6 +76,7 @@ class Settings:
     debug: bool = False
     emulator: str | None = None
     at: float | None = None
+    dashboard: str | None = None
 
     def merged(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -82,6 +89,7 @@ def settings(ctx: typer.Context, **overrides: Any) -> Settings:
 
 _SHARED_OPTIONS: dict[str, Any] = {
     "namesrv": NamesrvOpt, "context": ContextOpt, "output": OutputOpt, "timeout": TimeoutOpt,
+    "dashboard": DashboardOpt,
 }
 
 
@@ -128,6 +136,17 @@ async def open_source(opts: Settings) -> AsyncIterator[ClusterSource]:
 
         async with embedded_source(opts.emulator, at=opts.at, timeout=opts.timeout) as source:
             yield source
+        return
+    from rmqctl.dashboard.settings import resolve_dashboard
+
+    dashboard = resolve_dashboard(dashboard=opts.dashboard, namesrv=opts.namesrv, context=opts.context,
+                                  timeout=opts.timeout)
+    if dashboard is not None:
+        from rmqctl.dashboard import open_dashboard_source
+
+        async with open_dashboard_source(dashboard.url, username=dashboard.username,
+                                         password=dashboard.password, timeout=dashboard.timeout) as web:
+            yield web
         return
     target = resolve(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout)
     admin = AdminClient(

@@ -12,7 +12,7 @@ import typer
 from rmqctl import errors
 from rmqctl.cli.common import Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
-from rmqctl.doctor import run_checks
+from rmqctl.doctor import run_checks, skipped_checks
 from rmqctl.errors import ExitCode
 from rmqctl.model import Finding, GroupView
 from rmqctl.source import ClusterSource
@@ -35,8 +35,10 @@ def format_finding(f: Finding) -> list[str]:
     return lines + [""]
 
 
-async def diagnose(source: ClusterSource, groups: list[str], interval: float | None
+async def diagnose(source: ClusterSource, groups: list[str], interval: float | None,
+                   skipped: dict[str, dict[str, str]] | None = None,
                    ) -> tuple[list[Finding], dict[str, str]]:
+    """Findings of every group; ``skipped`` (when given) receives group → check → why it was skipped."""
     failures: dict[str, str] = {}
 
     async def sample() -> dict[str, GroupView]:
@@ -58,6 +60,8 @@ async def diagnose(source: ClusterSource, groups: list[str], interval: float | N
     findings: list[Finding] = []
     for group, view in second.items():
         findings += run_checks(view, first.get(group) if interval else None)
+        if skipped is not None and skipped_checks(view):
+            skipped[group] = skipped_checks(view)
         failures.update({f"{group}/{k}": v for k, v in view.errors.items()})
     return findings, failures
 
@@ -87,7 +91,8 @@ def doctor(
             listed = await source.groups()
             names = sorted(set(names) | set(listed.value))
             failures.update(listed.errors)
-        findings, more = await diagnose(source, names, interval)
+        skipped: dict[str, dict[str, str]] = {}
+        findings, more = await diagnose(source, names, interval, skipped)
         failures.update(more)
         verdict["findings"] = findings
         rows = [{"severity": f.severity, "code": f.code, "group": f.group, "title": f.title}
@@ -95,7 +100,11 @@ def doctor(
         footer = [line for f in findings for line in format_finding(f)]
         if not findings:
             footer = [f"No findings for {len(names)} group(s)."]
+        footer += [f"skipped {code} ({group}): {why}" for group, checks in sorted(skipped.items())
+                   for code, why in sorted(checks.items())]
         doc = {"groups": names, "findings": [f.as_dict() for f in findings]}
+        if skipped:
+            doc["skipped"] = skipped
         table = Table([("severity", "SEVERITY"), ("code", "CODE"), ("group", "GROUP"),
                        ("title", "TITLE")], rows)
         return View(doc, [table], footer), failures

@@ -7,6 +7,6 @@ sample); :func:`diagnose` is the one entry point front ends call. Codes are docu
 
 from __future__ import annotations
 
-from rmqctl.doctor.checks import CODES, run_checks
+from rmqctl.doctor.checks import CODES, run_checks, skipped_checks
 
-__all__ = ["CODES", "run_checks"]
+__all__ = ["CODES", "run_checks", "skipped_checks"]
