@@ -194,8 +194,10 @@ class DashboardSource:
         try:
             return wire.consumer_connection(await self.client.get("/consumer/consumerConnection.query", params))
         except wire.DashboardRefused as exc:
-            if exc.remote_code == CONSUMER_NOT_ONLINE:
-                return None  # no live channel of the group on this broker: not a failure
+            # no live channel of the group on this broker (206), or, from 1.x, which looks up the
+            # group's retry topic first, no such topic (17): the group is offline, not failing
+            if exc.remote_code in (CONSUMER_NOT_ONLINE, TOPIC_NOT_EXIST):
+                return None
             raise
 
     async def _connections(self, group: str, masters: Mapping[str, str]
