@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,6 +82,9 @@ class DashboardClient:
         self._login_lock = asyncio.Lock()
         self._login_count = 0
         self.generation: Generation | None = None
+        # httpcore's DEBUG records carry raw headers (Set-Cookie, X-XSRF-TOKEN): keep them out of --debug
+        if logging.getLogger("httpcore").getEffectiveLevel() < logging.INFO:
+            logging.getLogger("httpcore").setLevel(logging.INFO)
         # no Origin header (2.1.0's CORS rejects foreign origins); redirects are handled here
         self._http = httpx.AsyncClient(base_url=self.url, follow_redirects=False, transport=transport,
                                        headers={"Accept": "application/json"})
@@ -197,7 +201,7 @@ def _reason(exc: BaseException) -> str:
     cause: BaseException | None = exc
     text = str(exc) or type(exc).__name__
     while cause is not None:
-        if isinstance(cause, OSError) and cause.strerror:
-            return str(cause.strerror)
+        if isinstance(cause, OSError) and cause.errno:
+            return os.strerror(cause.errno)  # asyncio's strerror is "Connect call failed (addr)"
         cause = cause.__cause__ or cause.__context__
     return text

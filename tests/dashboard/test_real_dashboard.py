@@ -181,3 +181,27 @@ def test_normal_user_reads_groups_through_the_list_cache(setup: Setup,
                  env={"RMQCTL_DASHBOARD_USER": viewer, "RMQCTL_DASHBOARD_PASSWORD": password})
     assert result.returncode == 0, result.stderr
     assert setup.group in {row["group"] for row in json.loads(result.stdout)}
+
+
+def test_debug_never_prints_cookies_or_the_password(setup: Setup,
+                                                    dashboard_for: Callable[[str], DashboardProcess]) -> None:
+    dashboard = dashboard_for("master")
+    result = cli("--debug", "group", "show", setup.group, "--dashboard", dashboard.url)
+    assert result.returncode == 0, result.stderr
+    assert "dashboard GET /consumer/consumerConnection.query" in result.stderr  # debug output is on
+    leaked = [s for s in (DEFAULT_USERS[USER][0], "JSESSIONID=", "XSRF-TOKEN=", "X-XSRF-TOKEN:")
+              if s in result.stderr + result.stdout]
+    assert leaked == []
+
+
+def test_dashboard_down_one_line_exit_3(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = cli("group", "list", "--dashboard", f"http://127.0.0.1:{port}")
+    assert result.returncode == 3
+    assert result.stderr.splitlines()[0] == (f"rmqctl: error: cannot reach the dashboard at http://127.0.0.1:{port}: "
+                                             "Connection refused")
+    assert "Traceback" not in result.stderr
