@@ -31,8 +31,19 @@ from rmqctl import errors
 from rmqctl.remoting.acl import Credentials
 
 _CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
-    "namesrv": str, "timeout": (int, float), "access_key": str, "secret_key": str, "dashboard": str,
+    "namesrv": str, "timeout": (int, float), "access_key": str, "secret_key": str,
+    # a URL, or a table {url, user, password}; see rmqctl/dashboard/settings.py
+    "dashboard": (str, dict), "dashboard_user": str, "dashboard_password": str,
 }
+_SECRET_KEYS = frozenset({"secret_key", "dashboard_password"})
+
+
+def _redact(key: str, value: Any) -> Any:
+    if key in _SECRET_KEYS:
+        return "******"
+    if key == "dashboard" and isinstance(value, dict):
+        return {k: ("******" if k == "password" else v) for k, v in value.items()}
+    return value
 
 
 def config_path() -> Path:
@@ -106,7 +117,7 @@ class Config:
     def redacted(self) -> dict[str, Any]:
         """The file's content with secrets masked, for ``config view``."""
         contexts = {
-            name: {k: ("******" if k == "secret_key" else v) for k, v in ctx.items()}
+            name: {k: _redact(k, v) for k, v in ctx.items()}
             for name, ctx in sorted(self.contexts.items())
         }
         return {"path": str(self.path), "current_context": self.current_context,

@@ -1,5 +1,5 @@
-"""One way in: turn what the user named (name servers, a context, an emulator scenario) into a
-:class:`~rmqctl.source.ClusterSource`.
+"""One way in: turn what the user named (name servers, a context, a rocketmq-dashboard URL, an
+emulator scenario) into a :class:`~rmqctl.source.ClusterSource`.
 
 :func:`open_source` is what every front end calls — each CLI command, the TUI, the snapshot
 exporter — so the choice of back end, the config file's contexts and the embedded emulator's
@@ -41,6 +41,9 @@ class Target:
     #: freezing it at ``at`` (the TUI's live view)
     live: bool = False
     speed: float = 1.0
+    #: a rocketmq-dashboard URL to read through (else a context's ``dashboard`` when it has one
+    #: and no name server was named)
+    dashboard: str | None = None
 
 
 @contextlib.asynccontextmanager
@@ -54,6 +57,17 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
             speed=target.speed,
         ) as opened:
             yield opened
+        return
+    from rmqctl.dashboard.settings import resolve_dashboard
+
+    web = resolve_dashboard(dashboard=target.dashboard, namesrv=target.namesrv, context=target.context,
+                            timeout=target.timeout)
+    if web is not None:
+        from rmqctl.dashboard import open_dashboard_source
+
+        async with open_dashboard_source(web.url, username=web.username, password=web.password,
+                                         timeout=web.timeout) as dashboard_source:
+            yield Opened(dashboard_source, f"dashboard {web.url}", SystemClock())
         return
     resolved = resolve(namesrv=target.namesrv, context=target.context, timeout=target.timeout)
     admin = AdminClient(

@@ -105,6 +105,11 @@ def version_desc(version: int) -> str:
     return _VERSION_NAMES[min(version, len(_VERSION_NAMES) - 1)]
 
 
+def version_ordinal(name: str) -> int:
+    """Inverse of :func:`version_desc` (``V5_3_3`` → 479); the dashboard reports names only."""
+    return _VERSION_NAMES.index(name)
+
+
 def format_millis(ts: int | None) -> str:
     """Render epoch milliseconds as local ``YYYY-MM-DD HH:MM:SS`` (``N/A`` for 0/None)."""
     if not ts:
@@ -558,6 +563,9 @@ class GroupView:
     #: wall-clock time the view was sampled, epoch milliseconds
     sampled_at: int = 0
     errors: Mapping[str, RmqctlError] = field(default_factory=dict)
+    #: data this source cannot supply (a field such as ``pull_offset`` → why); shown as
+    #: "unavailable", never as zero, and the doctor skips the checks that need it
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def online(self) -> bool:

@@ -98,12 +98,32 @@ def group_show(view: GroupView) -> dict[str, Any]:
         "client_strategies": {cid: ri.strategy for cid, ri in sorted(view.running_infos.items())},
         "subscription_conflicts": subscription_conflicts(view),
         "errors": {name: str(err) for name, err in view.errors.items()},
+        **_unavailable(view),
     }
 
 
+def _unavailable(view: GroupView) -> dict[str, Any]:
+    """``{"unavailable": {field: why}}`` when the source could not supply something, else nothing."""
+    return {"unavailable": dict(view.unavailable)} if view.unavailable else {}
+
+
+#: fields of a progress row that a source may be unable to supply (see GroupView.unavailable)
+PROGRESS_FIELDS = ("pull_offset", "inflight", "last_consumed_ts", "owner")
+
+
 def group_progress(view: GroupView) -> list[dict[str, Any]]:
-    """``group progress -o json``: one row per queue, retry queues included."""
-    return [p.as_dict() for p in view.progress]
+    """``group progress -o json``: one row per queue, retry queues included.
+
+    A field the source cannot supply is ``null`` and named, with why, in the row's ``unavailable``."""
+    missing = {k: v for k, v in view.unavailable.items() if k in PROGRESS_FIELDS}
+    rows = []
+    for p in view.progress:
+        row = p.as_dict()
+        if missing:
+            row.update(dict.fromkeys(missing))
+            row["unavailable"] = dict(missing)
+        rows.append(row)
+    return rows
 
 
 def group_assignment(view: GroupView) -> dict[str, Any]:
@@ -119,6 +139,7 @@ def group_assignment(view: GroupView) -> dict[str, Any]:
         ],
         "idle_clients": [cid for cid, qs in assignments.items() if not qs],
         "errors": {name: str(err) for name, err in view.errors.items()},
+        **_unavailable(view),
     }
 
 

@@ -26,6 +26,7 @@ from rmqctl.cli import (
 from rmqctl.cli.common import (
     AtOpt,
     ContextOpt,
+    DashboardOpt,
     EmulatorOpt,
     NamesrvOpt,
     OutputOpt,
@@ -70,6 +71,7 @@ def main_callback(
     timeout: TimeoutOpt = None,
     emulator: EmulatorOpt = None,
     at: AtOpt = None,
+    dashboard: DashboardOpt = None,
     debug: Annotated[bool, typer.Option("--debug", help="Tracebacks and wire logs on stderr.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
@@ -85,6 +87,7 @@ def main_callback(
         debug=debug,
         emulator=emulator,
         at=at,
+        dashboard=dashboard,
     )
 
 

@@ -52,6 +52,12 @@ EmulatorOpt = Annotated[
     typer.Option("--emulator", help="Run against the built-in emulator: a scenario name or TOML file.",
                  show_default=False),
 ]
+DashboardOpt = Annotated[
+    str | None,
+    typer.Option("--dashboard", help="Read the cluster through this rocketmq-dashboard URL "
+                 "(login from RMQCTL_DASHBOARD_USER/RMQCTL_DASHBOARD_PASSWORD or the context).",
+                 show_default=False),
+]
 AtOpt = Annotated[
     float | None,
     typer.Option("--at", help="With --emulator: advance the scenario to this many seconds.",
@@ -68,6 +74,7 @@ class Settings:
     debug: bool = False
     emulator: str | None = None
     at: float | None = None
+    dashboard: str | None = None
 
     def merged(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -80,6 +87,7 @@ def settings(ctx: typer.Context, **overrides: Any) -> Settings:
 
 _SHARED_OPTIONS: dict[str, Any] = {
     "namesrv": NamesrvOpt, "context": ContextOpt, "output": OutputOpt, "timeout": TimeoutOpt,
+    "dashboard": DashboardOpt,
 }
 
 
@@ -140,7 +148,7 @@ class RootGroup(TyperGroup):
 def target(opts: Settings) -> Target:
     """What the command's options name, for :func:`rmqctl.connect.open_source`."""
     return Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
-                  emulator=opts.emulator, at=opts.at)
+                  emulator=opts.emulator, at=opts.at, dashboard=opts.dashboard)
 
 
 Failures = Mapping[str, errors.RmqctlError]

@@ -54,6 +54,7 @@ def doctor(
             failures.update(listed.errors)
         diagnosis = await diagnose(source, names, interval=interval, strict=not all_)
         findings = list(diagnosis.findings)
+        skipped = diagnosis.skipped
         failures.update(diagnosis.errors)
         verdict["findings"] = findings
         rows = [{"severity": f.severity, "code": f.code, "group": f.group, "title": f.title}
@@ -61,7 +62,11 @@ def doctor(
         footer = [line for f in findings for line in format_finding(f)]
         if not findings:
             footer = [f"No findings for {len(names)} group(s)."]
+        footer += [f"skipped {code} ({group}): {why}" for group, checks in sorted(skipped.items())
+                   for code, why in sorted(checks.items())]
         doc = {"groups": names, "findings": [f.as_dict() for f in findings]}
+        if skipped:
+            doc["skipped"] = skipped
         table = Table([("severity", "SEVERITY"), ("code", "CODE"), ("group", "GROUP"),
                        ("title", "TITLE")], rows)
         return View(doc, [table], footer), failures

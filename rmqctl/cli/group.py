@@ -18,6 +18,9 @@ from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Consumer groups.", no_args_is_help=True)
 
+#: what a table shows for data the source cannot supply (never a made-up zero)
+UNAVAILABLE = "unavailable"
+
 GroupArg = Annotated[str, typer.Argument(help="Consumer group name.", show_default=False)]
 
 
@@ -99,17 +102,25 @@ def progress(
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
         rows = report.group_progress(view)
+        missing = report.PROGRESS_FIELDS if view.unavailable else ()
         table_rows = [
             {**row, "last_consumed": format_millis(row["last_consumed_ts"]),
-             "owner": row["owner"] or "N/A"}
+             "owner": row["owner"] or "N/A",
+             **{k: UNAVAILABLE for k in missing if k in view.unavailable},
+             **({"last_consumed": UNAVAILABLE} if "last_consumed_ts" in view.unavailable else {})}
             for row in rows
         ]
         columns = [("topic", "TOPIC"), ("broker", "BROKER"), ("queue_id", "QID"),
                    ("broker_offset", "BROKER_OFFSET"), ("consumer_offset", "CONSUMER_OFFSET"),
                    ("pull_offset", "PULL_OFFSET"), ("diff", "DIFF"), ("inflight", "INFLIGHT"),
                    ("last_consumed", "LAST_CONSUMED"), ("owner", "OWNER")]
+        inflight = view.unavailable.get("inflight")
         footer = [f"Consume Diff Total: {view.total_diff}",
-                  f"Consume Inflight Total: {view.total_inflight}"]
+                  f"Consume Inflight Total: {UNAVAILABLE if inflight else view.total_inflight}"]
+        by_reason: dict[str, list[str]] = {}
+        for name, why in sorted(view.unavailable.items()):
+            by_reason.setdefault(why, []).append(name)
+        footer += [f"{', '.join(names)}: {UNAVAILABLE} ({why})" for why, names in by_reason.items()]
         return View(rows, [Table(columns, table_rows)], footer), dict(view.errors)
 
     execute(opts, run)

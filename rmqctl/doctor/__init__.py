@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from rmqctl import errors
 from rmqctl.clock import Clock
-from rmqctl.doctor.checks import CODES, run_checks
+from rmqctl.doctor.checks import CODES, run_checks, skipped_checks
 from rmqctl.model import SEVERITY_RANK, Finding
 from rmqctl.source import ClusterSource
 from rmqctl.watch import Watcher
 
-__all__ = ["CODES", "SEVERITY_RANK", "Diagnosis", "diagnose", "run_checks"]
+__all__ = ["CODES", "SEVERITY_RANK", "Diagnosis", "diagnose", "run_checks", "skipped_checks"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,8 @@ class Diagnosis:
     findings: tuple[Finding, ...]
     #: ``group`` (the group could not be read) or ``group/broker`` (a partial view) → error
     errors: dict[str, errors.RmqctlError] = field(default_factory=dict)
+    #: group → check code → why it was skipped (the source could not supply its data)
+    skipped: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 async def diagnose(
@@ -54,11 +56,14 @@ async def diagnose(
             raise exc
     failures: dict[str, errors.RmqctlError] = dict(last.current.errors)
     findings: list[Finding] = []
+    skipped: dict[str, dict[str, str]] = {}
     for group in groups:
         view = last.current.views.get(group)
         if view is None:
             continue
         before = first.views.get(group) if first is not None else None
         findings += run_checks(view, before)
+        if skips := skipped_checks(view):
+            skipped[group] = skips
         failures.update({f"{group}/{k}": v for k, v in view.errors.items()})
-    return Diagnosis(tuple(groups), tuple(findings), failures)
+    return Diagnosis(tuple(groups), tuple(findings), failures, skipped)

@@ -533,14 +533,41 @@ CHECKS: Sequence[tuple[str, Check]] = (
 
 CODES = tuple(code for code, _ in CHECKS)
 
+#: GroupView fields a check cannot do without; when the source lists one as unavailable
+#: (``GroupView.unavailable``) the check is skipped and the skip is reported, never silently passed
+NEEDS: Mapping[str, tuple[str, ...]] = {
+    "BROKER_SUBSCRIPTION_DIVERGENCE": ("broker_subscriptions",),
+    "DUPLICATE_CLIENT_ID": ("duplicate_clients",),
+    "SUBSCRIPTION_TAG_CONFLICT": ("running_infos",),
+    "SUBSCRIPTION_TOPIC_CONFLICT": ("running_infos",),
+    "IDLE_CONSUMERS": ("running_infos",),
+    "ORPHANED_QUEUES": ("running_infos",),
+    "UNEVEN_ALLOCATION": ("running_infos",),
+    "MIXED_CONSUMER_SETTINGS": ("running_infos",),
+    "BLOCKED_QUEUE": ("running_infos",),
+}
+
+
+def skipped_checks(view: GroupView) -> dict[str, str]:
+    """Check code → why it cannot run on this view (data the source could not supply)."""
+    out = {}
+    for code, fields in NEEDS.items():
+        missing = [f for f in fields if f in view.unavailable]
+        if missing:
+            out[code] = "; ".join(f"needs {f}: {view.unavailable[f]}" for f in missing)
+    return out
+
 
 def run_checks(view: GroupView, previous: GroupView | None = None, *,
                now_ms: int | None = None, only: Iterable[str] | None = None) -> list[Finding]:
     """Every finding for one group, most severe first."""
     ctx = CheckContext(view, previous, now_ms if now_ms is not None else view.sampled_at)
     wanted = set(only) if only else None
+    skipped = skipped_checks(view)
     findings: list[Finding] = []
     for code, check in CHECKS:
+        if code in skipped:
+            continue
         if wanted is None or code in wanted:
             findings.extend(check(ctx))
     return sorted(findings, key=lambda f: -SEVERITY_RANK[f.severity])

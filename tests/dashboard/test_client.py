@@ -1,0 +1,318 @@
+"""DashboardClient/DashboardSource over httpx ``MockTransport``, replaying replies captured from the
+three real dashboard generations (``tests/dashboard/captured``, written by ``capture.py``).
+
+The replay transport behaves like the real dashboard where it matters: API paths answer the captured
+302-to-login without a session cookie, login checks the password (and, on master, the CSRF header),
+and everything else is the captured reply for that path and parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import httpx
+import pytest
+
+from rmqctl import errors
+from rmqctl.dashboard import wire
+from rmqctl.dashboard.client import DashboardClient
+from rmqctl.dashboard.source import DashboardSource
+from rmqctl.errors import ExitCode
+from rmqctl.model import MessageQueue
+from tests.harness.dashboard import DEFAULT_USERS
+
+CAPTURED = Path(__file__).resolve().parent / "captured"
+GENERATIONS = ["1.0.0", "2.1.0", "master"]
+USER, PASSWORD = "operator", DEFAULT_USERS["operator"][0]
+URL = "http://dashboard.test:8082"
+
+
+def load(generation: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    folder = CAPTURED / generation
+    manifest = json.loads((folder / "manifest.json").read_text())
+    replies = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json") if p.stem != "manifest"}
+    return manifest, replies
+
+
+def as_response(reply: dict[str, Any]) -> httpx.Response:
+    headers = [("content-type", "application/json;charset=utf-8")]
+    if "location" in reply["headers"]:
+        headers.append(("location", reply["headers"]["location"]))
+    for cookie in reply["headers"].get("set-cookie", []):
+        headers.append(("set-cookie", cookie))
+    return httpx.Response(reply["status"], headers=headers, content=reply["body"].encode())
+
+
+class Replay:
+    """A fake dashboard built from one generation's captured replies."""
+
+    def __init__(self, generation: str) -> None:
+        self.generation = generation
+        self.manifest, self.replies = load(generation)
+        self.requests: list[httpx.Request] = []
+        self.logins = 0
+        #: API requests still to answer with the login redirect although the session is valid
+        self.expire_next = 0
+        self.by_request = {
+            self.key(r["request"]["path"], r["request"]["params"]): r
+            for name, r in self.replies.items() if not name.startswith(("login", "no_session", "check", "csrf"))
+        }
+
+    def key(self, path: str, params: Any) -> tuple[str, tuple[tuple[str, str], ...]]:
+        # 1.0.0 has no address parameter and ignores one it is given
+        items = [(k, v) for k, v in dict(params).items() if self.generation != "1.0.0" or k != "address"]
+        return path, tuple(sorted(items))
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        path = request.url.path
+        if path == "/login/check.query":
+            return as_response(self.replies["check"])
+        if path == "/rocketmq-dashboard/csrf-token":
+            return as_response(self.replies["csrf_token"])
+        if path == "/login/login.do":
+            return self.login(request)
+        if "JSESSIONID" not in request.headers.get("cookie", "") or self.expire_next:
+            self.expire_next = max(0, self.expire_next - 1)
+            return as_response(self.replies["no_session_redirect"])
+        reply = self.by_request.get(self.key(path, request.url.params))
+        if reply is None:
+            return httpx.Response(404)
+        return as_response(reply)
+
+    def login(self, request: httpx.Request) -> httpx.Response:
+        self.logins += 1
+        if self.generation == "master":
+            if request.headers.get("x-xsrf-token") != "captured-xsrf-token":
+                return as_response(self.replies["login_without_csrf"])
+            form = json.loads(request.content)
+        else:
+            form = dict(parse_qsl(request.content.decode()))
+        ok = form.get("username") == USER and form.get("password") == PASSWORD
+        return as_response(self.replies["login_ok" if ok else "login_bad"])
+
+
+def make_source(replay: Replay | Callable[[httpx.Request], httpx.Response], *, password: str | None = PASSWORD,
+                username: str | None = USER, timeout: float = 10.0) -> DashboardSource:
+    handler = replay.handler if isinstance(replay, Replay) else replay
+    client = DashboardClient(URL, username=username, password=password, timeout=timeout,
+                             transport=httpx.MockTransport(handler))
+    return DashboardSource(client)
+
+
+# -- wire ----------------------------------------------------------------------------------------
+
+
+def test_message_queue_keys_from_a_captured_running_info() -> None:
+    manifest, replies = load("2.1.0")
+    keys = list(json.loads(replies["running_info_0"]["body"])["data"]["mqTable"])
+    parsed = sorted(wire.message_queue(k) for k in keys)
+    group, topic, broker = manifest["group"], manifest["topic"], manifest["broker_name"]
+    assert MessageQueue(f"%RETRY%{group}", broker, 0) in parsed
+    assert {mq.topic for mq in parsed} == {topic, f"%RETRY%{group}"}
+    assert all(mq.broker_name == broker for mq in parsed)
+
+
+@pytest.mark.parametrize("key, expected", [
+    ("MessageQueue [topic=%DLQ%g-1, brokerName=broker-a, queueId=12]", MessageQueue("%DLQ%g-1", "broker-a", 12)),
+    ("MessageQueue [topic=a b, brokerName=x_y, queueId=0]", MessageQueue("a b", "x_y", 0)),
+])
+def test_message_queue_key_parsing(key: str, expected: MessageQueue) -> None:
+    assert wire.message_queue(key) == expected
+    assert wire.message_queue(expected.java_string()) == expected
+
+
+@pytest.mark.parametrize("key", ["MessageQueue [topic=T, queueId=0]", "{\"topic\":\"T\"}",
+                                 "MessageQueue [topic=T, brokerName=b, queueId=x]"])
+def test_malformed_message_queue_key_is_a_protocol_error(key: str) -> None:
+    with pytest.raises(errors.ProtocolError):
+        wire.message_queue(key)
+
+
+def test_envelope_status_minus_one_keeps_the_message_and_the_rocketmq_code() -> None:
+    _, replies = load("2.1.0")
+    doc = json.loads(replies["topic_route_missing"]["body"])
+    with pytest.raises(wire.DashboardRefused) as info:
+        wire.unwrap(doc, "/topic/route.query")
+    assert info.value.remote_code == 17
+    assert info.value.message == ("dashboard refused /topic/route.query: No topic route info in name server "
+                                  "for the topic: NoSuchTopic_rmqctl")
+    assert info.value.exit_code == ExitCode.REFUSED
+
+
+def test_envelope_spring_error_document_is_refused() -> None:
+    _, replies = load("master")
+    doc = json.loads(replies["login_without_csrf"]["body"])
+    with pytest.raises(wire.DashboardRefused, match="HTTP 403 Forbidden"):
+        wire.unwrap(doc, "/login/login.do")
+
+
+@pytest.mark.parametrize("body, problem", [(b"<html>login</html>", "not JSON"), (b"[1, 2]", "not an object"),
+                                           (b'{"data": 1}', "no status")])
+def test_envelope_shape_errors(body: bytes, problem: str) -> None:
+    with pytest.raises(errors.ProtocolError, match=problem):
+        wire.unwrap(wire.decode_json(body, "/x"), "/x")
+
+
+# -- login flows and reads, per generation ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("generation, login, v2", [("1.0.0", "form", False), ("2.1.0", "form", True),
+                                                   ("master", "csrf-json", True)])
+async def test_detects_generation_and_logs_in(generation: str, login: str, v2: bool) -> None:
+    replay = Replay(generation)
+    source = make_source(replay)
+    try:
+        detected = await source.client.open()
+    finally:
+        await source.close()
+    assert (detected.login, detected.v2) == (login, v2)
+    (login_request,) = [r for r in replay.requests if r.url.path == "/login/login.do"]
+    assert login_request.method == "POST"
+    # the password travels in the body, never in the URL
+    assert PASSWORD not in str(login_request.url)
+    if login == "csrf-json":
+        assert json.loads(login_request.content) == {"username": USER, "password": PASSWORD}
+    else:
+        assert dict(parse_qsl(login_request.content.decode())) == {"username": USER, "password": PASSWORD}
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_group_view_from_captured_replies(generation: str) -> None:
+    replay = Replay(generation)
+    manifest = replay.manifest
+    source = make_source(replay)
+    try:
+        await source.client.open()
+        view = await source.group_view(manifest["group"])
+    finally:
+        await source.close()
+    assert view.client_ids == tuple(manifest["clients"])
+    assert list(view.broker_subscriptions) == [manifest["broker_name"]]
+    stored = view.broker_subscriptions[manifest["broker_name"]][manifest["topic"]]
+    assert stored.expression in ("tagA", "tagB")
+    own = {cid: [s.expression for s in subs] for cid, subs in view.client_subscriptions.items()}
+    assert sorted(own.values()) == [["tagA"], ["tagB"]]
+    topic_rows = [p for p in view.progress if p.queue.topic == manifest["topic"]]
+    assert [(p.queue.queue_id, p.broker_offset, p.consumer_offset) for p in topic_rows] == [
+        (q, 2, 2) for q in range(4)]
+    assert all(p.pull_offset is None for p in view.progress)
+    assert set(view.unavailable) == {"pull_offset", "inflight"}
+    assert {p.owner for p in topic_rows} == set(manifest["clients"])
+    assert view.errors == {}
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_group_list_skips_system_groups(generation: str) -> None:
+    replay = Replay(generation)
+    source = make_source(replay)
+    try:
+        await source.client.open()
+        listed = await source.group_summaries()
+    finally:
+        await source.close()
+    (summary,) = listed.value
+    assert (summary.group, summary.clients, summary.consume_type, summary.version) == (
+        replay.manifest["group"], 2, "CONSUME_PASSIVELY", "V5_3_3")
+
+
+# -- failures: one clear error each, with its exit code ---------------------------------------------
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_bad_credentials(generation: str) -> None:
+    source = make_source(Replay(generation), password="wrong")
+    with pytest.raises(errors.ConfigError) as info:
+        try:
+            await source.client.open()
+        finally:
+            await source.close()
+    assert info.value.message == "dashboard login as 'operator' failed: Bad username or password!"
+    assert info.value.exit_code == ExitCode.USAGE
+    assert "wrong" not in info.value.message + (info.value.hint or "")
+
+
+async def test_login_required_but_no_credentials() -> None:
+    source = make_source(Replay("2.1.0"), username=None, password=None)
+    with pytest.raises(errors.ConfigError, match="requires a login and no credentials were given") as info:
+        try:
+            await source.client.open()
+        finally:
+            await source.close()
+    assert "RMQCTL_DASHBOARD_USER" in (info.value.hint or "")
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_session_expiring_mid_command_logs_in_again_once(generation: str) -> None:
+    replay = Replay(generation)
+    source = make_source(replay)
+    try:
+        await source.client.open()
+        replay.expire_next = 1
+        view = await source.group_view(replay.manifest["group"])
+    finally:
+        await source.close()
+    assert replay.logins == 2
+    assert view.client_ids == tuple(replay.manifest["clients"])
+
+
+async def test_session_that_stays_expired_is_a_connection_error() -> None:
+    replay = Replay("2.1.0")
+    source = make_source(replay)
+    try:
+        await source.client.open()
+        replay.expire_next = 10**6
+        with pytest.raises(errors.ConnectionError, match="login page again right after a fresh login") as info:
+            await source.cluster()
+    finally:
+        await source.close()
+    assert info.value.exit_code == ExitCode.CONNECTION
+    assert replay.logins == 2
+
+
+async def test_status_minus_one_on_a_read_is_a_server_refusal() -> None:
+    replay = Replay("2.1.0")
+    _, replies = load("2.1.0")
+    # the dashboard answers every per-group read with a captured status -1 (an NPE inside it)
+    replay.by_request = {k: (replies["connection_no_address"] if k[0].startswith("/consumer/") else v)
+                         for k, v in replay.by_request.items()}
+    source = make_source(replay)
+    try:
+        await source.client.open()
+        with pytest.raises(wire.DashboardRefused) as info:
+            await source.group_summaries()
+    finally:
+        await source.close()
+    assert info.value.exit_code == ExitCode.REFUSED
+    assert info.value.message.startswith("dashboard refused /consumer/group.refresh.all: Cannot invoke")
+    assert "\n" not in info.value.message
+
+
+async def test_dashboard_down_is_a_connection_error() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno 111] Connection refused", request=request)
+
+    source = make_source(refuse)
+    with pytest.raises(errors.ConnectionError, match=f"cannot reach the dashboard at {URL}") as info:
+        try:
+            await source.client.open()
+        finally:
+            await source.close()
+    assert info.value.exit_code == ExitCode.CONNECTION
+
+
+async def test_timeout_covers_the_whole_command() -> None:
+    def slow(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    source = make_source(slow, timeout=0.5)
+    with pytest.raises(errors.TimeoutError) as info:
+        try:
+            await source.client.open()
+        finally:
+            await source.close()
+    assert info.value.exit_code == ExitCode.TIMEOUT

@@ -1,0 +1,207 @@
+"""Through the real dashboard, rmqctl shows what it shows through the native protocol.
+
+One real name server + broker (the session ``real_cluster``), the tag-overwrite setup with two real
+Java push consumers, settled before anything is compared. Each dashboard generation (1.0.0, 2.1.0
+and the unreleased master with Spring Security) runs with ``loginRequired=true`` in front of that
+broker; ``group list/show/progress/assignment`` and ``doctor`` through it must equal the same
+commands through the native protocol wherever the dashboard supplies the data. What it cannot supply
+(the pull offset, hence inflight) must be ``null`` with a note, never a number.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from rmqctl.cli.app import app
+from tests.harness.dashboard import DEFAULT_USERS, DashboardProcess
+from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
+
+pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(600)]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GENERATIONS = ["2.1.0", "1.0.0", "master"]
+USER = "operator"
+
+
+@dataclass
+class Setup:
+    cluster: RealCluster
+    topic: str
+    group: str
+    client_a: str
+    client_b: str
+
+
+@pytest.fixture(scope="module")
+def setup(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    token = uuid.uuid4().hex[:8]
+    topic, group = f"DashTopic_{token}", f"DashGroup_{token}"
+    real_cluster.create_topic(topic, 4)
+    with ScenarioClientsProcess(real_cluster) as clients:
+        a = clients.start_consumer("a", group, {topic: "tagA"}, instance_name=f"dashA_{token}")
+        wait_until(lambda: real_cluster.consumer_ids(group) == [a], timeout=60, message="A registered")
+        b = clients.start_consumer("b", group, {topic: "tagB"}, instance_name=f"dashB_{token}")
+        wait_until(lambda: real_cluster.consumer_ids(group) == sorted([a, b]), timeout=60,
+                   message="A and B registered")
+        clients.wait_stable(lambda: clients.queue_ids(topic), duration=3.0, timeout=90,
+                            accept=lambda alloc: len(alloc) == 2 and all(len(q) == 2 for q in alloc.values()),
+                            message="two queues each")
+        clients.produce(topic, "tagA", 4, queue_ids=[0, 1, 2, 3])
+        clients.produce(topic, "tagB", 4, queue_ids=[0, 1, 2, 3])
+        wait_until(lambda: all(real_cluster.consumer_offset(group, topic, q) == 2 for q in range(4)),
+                   timeout=90, message="every queue committed at offset 2")
+        wait_until(lambda: real_cluster.consumer_offset(group, f"%RETRY%{group}", 0) is not None,
+                   timeout=60, message="retry queue offset committed")
+        yield Setup(real_cluster, topic, group, a, b)
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RMQCTL_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    monkeypatch.setenv("RMQCTL_DASHBOARD_USER", USER)
+    monkeypatch.setenv("RMQCTL_DASHBOARD_PASSWORD", DEFAULT_USERS[USER][0])
+
+
+def run_json(*args: str) -> Any:
+    result = CliRunner().invoke(app, [*args, "-o", "json"])
+    assert result.exit_code == 0, (result.exit_code, result.stderr, result.stdout)
+    return json.loads(result.stdout)
+
+
+def both(s: Setup, dashboard: DashboardProcess, *args: str) -> tuple[Any, Any]:
+    native = run_json(*args, "-n", s.cluster.namesrv_addr)
+    web = run_json(*args, "--dashboard", dashboard.url)
+    return native, web
+
+
+@pytest.fixture(params=GENERATIONS)
+def dashboard(request: pytest.FixtureRequest, dashboard_for: Callable[[str], DashboardProcess],
+              setup: Setup) -> DashboardProcess:
+    return dashboard_for(request.param)
+
+
+def test_group_list_equals_native(setup: Setup, dashboard: DashboardProcess) -> None:
+    native, web = both(setup, dashboard, "group", "list")
+    assert any(row["group"] == setup.group for row in native)
+
+    # TPS is a rate sampled at another instant (and the dashboard truncates it to an integer)
+    def strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in row.items() if k != "consume_tps"} for row in rows]
+
+    assert strip(web) == strip(native)
+
+
+def test_group_show_equals_native(setup: Setup, dashboard: DashboardProcess) -> None:
+    native, web = both(setup, dashboard, "group", "show", setup.group)
+    assert set(web.pop("unavailable")) == {"pull_offset", "inflight"}
+    assert "unavailable" not in native
+    assert web == native
+    own = {cid: [s["expression"] for s in subs if s["topic"] == setup.topic]
+           for cid, subs in web["client_subscriptions"].items()}
+    assert own == {setup.client_a: ["tagA"], setup.client_b: ["tagB"]}
+
+
+def test_group_progress_equals_native_and_marks_inflight_unavailable(setup: Setup,
+                                                                     dashboard: DashboardProcess) -> None:
+    native, web = both(setup, dashboard, "group", "progress", setup.group)
+    assert len(native) == 5  # four queues of the topic and the retry queue
+    for row in web:
+        assert row["pull_offset"] is None and row["inflight"] is None
+        assert set(row.pop("unavailable")) == {"pull_offset", "inflight"}
+    for row in native:
+        assert isinstance(row["inflight"], int)
+        row["pull_offset"] = row["inflight"] = None
+    assert web == native
+    owners = {row["queue_id"]: row["owner"] for row in web if row["topic"] == setup.topic}
+    assert sorted(set(owners.values())) == sorted([setup.client_a, setup.client_b])
+
+
+def test_group_progress_table_says_unavailable(setup: Setup, dashboard: DashboardProcess) -> None:
+    result = CliRunner().invoke(app, ["group", "progress", setup.group, "--dashboard", dashboard.url])
+    assert result.exit_code == 0, result.stderr
+    header, *rows = [line for line in result.stdout.splitlines() if line.startswith(("TOPIC", setup.topic))]
+    assert "INFLIGHT" in header and len(rows) == 4
+    assert all(row.split()[5] == "unavailable" and row.split()[7] == "unavailable" for row in rows)
+    assert "Consume Inflight Total: unavailable" in result.stdout
+
+
+def test_group_assignment_equals_native(setup: Setup, dashboard: DashboardProcess) -> None:
+    native, web = both(setup, dashboard, "group", "assignment", setup.group)
+    assert set(web.pop("unavailable")) == {"pull_offset", "inflight"}
+    assert web == native
+    assert sorted(web["assignments"]) == sorted([setup.client_a, setup.client_b])
+
+
+def test_doctor_equals_native(setup: Setup, dashboard: DashboardProcess) -> None:
+    result_native = CliRunner().invoke(app, ["doctor", setup.group, "-o", "json", "-n", setup.cluster.namesrv_addr])
+    result_web = CliRunner().invoke(app, ["doctor", setup.group, "-o", "json", "--dashboard", dashboard.url])
+    assert result_native.exit_code == result_web.exit_code == 1  # the tag conflict is an error
+    native, web = json.loads(result_native.stdout), json.loads(result_web.stdout)
+    # one broker: every check's data is there, nothing skipped
+    assert "skipped" not in web
+    assert web == native
+    assert "SUBSCRIPTION_TAG_CONFLICT" in {f["code"] for f in web["findings"]}
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "rmqctl", *args], cwd=REPO_ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+def test_bad_credentials_one_line_exit_2(setup: Setup, dashboard_for: Callable[[str], DashboardProcess],
+                                         generation: str) -> None:
+    dashboard = dashboard_for(generation)
+    result = cli("group", "list", "--dashboard", dashboard.url,
+                 env={"RMQCTL_DASHBOARD_PASSWORD": "not-the-password"})
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"rmqctl: error: dashboard login as '{USER}' failed: Bad username or password!")
+    assert "Traceback" not in result.stderr and "not-the-password" not in result.stderr + result.stdout
+
+
+def test_normal_user_reads_groups_through_the_list_cache(setup: Setup,
+                                                         dashboard_for: Callable[[str], DashboardProcess]) -> None:
+    """2.x lets non-admin users call only ``*.query`` paths; ``group.refresh.all`` is refused."""
+    dashboard = dashboard_for("2.1.0")
+    viewer, (password, _) = next((n, u) for n, u in DEFAULT_USERS.items() if not u[1])
+    result = cli("group", "list", "--dashboard", dashboard.url, "-o", "json",
+                 env={"RMQCTL_DASHBOARD_USER": viewer, "RMQCTL_DASHBOARD_PASSWORD": password})
+    assert result.returncode == 0, result.stderr
+    assert setup.group in {row["group"] for row in json.loads(result.stdout)}
+
+
+def test_debug_never_prints_cookies_or_the_password(setup: Setup,
+                                                    dashboard_for: Callable[[str], DashboardProcess]) -> None:
+    dashboard = dashboard_for("master")
+    result = cli("--debug", "group", "show", setup.group, "--dashboard", dashboard.url)
+    assert result.returncode == 0, result.stderr
+    assert "dashboard GET /consumer/consumerConnection.query" in result.stderr  # debug output is on
+    leaked = [s for s in (DEFAULT_USERS[USER][0], "JSESSIONID=", "XSRF-TOKEN=", "X-XSRF-TOKEN:")
+              if s in result.stderr + result.stdout]
+    assert leaked == []
+
+
+def test_dashboard_down_one_line_exit_3(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = cli("group", "list", "--dashboard", f"http://127.0.0.1:{port}")
+    assert result.returncode == 3
+    assert result.stderr.splitlines()[0] == (f"rmqctl: error: cannot reach the dashboard at http://127.0.0.1:{port}: "
+                                             "Connection refused")
+    assert "Traceback" not in result.stderr
