@@ -16,6 +16,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import math
 import sys
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -26,7 +27,7 @@ import typer
 
 from rmqctl import errors
 from rmqctl.cli.render import Console, OutputFormat, View, emit
-from rmqctl.config import resolve
+from rmqctl.config import resolve, timeout_problem
 from rmqctl.errors import ExitCode
 from rmqctl.remoting.admin import AdminClient, parse_namesrv
 from rmqctl.source import ClusterSource, RemotingSource
@@ -44,20 +45,33 @@ OutputOpt = Annotated[
     typer.Option("--output", "-o", help="Output format: table, json, jsonl or csv.",
                  case_sensitive=False, show_default=False),
 ]
+def _check_timeout(value: float | None) -> float | None:
+    problem = None if value is None else timeout_problem(value)
+    if problem:
+        fail(errors.UsageError(f"--timeout {problem}"))
+    return value
+
+
 TimeoutOpt = Annotated[
     float | None,
-    typer.Option("--timeout", help="Per-request timeout in seconds (default 5).", min=0.001,
-                 show_default=False),
+    typer.Option("--timeout", help="Deadline of each request in seconds, covering connect, send, "
+                 "receive and parse (default 5).", callback=_check_timeout, show_default=False),
 ]
 EmulatorOpt = Annotated[
     str | None,
     typer.Option("--emulator", help="Run against the built-in emulator: a scenario name or TOML file.",
                  show_default=False),
 ]
+def _check_at(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        fail(errors.UsageError(f"--at must be a finite number of seconds >= 0, not {value:g}"))
+    return value
+
+
 AtOpt = Annotated[
     float | None,
     typer.Option("--at", help="With --emulator: advance the scenario to this many seconds.",
-                 min=0, show_default=False),
+                 callback=_check_at, show_default=False),
 ]
 
 
