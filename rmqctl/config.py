@@ -96,7 +96,7 @@ class Config:
                     raise errors.ConfigError(f"{path}: contexts.{name}.{key} has the wrong type")
                 if key == "timeout":
                     try:
-                        problem = timeout_problem(float(value))
+                        problem = timeout_problem(float(value))  # type: ignore[arg-type]
                     except OverflowError:  # a TOML integer too large for a float
                         problem = "must be a finite number of seconds > 0"
                     if problem:
