@@ -118,7 +118,11 @@ class AdminClient:
             response = await self._pool.request(address, cmd, limit)
         if response.code not in tuple(accept):
             raise errors.RemoteError.for_code(response.code, response.remark, address=address)
-        value = parse(response)
+        try:
+            value = parse(response)
+        except errors.ProtocolError as exc:
+            exc.raw = exc.raw or response.body  # for --debug
+            raise
         elapsed = loop.time() - started
         if elapsed > limit:
             raise errors.TimeoutError(
