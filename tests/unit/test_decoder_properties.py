@@ -208,12 +208,13 @@ def test_object_keys_that_print_alike_do_not_break_sorting() -> None:
 # Linear time: doubling the input must not much more than double the time
 
 
-def best_time(fn: Callable[[bytes], Any], data: bytes, repeat: int = 3) -> float:
+def best_time(fn: Callable[[bytes], Any], data: bytes, repeat: int = 5) -> float:
+    # CPU time of this process, best of a few: other work on a shared machine does not count
     best = float("inf")
     for _ in range(repeat):
-        started = time.perf_counter()
+        started = time.process_time()
         only_protocol_errors(fn, data)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.process_time() - started)
     return best
 
 
@@ -230,5 +231,5 @@ def test_parse_time_grows_linearly(make: Callable[[int], bytes]) -> None:
     small, large = make(40_000), make(80_000)
     t_small = best_time(fastjson.loads, small)
     t_large = best_time(fastjson.loads, large)
-    # quadratic would be ~4x; allow noise on a shared machine, and ignore sub-millisecond cases
-    assert t_large < max(3.0 * t_small, 0.005), (t_small, t_large)
+    # quadratic would be ~4x (and seconds: 16000 escaped quotes took 2.7 s); allow noise below 20 ms
+    assert t_large < max(3.0 * t_small, 0.02), (t_small, t_large)
