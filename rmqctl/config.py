@@ -19,6 +19,7 @@ Must not import the CLI.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -44,6 +45,19 @@ def _redact(key: str, value: Any) -> Any:
     if key == "dashboard" and isinstance(value, dict):
         return {k: ("******" if k == "password" else v) for k, v in value.items()}
     return value
+
+
+#: Largest ``--timeout``/``timeout`` accepted, in seconds (a day; larger values mean "hang").
+MAX_TIMEOUT = 86_400.0
+
+
+def timeout_problem(value: float) -> str | None:
+    """Why ``value`` is not a usable timeout (None when it is): finite, > 0, at most a day."""
+    if not math.isfinite(value) or value <= 0:
+        return f"must be a finite number of seconds > 0, not {value:g}"
+    if value > MAX_TIMEOUT:
+        return f"must be at most {MAX_TIMEOUT:g} seconds, not {value:g}"
+    return None
 
 
 def config_path() -> Path:
@@ -91,6 +105,13 @@ class Config:
                     )
                 if not isinstance(value, expected) or isinstance(value, bool):
                     raise errors.ConfigError(f"{path}: contexts.{name}.{key} has the wrong type")
+                if key == "timeout":
+                    try:
+                        problem = timeout_problem(float(value))  # type: ignore[arg-type]
+                    except OverflowError:  # a TOML integer too large for a float
+                        problem = "must be a finite number of seconds > 0"
+                    if problem:
+                        raise errors.ConfigError(f"{path}: contexts.{name}.timeout {problem}")
         return cls(current, dict(contexts), path)
 
     def save(self) -> None:
@@ -160,6 +181,7 @@ def resolve(
     if credentials is None and ctx.get("access_key") and ctx.get("secret_key"):
         credentials = Credentials(ctx["access_key"], ctx["secret_key"])
     effective_timeout = float(timeout if timeout is not None else ctx.get("timeout", 5.0))
-    if effective_timeout <= 0:
-        raise errors.UsageError("--timeout must be positive")
+    problem = timeout_problem(effective_timeout)
+    if problem:
+        raise errors.UsageError(f"--timeout {problem}")
     return Target(address, effective_timeout, credentials, ctx_name)

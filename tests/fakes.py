@@ -8,14 +8,31 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import struct
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rmqctl.remoting import fastjson, frame
 from rmqctl.remoting.frame import RemotingCommand
 
-Handler = Callable[[RemotingCommand], tuple[int, Any]]
+Handler = Callable[[RemotingCommand], Any]
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A handler result: write these bytes (a malformed frame, say) instead of a response."""
+
+    data: bytes
+
+
+class Silence:
+    """A handler result: never answer (a black-holed server); the connection stays open."""
+
+
+class Reset:
+    """A handler result: drop the connection with a TCP reset."""
 
 
 def free_port() -> int:
@@ -27,7 +44,8 @@ def free_port() -> int:
 class FakeServer:
     """Answers each request code with ``handlers[code](request) -> (response_code, body)``.
 
-    A body that is not ``bytes`` is written with the fastjson dialect; unknown codes get 3.
+    A body that is not ``bytes`` is written with the fastjson dialect; unknown codes get 3. A
+    handler may instead return :class:`Raw`, :class:`Silence` or :class:`Reset` to misbehave.
     """
 
     def __init__(self, handlers: dict[int, Handler]) -> None:
@@ -50,10 +68,22 @@ class FakeServer:
                 for req in decoder:
                     self.requests.append(req)
                     handler = self.handlers.get(req.code)
+                    result = None if handler is None else handler(req)
+                    if isinstance(result, Silence):
+                        continue
+                    if isinstance(result, Reset):
+                        sock = writer.get_extra_info("socket")
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        writer.transport.abort()
+                        return
+                    if isinstance(result, Raw):
+                        writer.write(result.data)
+                        await writer.drain()
+                        continue
                     if handler is None:
                         resp = req.response(3, remark=f" request type {req.code} not supported")
                     else:
-                        code, body = handler(req)
+                        code, body = result
                         raw = body if isinstance(body, bytes) else fastjson.dumps_bytes(body)
                         resp = req.response(code, body=raw if body is not None else b"",
                                             remark=None if code == 0 else "fake error")

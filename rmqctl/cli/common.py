@@ -14,17 +14,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
 from rmqctl import errors
 from rmqctl.cli.render import Console, OutputFormat, View, emit
+from rmqctl.config import timeout_problem
 from rmqctl.connect import Target, open_source
 from rmqctl.errors import ExitCode
 from rmqctl.source import ClusterSource
@@ -42,10 +44,17 @@ OutputOpt = Annotated[
     typer.Option("--output", "-o", help="Output format: table, json, jsonl or csv.",
                  case_sensitive=False, show_default=False),
 ]
+def _check_timeout(value: float | None) -> float | None:
+    problem = None if value is None else timeout_problem(value)
+    if problem:
+        reject(errors.UsageError(f"--timeout {problem}"))
+    return value
+
+
 TimeoutOpt = Annotated[
     float | None,
-    typer.Option("--timeout", help="Per-request timeout in seconds (default 5).", min=0.001,
-                 show_default=False),
+    typer.Option("--timeout", help="Deadline of each request in seconds, covering connect, send, "
+                 "receive and parse (default 5).", callback=_check_timeout, show_default=False),
 ]
 EmulatorOpt = Annotated[
     str | None,
@@ -58,10 +67,18 @@ DashboardOpt = Annotated[
                  "(login from RMQCTL_DASHBOARD_USER/RMQCTL_DASHBOARD_PASSWORD or the context).",
                  show_default=False),
 ]
+
+
+def _check_at(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        reject(errors.UsageError(f"--at must be a finite number of seconds >= 0, not {value:g}"))
+    return value
+
+
 AtOpt = Annotated[
     float | None,
     typer.Option("--at", help="With --emulator: advance the scenario to this many seconds.",
-                 min=0, show_default=False),
+                 callback=_check_at, show_default=False),
 ]
 
 
@@ -124,6 +141,13 @@ def report_error(error: errors.RmqctlError, debug: bool = False) -> None:
         if isinstance(error, errors.ProtocolError) and error.raw:
             sys.stderr.write(f"raw bytes: {error.raw[:2048]!r}\n")
     console.error(error.message, error.hint)
+
+
+def reject(error: errors.UsageError) -> NoReturn:
+    """Refuse an option's value from its callback: callbacks of options given before the command
+    run while the command line is parsed, before :class:`RootGroup` can report anything."""
+    report_error(error)
+    raise typer.Exit(int(error.exit_code))
 
 
 class RootGroup(TyperGroup):

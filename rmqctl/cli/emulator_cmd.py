@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import math
 import os
 import signal
 import sys
@@ -122,18 +123,37 @@ def serve(
     bind: Annotated[str, typer.Option("--bind", help="Address to listen on.")] = "127.0.0.1",
     token: TokenOpt = None,
     at: Annotated[float, typer.Option("--at", min=0, help="Virtual clock: start at this many seconds.")] = 0.0,
+    idle_timeout: Annotated[float, typer.Option(
+        "--idle-timeout", help="Close a remoting connection silent (or not reading replies) this many seconds."
+    )] = 120.0,
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", help="Open connections per port; the next one is closed at once.")] = 1024,
+    max_frame_bytes: Annotated[int, typer.Option(
+        "--max-frame-bytes", help="Largest frame accepted (bounds what one connection buffers).")] = 4 * 1024 * 1024
+    + 64 * 1024,
+    write_buffer_bytes: Annotated[int, typer.Option(
+        "--write-buffer-bytes", help="Unread reply bytes per connection before its requests wait.")] = 1024 * 1024,
+    request_timeout: Annotated[float, typer.Option(
+        "--request-timeout", help="Seconds a control-API client has to send one request.")] = 10.0,
     output: OutputOpt = None,
 ) -> None:
     """Serve a scenario on real sockets until Ctrl-C: point mqadmin or rmqctl -n at it."""
     from rmqctl.emulator.scenario import load_scenario
     from rmqctl.emulator.serve import Served, ServeOptions, serve_emulator
+    from rmqctl.emulator.server import ServerLimits
 
     opts = _opts(ctx, output)
     if clock not in ("real", "virtual"):
         raise errors.UsageError(f"--clock must be 'real' or 'virtual', not {clock!r}")
     spec = load_scenario(scenario)
+    for name, value in (("--speed", speed), ("--at", at), ("--request-timeout", request_timeout)):
+        if not math.isfinite(value) or (value <= 0 and name != "--at"):
+            raise errors.UsageError(f"{name} must be a finite number > 0, not {value:g}")
+    limits = ServerLimits(idle_timeout=idle_timeout, max_connections=max_connections,
+                          max_frame_bytes=max_frame_bytes, write_buffer_bytes=write_buffer_bytes)
     options = ServeOptions(clock=clock, speed=speed, bind=bind, namesrv_port=namesrv_port,
-                           control_port=control_port, token=token, at=at)
+                           control_port=control_port, token=token, at=at, limits=limits,
+                           request_timeout=request_timeout)
     interrupted: dict[str, int | None] = {"signal": None}
 
     def ready(served: Served) -> None:

@@ -1,4 +1,4 @@
-"""A small HTTP/1.1 control API for a served emulator (stdlib asyncio, JSON in and out).
+"""A small HTTP/1.1 control API for a served emulator (asyncio + h11, JSON in and out).
 
 Endpoints (all JSON; errors are ``{"error": "..."}`` with a 4xx/5xx status):
 
@@ -16,6 +16,11 @@ It listens on loopback by default. Bound to any other address it refuses to star
 token, and every request must then carry ``Authorization: Bearer <token>`` (a token, when set,
 is always required, loopback or not). One request per connection (``Connection: close``).
 
+HTTP framing is h11's (no hand-written parsing): any malformed request gets a 4xx answer and is
+never logged as a traceback; a request not complete within ``request_timeout`` seconds gets 408;
+headers are capped at 64 KiB and bodies at 1 MiB (413); ``produce`` sends at most
+:data:`MAX_PRODUCE` messages per request, in chunks, yielding to other clients between them.
+
 Must not import the CLI, textual or pyspark.
 """
 
@@ -28,9 +33,11 @@ import hmac
 import ipaddress
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+import h11
 
 from rmqctl import errors
 from rmqctl.emulator.clock import RealTimeDriver
@@ -42,9 +49,25 @@ log = logging.getLogger(__name__)
 
 MAX_HEADER = 64 * 1024
 MAX_BODY = 1024 * 1024
+#: Most messages one ``POST /v1/produce`` may send.
+MAX_PRODUCE = 100_000
+#: ``produce`` yields to the event loop after every this many messages.
+PRODUCE_CHUNK = 1000
+#: Default seconds a client has to send one whole request.
+REQUEST_TIMEOUT = 10.0
+_READ_CHUNK = 16 * 1024
 _REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
-            405: "Method Not Allowed", 409: "Conflict", 413: "Payload Too Large",
-            500: "Internal Server Error"}
+            405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 413: "Payload Too Large",
+            431: "Request Header Fields Too Large", 500: "Internal Server Error"}
+
+Route = Callable[[dict[str, Any]], "tuple[int, Any] | Awaitable[tuple[int, Any]]"]
+
+
+def _content_length(request: h11.Request) -> int | None:
+    for name, value in request.headers:
+        if name == b"content-length":
+            return int(value)  # h11 has checked it is a number
+    return None
 
 
 class HttpError(Exception):
@@ -67,7 +90,8 @@ class ControlServer:
     """The control API of one emulated cluster."""
 
     def __init__(self, cluster: EmulatedCluster, *, driver: RealTimeDriver | None = None,
-                 host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
+                 host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                 request_timeout: float = REQUEST_TIMEOUT) -> None:
         if not is_loopback(host) and not token:
             raise errors.UsageError(
                 f"the control API would listen on {host}, which is not loopback, without a token",
@@ -78,8 +102,9 @@ class ControlServer:
         self.host = host
         self.port = port
         self.token = token
+        self.request_timeout = request_timeout
         self._server: asyncio.base_events.Server | None = None
-        self._routes: dict[tuple[str, str], Callable[[dict[str, Any]], tuple[int, Any]]] = {
+        self._routes: dict[tuple[str, str], Route] = {
             ("GET", "/v1/health"): self._health,
             ("GET", "/v1/clients"): self._clients,
             ("POST", "/v1/consumers"): self._start_consumer,
@@ -117,63 +142,89 @@ class ControlServer:
     # -- HTTP ---------------------------------------------------------------------------------
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADER)
         try:
-            status, payload = await self._serve_one(reader)
+            async with asyncio.timeout(self.request_timeout):
+                request, blob = await self._read_request(conn, reader)
+            status, payload = await self._serve_one(request, blob)
         except HttpError as exc:
             status, payload = exc.status, {"error": exc.message}
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+        except h11.RemoteProtocolError as exc:
+            status, payload = exc.error_status_hint, {"error": f"malformed request: {exc}"}
+        except TimeoutError:
+            status, payload = 408, {"error": f"request not complete within {self.request_timeout:g}s"}
+        except (ConnectionError, OSError):
             writer.close()
             return
         body = json.dumps(payload, indent=None, ensure_ascii=False, default=str).encode("utf-8")
-        head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-                "Connection: close\r\n\r\n").encode("ascii")
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                   ("Connection", "close")]
         try:
-            writer.write(head + body)
-            await writer.drain()
-        except (ConnectionError, OSError):
+            if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+                data = conn.send(h11.Response(status_code=status, headers=headers,
+                                              reason=_REASONS.get(status, "Error")))
+                data = (data or b"") + (conn.send(h11.Data(data=body)) or b"")
+                data += conn.send(h11.EndOfMessage()) or b""
+            else:  # h11 cannot frame a response any more; write a minimal one ourselves
+                data = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("ascii") + body
+            writer.write(data)
+            async with asyncio.timeout(self.request_timeout):
+                await writer.drain()
+        except (ConnectionError, OSError, TimeoutError, h11.LocalProtocolError):
             pass
         finally:
             writer.close()
 
-    async def _serve_one(self, reader: asyncio.StreamReader) -> tuple[int, Any]:
-        raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
-        if len(raw) > MAX_HEADER:
-            raise HttpError(413, "request header too large")
-        lines = raw.decode("latin-1").split("\r\n")
-        try:
-            method, target, _ = lines[0].split(" ", 2)
-        except ValueError as exc:
-            raise HttpError(400, "malformed request line") from exc
-        headers = {}
-        for line in lines[1:]:
-            if ":" in line:
-                key, _, value = line.partition(":")
-                headers[key.strip().lower()] = value.strip()
+    async def _read_request(self, conn: h11.Connection, reader: asyncio.StreamReader) -> tuple[h11.Request, bytes]:
+        request: h11.Request | None = None
+        body = bytearray()
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                chunk = await reader.read(_READ_CHUNK)
+                conn.receive_data(chunk)  # b"" tells h11 the peer closed
+                continue
+            if isinstance(event, h11.Request):
+                request = event
+                length = _content_length(event)
+                if length is not None and length > MAX_BODY:
+                    raise HttpError(413, "request body too large")
+            elif isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > MAX_BODY:
+                    raise HttpError(413, "request body too large")
+            elif isinstance(event, h11.EndOfMessage):
+                assert request is not None
+                return request, bytes(body)
+            elif isinstance(event, h11.ConnectionClosed):
+                raise ConnectionResetError("the client closed the connection mid-request")
+
+    async def _serve_one(self, request: h11.Request, blob: bytes) -> tuple[int, Any]:
+        method = request.method.decode("ascii", "replace")
+        target = request.target.decode("ascii", "replace")
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in request.headers}
         if self.token is not None:
             auth = headers.get("authorization", "")
             scheme, _, given = auth.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
                 raise HttpError(401, "missing or wrong bearer token")
-        length = int(headers.get("content-length", "0") or 0)
-        if length > MAX_BODY:
-            raise HttpError(413, "request body too large")
         data: dict[str, Any] = {}
-        if length:
-            blob = await asyncio.wait_for(reader.readexactly(length), 10.0)
+        if blob:
             try:
                 parsed = json.loads(blob)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise HttpError(400, f"body is not JSON: {exc}") from exc
             if not isinstance(parsed, dict):
                 raise HttpError(400, "body must be a JSON object")
             data = parsed
         path = unquote(urlsplit(target).path).rstrip("/") or "/"
+        route: Route | None
         if method == "DELETE" and path.startswith("/v1/consumers/"):
             data = {"client_id": path[len("/v1/consumers/"):], "kill": data.get("kill", False)}
             route = self._stop_consumer
         else:
-            route = self._routes.get((method, path))  # type: ignore[assignment]
+            route = self._routes.get((method, path))
             if route is None:
                 if any(p == path for _, p in self._routes):
                     raise HttpError(405, f"{method} is not allowed on {path}")
@@ -181,7 +232,8 @@ class ControlServer:
         if self.driver is not None:
             self.driver.sync()
         try:
-            status, payload = route(data)
+            result = route(data)
+            status, payload = result if isinstance(result, tuple) else await result
         except errors.NotFound as exc:
             raise HttpError(404, exc.message) from exc
         except (errors.UsageError, errors.ConfigError, AllocationError) as exc:
@@ -189,7 +241,7 @@ class ControlServer:
         except HttpError:
             raise
         except Exception as exc:
-            log.exception("control request failed")
+            log.warning("control request %s %s failed: %s: %s", method, path, type(exc).__name__, exc)
             raise HttpError(500, f"{type(exc).__name__}: {exc}") from exc
         if self.driver is not None:
             self.driver.poke()
@@ -243,17 +295,22 @@ class ControlServer:
         consumer = self.cluster.stop_consumer(client_id, kill=bool(data.get("kill", False)))
         return 200, {"client_id": consumer.client_id, "running": consumer.running}
 
-    def _produce(self, data: dict[str, Any]) -> tuple[int, Any]:
+    async def _produce(self, data: dict[str, Any]) -> tuple[int, Any]:
         topic = _required(data, "topic")
         count = data.get("count", 1)
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 1_000_000:
-            raise HttpError(400, "count must be an integer between 1 and 1000000")
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PRODUCE:
+            raise HttpError(400, f"count must be an integer between 1 and {MAX_PRODUCE}")
         queue = data.get("queue")
         if queue is not None and (isinstance(queue, bool) or not isinstance(queue, int)):
             raise HttpError(400, "queue must be an integer")
-        sent = self.cluster.produce(topic, count, _text(data, "tag"), queue=queue,
-                                    broker=_text(data, "broker"), keys=_text(data, "keys"),
-                                    producer=_text(data, "producer") or "default")
+        tag, broker, keys = _text(data, "tag"), _text(data, "broker"), _text(data, "keys")
+        producer = _text(data, "producer") or "default"
+        sent = []
+        for done in range(0, count, PRODUCE_CHUNK):
+            if done:
+                await asyncio.sleep(0)  # let other clients (and the clock) in between chunks
+            sent += self.cluster.produce(topic, min(PRODUCE_CHUNK, count - done), tag, queue=queue,
+                                         broker=broker, keys=keys, producer=producer)
         return 200, {
             "sent": len(sent),
             "messages": [{"broker": b, "queue_id": m.queue_id, "queue_offset": m.queue_offset,

@@ -58,6 +58,7 @@ Must not import the CLI, textual or pyspark.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -312,9 +313,15 @@ class _Checker:
     def number(self, value: Any, path: Sequence[str | int], *, minimum: float = 0.0) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(path, f"expected a number of seconds, got {_kind(value)}")
-        if value < minimum:
+        try:
+            seconds = float(value)
+        except OverflowError:  # a TOML integer beyond any float
+            seconds = math.inf
+        if not math.isfinite(seconds):
+            raise self.fail(path, f"must be a finite number of seconds, got {str(value)[:40]}")
+        if seconds < minimum:
             raise self.fail(path, f"must be >= {minimum:g}, got {value}")
-        return float(value)
+        return seconds
 
     def integer(self, value: Any, path: Sequence[str | int], *, minimum: int = 0, maximum: int | None = None) -> int:
         if isinstance(value, bool) or not isinstance(value, int):

@@ -14,12 +14,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, RealTimeDriver, Scheduler
-from rmqctl.emulator.control import ControlServer
+from rmqctl.emulator.control import REQUEST_TIMEOUT, ControlServer
 from rmqctl.emulator.scenario import Scenario
-from rmqctl.emulator.server import EmulatorServer
+from rmqctl.emulator.server import EmulatorServer, ServerLimits
 from rmqctl.emulator.world import EmulatedCluster
 
 
@@ -33,6 +33,10 @@ class ServeOptions:
     token: str | None = None
     #: with the virtual clock: run the scenario to this many seconds before serving
     at: float = 0.0
+    #: bounds on every remoting port (idle timeout, connection cap, frame size, write buffer)
+    limits: ServerLimits = field(default_factory=ServerLimits)
+    #: seconds a control-API client has to send one whole request
+    request_timeout: float = REQUEST_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +63,9 @@ async def running_emulator(scenario: Scenario, options: ServeOptions) -> AsyncIt
     cluster = EmulatedCluster(scenario, scheduler=Scheduler(start_ms))
     driver = RealTimeDriver(cluster.scheduler, speed=options.speed) if real else None
     control = ControlServer(cluster, driver=driver, host=options.bind, port=options.control_port,
-                            token=options.token)
+                            token=options.token, request_timeout=options.request_timeout)
     server = EmulatorServer(cluster, host=options.bind, namesrv_port=options.namesrv_port,
-                            sync=driver.sync if driver else None)
+                            sync=driver.sync if driver else None, limits=options.limits)
     await server.start()
     task: asyncio.Task[None] | None = None
     try:

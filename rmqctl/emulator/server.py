@@ -14,6 +14,14 @@ REQUEST_CODE_NOT_SUPPORTED with remark `` request type N not supported``; a fram
 decoded closes that connection only; oneway requests get no answer. Admin clients need no
 heartbeat. Before handling any request the world is brought up to "now" (real-time serving).
 
+Peers may be hostile, so each port is bounded by :class:`ServerLimits`: a connection silent for
+``idle_timeout`` is closed (the broker's ``serverChannelMaxIdleTimeSeconds``, 120 s); at most
+``max_connections`` are open at once (the next is closed on accept); one unfinished frame may
+buffer at most ``max_frame_bytes``; replies queued for a peer that does not read stop the reading
+of its requests at ``write_buffer_bytes`` until they drain, and a drain stalled for
+``idle_timeout`` closes the connection. A bad frame is logged in one line and closes only its
+connection.
+
 Must not import the CLI, textual or pyspark.
 """
 
@@ -24,10 +32,12 @@ import contextlib
 import errno
 import itertools
 import logging
+import math
 import socket
 import struct
 import zlib
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Self
 
 from rmqctl import errors
@@ -71,6 +81,30 @@ _V2_HEADER = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "def
               "j": "reconsumeTimes", "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch",
               "n": "brokerName"}
 
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """What one peer may make a remoting port hold or wait for (defaults documented in docs/)."""
+
+    #: seconds without a byte from the peer (or without its reading our replies) before closing
+    idle_timeout: float = 120.0
+    #: open connections per port; the next one is closed as soon as it is accepted
+    max_connections: int = 1024
+    #: largest frame accepted, so the most one unfinished frame buffers (a 4 MiB message + header)
+    max_frame_bytes: int = 4 * 1024 * 1024 + 64 * 1024
+    #: replies queued for a peer before its further requests wait for them to drain
+    write_buffer_bytes: int = 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.idle_timeout) and self.idle_timeout > 0):
+            raise errors.UsageError(f"idle timeout must be a finite number of seconds > 0, not {self.idle_timeout:g}")
+        if self.max_connections < 1:
+            raise errors.UsageError("the connection cap must be at least 1")
+        if not 1024 <= self.max_frame_bytes <= frame.MAX_FRAME_LENGTH:
+            raise errors.UsageError(f"the frame size limit must be 1024..{frame.MAX_FRAME_LENGTH} bytes")
+        if self.write_buffer_bytes < 1024:
+            raise errors.UsageError("the write buffer limit must be at least 1024 bytes")
+
+
 Result = RemotingCommand | None | Awaitable[RemotingCommand | None]
 Handler = Callable[[RemotingCommand, "ServerConnection"], Result]
 
@@ -100,6 +134,17 @@ def _bool(ext: Mapping[str, str], key: str, default: bool = False) -> bool:
     return default if value is None else value.lower() == "true"
 
 
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _log_handler_failure(cmd: RemotingCommand, exc: Exception) -> None:
+    # One line per failed request (a peer can send many); the traceback only at debug level.
+    log.warning("handler for code %s failed: %s: %s", cmd.code, type(exc).__name__, _one_line(str(exc)))
+    log.debug("handler traceback", exc_info=exc)
+
+
 class ServerConnection:
     """One accepted connection; also a broker :class:`~.broker.Channel` for TCP clients."""
 
@@ -122,15 +167,36 @@ class ServerConnection:
     def __eq__(self, other: object) -> bool:
         return self is other
 
+    @property
+    def write_buffered(self) -> int:
+        """Reply bytes queued in the transport, not yet taken by the peer."""
+        return self.writer.transport.get_write_buffer_size()
+
     async def run(self) -> None:
+        limits = self.server.limits
+        self.writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes)
         try:
-            async for cmd in read_commands(self.reader):
+            async for cmd in read_commands(self.reader, max_frame_length=limits.max_frame_bytes,
+                                           idle_timeout=limits.idle_timeout):
                 self._dispatch(cmd)
+                if self.write_buffered > limits.write_buffer_bytes:
+                    # Backpressure: read no more requests until the peer takes our replies.
+                    async with asyncio.timeout(limits.idle_timeout):
+                        await self.writer.drain()
         except errors.ProtocolError as exc:
             # ``NettyDecoder``: a frame that does not decode closes this channel, nothing else.
-            log.debug("closing %s after a bad frame: %s", self.remote_addr, exc)
+            log.warning("%s: closing %s after a bad frame: %s", self.server.name, self.remote_addr,
+                        _one_line(str(exc)))
+        except errors.TimeoutError:
+            log.debug("%s: closing %s, idle for %gs", self.server.name, self.remote_addr, limits.idle_timeout)
+        except TimeoutError:
+            log.debug("%s: closing %s, it has not read its replies for %gs", self.server.name,
+                      self.remote_addr, limits.idle_timeout)
         except (ConnectionError, OSError, asyncio.IncompleteReadError):
             pass
+        except Exception as exc:  # never a traceback per connection
+            log.warning("%s: closing %s: %s: %s", self.server.name, self.remote_addr, type(exc).__name__,
+                        _one_line(str(exc)))
         finally:
             self.close()
 
@@ -143,7 +209,7 @@ class ServerConnection:
         try:
             result = self.server.handle(cmd, self)
         except Exception as exc:  # a handler bug answers SYSTEM_ERROR, like the Java catch-all
-            log.exception("handler for code %s failed", cmd.code)
+            _log_handler_failure(cmd, exc)
             result = respond(cmd, ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
         if result is None or isinstance(result, RemotingCommand):
             self._reply(cmd, result)
@@ -156,7 +222,7 @@ class ServerConnection:
         try:
             result = await pending
         except Exception as exc:
-            log.exception("handler for code %s failed", cmd.code)
+            _log_handler_failure(cmd, exc)
             result = respond(cmd, ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
         self._reply(cmd, result)
 
@@ -215,8 +281,11 @@ class RemotingServer:
     """A listening socket whose requests go to ``handlers[code]``."""
 
     def __init__(self, name: str, handlers: Mapping[int, Handler], *, sync: Callable[[], None] | None = None,
-                 on_close: Callable[[ServerConnection], None] | None = None) -> None:
+                 on_close: Callable[[ServerConnection], None] | None = None,
+                 limits: ServerLimits | None = None) -> None:
         self.name = name
+        self.limits = limits or ServerLimits()
+        self.refused = 0
         self.handlers = dict(handlers)
         self.sync = sync
         self.on_close = on_close
@@ -239,6 +308,12 @@ class RemotingServer:
         self.host, self.port = sockname[0], sockname[1]
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.connections) >= self.limits.max_connections:
+            self.refused += 1
+            log.warning("%s: refusing a connection from %s: %d connections open (the cap)", self.name,
+                        writer.get_extra_info("peername"), len(self.connections))
+            writer.close()
+            return
         sock = writer.get_extra_info("socket")
         if sock is not None:
             try:
@@ -707,19 +782,20 @@ class EmulatorServer:
 
     def __init__(self, cluster: EmulatedCluster, *, host: str = "127.0.0.1", namesrv_port: int = 0,
                  broker_ports: Mapping[str, int] | None = None, advertise: str | None = None,
-                 sync: Callable[[], None] | None = None) -> None:
+                 sync: Callable[[], None] | None = None, limits: ServerLimits | None = None) -> None:
         self.cluster = cluster
         self.host = host
         self.namesrv_port = namesrv_port
         self.broker_ports = dict(broker_ports or {})
         self.advertise = advertise or (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1")
         self.sync = sync
-        self.namesrv = RemotingServer("name server", namesrv_handlers(cluster), sync=sync)
+        self.limits = limits or ServerLimits()
+        self.namesrv = RemotingServer("name server", namesrv_handlers(cluster), sync=sync, limits=self.limits)
         self.brokers: dict[str, RemotingServer] = {}
         for name, broker in cluster.brokers.items():
             service = BrokerService(cluster, broker)
             self.brokers[name] = RemotingServer(f"broker {name}", service.handlers(), sync=sync,
-                                                on_close=broker.channel_closed)
+                                                on_close=broker.channel_closed, limits=self.limits)
 
     @property
     def namesrv_addr(self) -> str:

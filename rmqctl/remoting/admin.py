@@ -6,6 +6,11 @@ requests when credentials are configured, and turns every response into model ob
 :class:`~rmqctl.errors.RemoteError`. :meth:`AdminClient.fan_out` runs one call against many
 brokers with bounded concurrency and reports per-broker failures instead of raising.
 
+Every request has one deadline, ``timeout`` seconds, that covers connecting (or reconnecting),
+sending, waiting for the answer and parsing it; an answer parsed after its deadline is a
+:class:`~rmqctl.errors.TimeoutError` like one that never came. No call waits longer than that
+(waiting for a free slot of the ``concurrency`` limit does not count).
+
 Must not import the CLI, the TUI or anything above ``source``.
 """
 
@@ -92,29 +97,63 @@ class AdminClient:
         accept: Iterable[int] = (ResponseCode.SUCCESS,),
     ) -> RemotingCommand:
         """One request to one server; a response code outside ``accept`` raises RemoteError."""
+        return await self.fetch(address, code, ext, _as_is, body=body, timeout=timeout, accept=accept)
+
+    async def fetch(
+        self,
+        address: str,
+        code: int,
+        ext: Mapping[str, object] | None,
+        parse: Callable[[RemotingCommand], T],
+        *,
+        body: bytes = b"",
+        timeout: float | None = None,
+        accept: Iterable[int] = (ResponseCode.SUCCESS,),
+    ) -> T:
+        """Like :meth:`call`, then ``parse`` the response, all within one deadline."""
+        limit = timeout or self.timeout
         cmd = frame.request(code, dict(ext or {}), body)
+        loop = asyncio.get_running_loop()
         async with self._limit:
-            response = await self._pool.request(address, cmd, timeout or self.timeout)
+            started = loop.time()
+            response = await self._pool.request(address, cmd, limit)
         if response.code not in tuple(accept):
             raise errors.RemoteError.for_code(response.code, response.remark, address=address)
-        return response
+        try:
+            value = parse(response)
+        except errors.ProtocolError as exc:
+            exc.raw = exc.raw or response.body  # for --debug
+            raise
+        elapsed = loop.time() - started
+        if elapsed > limit:
+            raise errors.TimeoutError(
+                f"request {code} to {address} timed out after {limit:g}s "
+                f"(its answer took {elapsed:.1f}s to arrive and read)"
+            )
+        return value
 
     async def call_namesrv(
         self, code: int, ext: Mapping[str, object] | None = None
     ) -> RemotingCommand:
         """Ask the name servers in turn, starting with the last one that answered."""
+        return await self.fetch_namesrv(code, ext, _as_is)
+
+    async def fetch_namesrv(
+        self, code: int, ext: Mapping[str, object] | None, parse: Callable[[RemotingCommand], T]
+    ) -> T:
+        """:meth:`call_namesrv`, then ``parse`` the answer (within that request's deadline)."""
         failures: list[errors.RmqctlError] = []
         count = len(self.namesrv)
         for step in range(count):
             index = (self._ns_index + step) % count
             address = self.namesrv[index]
             try:
-                response = await self.call(address, code, ext)
+                value = await self.fetch(address, code, ext, parse)
             except (errors.ConnectionError, errors.TimeoutError) as exc:
                 failures.append(exc)
                 continue
             self._ns_index = index
-            return response
+            return value
         timed_out = all(isinstance(f, errors.TimeoutError) for f in failures)
         exc_type = errors.TimeoutError if timed_out else errors.ConnectionError
         raise exc_type(
@@ -131,73 +170,89 @@ class AdminClient:
     # -- name server ------------------------------------------------------------------------
 
     async def cluster_info(self) -> ClusterInfo:
-        response = await self.call_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
-        return bodies.cluster_info(response.body)
+        return await self.fetch_namesrv(
+            RequestCode.GET_BROKER_CLUSTER_INFO, None, lambda r: bodies.cluster_info(r.body)
+        )
 
     async def topic_route(self, topic: str) -> TopicRoute:
-        response = await self.call_namesrv(
-            RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic, "acceptStandardJsonOnly": True}
+        return await self.fetch_namesrv(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            {"topic": topic, "acceptStandardJsonOnly": True},
+            lambda r: bodies.topic_route(topic, r.body),
         )
-        return bodies.topic_route(topic, response.body)
 
     async def topic_list(self) -> list[str]:
-        response = await self.call_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        return sorted(bodies.string_list(response.body, "topicList"))
+        return sorted(await self.fetch_namesrv(
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, None,
+            lambda r: bodies.string_list(r.body, "topicList"),
+        ))
 
     # -- broker -----------------------------------------------------------------------------
 
     async def topic_stats(self, address: str, topic: str) -> TopicStats:
-        response = await self.call(address, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
-        return bodies.topic_stats(topic, response.body)
+        return await self.fetch(
+            address, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic},
+            lambda r: bodies.topic_stats(topic, r.body),
+        )
 
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
-        response = await self.call(
-            address, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}
+        return await self.fetch(
+            address, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group},
+            lambda r: bodies.consumer_connection(r.body),
         )
-        return bodies.consumer_connection(response.body)
 
     async def consume_stats(
         self, address: str, group: str, topic: str | None = None
     ) -> ConsumeStats:
-        response = await self.call(
-            address,
-            RequestCode.GET_CONSUME_STATS,
-            {"consumerGroup": group, "topic": topic},
-            timeout=self.timeout * 3,  # mqadmin allows this call three times the timeout
+        # mqadmin allows this call three times its timeout; here --timeout is a promise.
+        return await self.fetch(
+            address, RequestCode.GET_CONSUME_STATS, {"consumerGroup": group, "topic": topic},
+            lambda r: bodies.consume_stats(r.body),
         )
-        return bodies.consume_stats(response.body)
 
     async def consumer_running_info(
         self, address: str, group: str, client_id: str
     ) -> ConsumerRunningInfo:
-        response = await self.call(
+        # The broker waits up to 10 s for the client before answering 207; with a shorter
+        # --timeout a client that hangs shows up as a timeout instead.
+        return await self.fetch(
             address,
             RequestCode.GET_CONSUMER_RUNNING_INFO,
             {"consumerGroup": group, "clientId": client_id, "jstackEnable": False},
-            # the broker waits up to 10 s for the client before answering 207
-            timeout=max(self.timeout, 12.0),
+            lambda r: bodies.consumer_running_info(client_id, r.body),
         )
-        return bodies.consumer_running_info(client_id, response.body)
 
     async def consumer_ids(self, address: str, group: str) -> list[str]:
-        response = await self.call(
+        def parse(response: RemotingCommand) -> list[str]:
+            if response.code != ResponseCode.SUCCESS:
+                return []  # "no consumer for this group"
+            return bodies.string_list(response.body, "consumerIdList")
+
+        return await self.fetch(
             address,
             RequestCode.GET_CONSUMER_LIST_BY_GROUP,
             {"consumerGroup": group},
+            parse,
             accept=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR),
         )
-        if response.code != ResponseCode.SUCCESS:
-            return []  # "no consumer for this group"
-        return bodies.string_list(response.body, "consumerIdList")
 
     async def topic_consumers(self, address: str, topic: str) -> list[str]:
-        response = await self.call(address, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
-        return sorted(bodies.string_list(response.body, "groupList"))
+        return sorted(await self.fetch(
+            address, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic},
+            lambda r: bodies.string_list(r.body, "groupList"),
+        ))
 
     async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]:
-        response = await self.call(address, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-        return bodies.subscription_groups(response.body)
+        return await self.fetch(
+            address, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, None,
+            lambda r: bodies.subscription_groups(r.body),
+        )
 
     async def broker_runtime_info(self, address: str) -> dict[str, str]:
-        response = await self.call(address, RequestCode.GET_BROKER_RUNTIME_INFO)
-        return bodies.kv_table(response.body)
+        return await self.fetch(
+            address, RequestCode.GET_BROKER_RUNTIME_INFO, None, lambda r: bodies.kv_table(r.body)
+        )
+
+
+def _as_is(response: RemotingCommand) -> RemotingCommand:
+    return response

@@ -10,6 +10,7 @@ Must not import the connection layer; only ``model``, ``errors`` and ``fastjson`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,43 +35,97 @@ from rmqctl.model import (
 from rmqctl.remoting import fastjson
 
 
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
 def _obj(value: Any, what: str) -> Mapping[Any, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise errors.ProtocolError(f"{what}: expected an object, got {type(value).__name__}")
+        raise errors.ProtocolError(f"{what}: expected an object, got {_kind(value)}")
     return value
 
 
-def _int(value: Any, default: int = 0) -> int:
+def _list(value: Any, what: str) -> list[Any] | tuple[Any, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise errors.ProtocolError(f"{what}: expected a list, got {_kind(value)}")
+    return value
+
+
+def _objects(value: Any, what: str) -> list[Mapping[Any, Any]]:
+    return [_obj(item, what) for item in _list(value, what + "[]")]
+
+
+def _int(value: Any, what: str, default: int = 0) -> int:
     if value is None:
         return default
     if isinstance(value, bool):
         return int(value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise errors.ProtocolError(f"{what}: expected an integer, got {value}")
         return int(value)
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        try:
-            return int(float(str(value)))
-        except ValueError:
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
             return default
+        if len(text) <= 40:  # a Java long has 19 digits; longer strings are not numbers we read
+            try:
+                return int(text)
+            except ValueError:
+                try:
+                    number = float(text)
+                except ValueError:
+                    pass
+                else:
+                    if math.isfinite(number):
+                        return int(number)
+        raise errors.ProtocolError(f"{what}: expected an integer, got {text[:40]!r}")
+    raise errors.ProtocolError(f"{what}: expected an integer, got {_kind(value)}")
 
 
-def _float(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
+def _float(value: Any, what: str) -> float:
+    if value is None:
         return 0.0
+    if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 40):
+        try:
+            number = float(value)
+        except (ValueError, OverflowError):
+            number = math.nan
+        if math.isfinite(number):
+            return number
+    raise errors.ProtocolError(f"{what}: expected a finite number, got {_kind(value)}")
 
 
-def _bool(value: Any, default: bool = False) -> bool:
+def _bool(value: Any, what: str, default: bool = False) -> bool:
     if value is None:
         return default
     if isinstance(value, bool):
         return value
-    return str(value).lower() == "true"
+    if isinstance(value, (str, int)):
+        return str(value).lower() == "true"
+    raise errors.ProtocolError(f"{what}: expected true or false, got {_kind(value)}")
+
+
+def _str(value: Any, what: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    raise errors.ProtocolError(f"{what}: expected a string, got {_kind(value)}")
+
+
+def _opt_str(value: Any, what: str) -> str | None:
+    return None if value is None else _str(value, what)
 
 
 def parse_body(body: bytes, what: str) -> Mapping[Any, Any]:
@@ -89,26 +144,32 @@ def message_queue(key: Any) -> MessageQueue:
     elif isinstance(key, Mapping):
         data = key
     else:
-        raise errors.ProtocolError(f"expected a MessageQueue key, got {key!r}")
+        raise errors.ProtocolError(f"expected a MessageQueue key, got {_kind(key)}")
     try:
-        return MessageQueue(str(data["topic"]), str(data["brokerName"]), _int(data["queueId"]))
+        return MessageQueue(_str(data["topic"], "MessageQueue.topic"),
+                            _str(data["brokerName"], "MessageQueue.brokerName"),
+                            _int(data["queueId"], "MessageQueue.queueId"))
     except KeyError as exc:
         raise errors.ProtocolError(f"MessageQueue key lacks {exc}") from exc
 
 
 def broker_data(data: Mapping[str, Any]) -> BrokerData:
-    addrs = {_int(k): str(v) for k, v in _obj(data.get("brokerAddrs"), "brokerAddrs").items()}
-    return BrokerData(str(data.get("brokerName", "")), str(data.get("cluster", "")), addrs)
+    addrs = {_int(k, "brokerAddrs key"): _str(v, "brokerAddrs")
+             for k, v in _obj(data.get("brokerAddrs"), "brokerAddrs").items()}
+    return BrokerData(_str(data.get("brokerName"), "BrokerData.brokerName"),
+                      _str(data.get("cluster"), "BrokerData.cluster"), addrs)
 
 
 def cluster_info(body: bytes) -> ClusterInfo:
     data = parse_body(body, "ClusterInfo")
     brokers = {
-        str(name): broker_data(_obj(value, "BrokerData"))
+        _str(name, "brokerAddrTable key"): broker_data(_obj(value, "BrokerData"))
         for name, value in _obj(data.get("brokerAddrTable"), "brokerAddrTable").items()
     }
     clusters = {
-        str(name): tuple(sorted(str(b) for b in (names or ())))
+        _str(name, "clusterAddrTable key"): tuple(
+            sorted(_str(b, "clusterAddrTable") for b in _list(names, "clusterAddrTable"))
+        )
         for name, names in _obj(data.get("clusterAddrTable"), "clusterAddrTable").items()
     }
     return ClusterInfo(brokers, clusters)
@@ -118,22 +179,23 @@ def topic_route(topic: str, body: bytes) -> TopicRoute:
     data = parse_body(body, "TopicRouteData")
     queue_datas = tuple(
         QueueData(
-            broker_name=str(q.get("brokerName", "")),
-            read_queue_nums=_int(q.get("readQueueNums")),
-            write_queue_nums=_int(q.get("writeQueueNums")),
-            perm=_int(q.get("perm")),
+            broker_name=_str(q.get("brokerName"), "QueueData.brokerName"),
+            read_queue_nums=_int(q.get("readQueueNums"), "QueueData.readQueueNums"),
+            write_queue_nums=_int(q.get("writeQueueNums"), "QueueData.writeQueueNums"),
+            perm=_int(q.get("perm"), "QueueData.perm"),
             # very old servers spelled it topicSynFlag
-            topic_sys_flag=_int(q.get("topicSysFlag", q.get("topicSynFlag"))),
+            topic_sys_flag=_int(q.get("topicSysFlag", q.get("topicSynFlag")), "QueueData.topicSysFlag"),
         )
-        for q in data.get("queueDatas") or ()
+        for q in _objects(data.get("queueDatas"), "queueDatas")
     )
-    broker_datas = tuple(broker_data(b) for b in data.get("brokerDatas") or ())
-    return TopicRoute(topic, queue_datas, broker_datas, data.get("orderTopicConf"))
+    broker_datas = tuple(broker_data(b) for b in _objects(data.get("brokerDatas"), "brokerDatas"))
+    return TopicRoute(topic, queue_datas, broker_datas,
+                      _opt_str(data.get("orderTopicConf"), "orderTopicConf"))
 
 
 def string_list(body: bytes, field: str) -> list[str]:
     data = parse_body(body, field)
-    return [str(v) for v in data.get(field) or ()]
+    return [_str(v, field) for v in _list(data.get(field), field)]
 
 
 def topic_stats(topic: str, body: bytes) -> TopicStats:
@@ -144,25 +206,26 @@ def topic_stats(topic: str, body: bytes) -> TopicStats:
         offsets.append(
             TopicOffset(
                 message_queue(key),
-                _int(entry.get("minOffset")),
-                _int(entry.get("maxOffset")),
-                _int(entry.get("lastUpdateTimestamp")),
+                _int(entry.get("minOffset"), "TopicOffset.minOffset"),
+                _int(entry.get("maxOffset"), "TopicOffset.maxOffset"),
+                _int(entry.get("lastUpdateTimestamp"), "TopicOffset.lastUpdateTimestamp"),
             )
         )
     tps = data.get("topicPutTps")
     return TopicStats(
-        topic, tuple(sorted(offsets, key=lambda o: o.queue)), None if tps is None else _float(tps)
+        topic, tuple(sorted(offsets, key=lambda o: o.queue)),
+        None if tps is None else _float(tps, "topicPutTps"),
     )
 
 
 def subscription(data: Mapping[str, Any]) -> Subscription:
     return Subscription(
-        topic=str(data.get("topic", "")),
-        expression=str(data.get("subString", "*")),
-        tags=tuple(str(t) for t in data.get("tagsSet") or ()),
-        codes=tuple(_int(c) for c in data.get("codeSet") or ()),
-        sub_version=_int(data.get("subVersion")),
-        expression_type=str(data.get("expressionType") or "TAG"),
+        topic=_str(data.get("topic"), "SubscriptionData.topic"),
+        expression=_str(data.get("subString"), "SubscriptionData.subString", "*"),
+        tags=tuple(_str(t, "SubscriptionData.tagsSet") for t in _list(data.get("tagsSet"), "tagsSet")),
+        codes=tuple(_int(c, "SubscriptionData.codeSet") for c in _list(data.get("codeSet"), "codeSet")),
+        sub_version=_int(data.get("subVersion"), "SubscriptionData.subVersion"),
+        expression_type=_str(data.get("expressionType"), "SubscriptionData.expressionType") or "TAG",
     )
 
 
@@ -172,26 +235,26 @@ def consumer_connection(body: bytes) -> ConsumerConnection:
         sorted(
             (
                 ClientConnection(
-                    client_id=str(c.get("clientId", "")),
-                    client_addr=str(c.get("clientAddr", "")),
-                    language=str(c.get("language", "")),
-                    version=_int(c.get("version")),
+                    client_id=_str(c.get("clientId"), "Connection.clientId"),
+                    client_addr=_str(c.get("clientAddr"), "Connection.clientAddr"),
+                    language=_str(c.get("language"), "Connection.language"),
+                    version=_int(c.get("version"), "Connection.version"),
                 )
-                for c in data.get("connectionSet") or ()
+                for c in _objects(data.get("connectionSet"), "connectionSet")
             ),
             key=lambda c: c.client_id,
         )
     )
     subs = {
-        str(topic): subscription(_obj(value, "SubscriptionData"))
+        _str(topic, "subscriptionTable key"): subscription(_obj(value, "SubscriptionData"))
         for topic, value in _obj(data.get("subscriptionTable"), "subscriptionTable").items()
     }
     return ConsumerConnection(
         conns,
         dict(sorted(subs.items())),
-        data.get("consumeType"),
-        data.get("messageModel"),
-        data.get("consumeFromWhere"),
+        _opt_str(data.get("consumeType"), "consumeType"),
+        _opt_str(data.get("messageModel"), "messageModel"),
+        _opt_str(data.get("consumeFromWhere"), "consumeFromWhere"),
     )
 
 
@@ -202,36 +265,40 @@ def consume_stats(body: bytes) -> ConsumeStats:
         entry = _obj(value, "OffsetWrapper")
         pull = entry.get("pullOffset")
         offsets[message_queue(key)] = OffsetEntry(
-            broker_offset=_int(entry.get("brokerOffset")),
-            consumer_offset=_int(entry.get("consumerOffset")),
-            pull_offset=None if pull is None else _int(pull),
-            last_timestamp=_int(entry.get("lastTimestamp")),
+            broker_offset=_int(entry.get("brokerOffset"), "OffsetWrapper.brokerOffset"),
+            consumer_offset=_int(entry.get("consumerOffset"), "OffsetWrapper.consumerOffset"),
+            pull_offset=None if pull is None else _int(pull, "OffsetWrapper.pullOffset"),
+            last_timestamp=_int(entry.get("lastTimestamp"), "OffsetWrapper.lastTimestamp"),
         )
-    return ConsumeStats(offsets, _float(data.get("consumeTps")))
+    return ConsumeStats(offsets, _float(data.get("consumeTps"), "consumeTps"))
 
 
 def process_queue_info(data: Mapping[str, Any]) -> ProcessQueueInfo:
+    def num(name: str) -> int:
+        return _int(data.get(name), "ProcessQueueInfo." + name)
+
     return ProcessQueueInfo(
-        commit_offset=_int(data.get("commitOffset")),
-        cached_msg_count=_int(data.get("cachedMsgCount")),
-        cached_msg_min_offset=_int(data.get("cachedMsgMinOffset")),
-        cached_msg_max_offset=_int(data.get("cachedMsgMaxOffset")),
-        cached_msg_size_mib=_int(data.get("cachedMsgSizeInMiB")),
-        locked=_bool(data.get("locked")),
-        dropped=_bool(data.get("droped", data.get("dropped"))),
-        try_unlock_times=_int(data.get("tryUnlockTimes")),
-        last_lock_timestamp=_int(data.get("lastLockTimestamp")),
-        last_pull_timestamp=_int(data.get("lastPullTimestamp")),
-        last_consume_timestamp=_int(data.get("lastConsumeTimestamp")),
+        commit_offset=num("commitOffset"),
+        cached_msg_count=num("cachedMsgCount"),
+        cached_msg_min_offset=num("cachedMsgMinOffset"),
+        cached_msg_max_offset=num("cachedMsgMaxOffset"),
+        cached_msg_size_mib=num("cachedMsgSizeInMiB"),
+        locked=_bool(data.get("locked"), "ProcessQueueInfo.locked"),
+        dropped=_bool(data.get("droped", data.get("dropped")), "ProcessQueueInfo.droped"),
+        try_unlock_times=num("tryUnlockTimes"),
+        last_lock_timestamp=num("lastLockTimestamp"),
+        last_pull_timestamp=num("lastPullTimestamp"),
+        last_consume_timestamp=num("lastConsumeTimestamp"),
     )
 
 
 def consumer_running_info(client_id: str, body: bytes) -> ConsumerRunningInfo:
     data = parse_body(body, "ConsumerRunningInfo")
-    props = {str(k): str(v) for k, v in _obj(data.get("properties"), "properties").items()}
+    props = {_str(k, "properties key"): _str(v, "properties")
+             for k, v in _obj(data.get("properties"), "properties").items()}
     subs = tuple(
         sorted(
-            (subscription(_obj(s, "SubscriptionData")) for s in data.get("subscriptionSet") or ()),
+            (subscription(s) for s in _objects(data.get("subscriptionSet"), "subscriptionSet")),
             key=lambda s: (s.topic, s.expression),
         )
     )
@@ -247,21 +314,27 @@ def subscription_groups(body: bytes) -> dict[str, SubscriptionGroupConfig]:
     out = {}
     for name, value in _obj(data.get("subscriptionGroupTable"), "subscriptionGroupTable").items():
         cfg = _obj(value, "SubscriptionGroupConfig")
-        out[str(name)] = SubscriptionGroupConfig(
-            group_name=str(cfg.get("groupName", name)),
-            consume_enable=_bool(cfg.get("consumeEnable"), True),
-            consume_broadcast_enable=_bool(cfg.get("consumeBroadcastEnable"), True),
-            consume_message_orderly=_bool(cfg.get("consumeMessageOrderly")),
-            retry_queue_nums=_int(cfg.get("retryQueueNums"), 1),
-            retry_max_times=_int(cfg.get("retryMaxTimes"), 16),
-            broker_id=_int(cfg.get("brokerId")),
-            notify_consumer_ids_changed_enable=_bool(
-                cfg.get("notifyConsumerIdsChangedEnable"), True
-            ),
+        key = _str(name, "subscriptionGroupTable key")
+
+        def flag(field: str, default: bool) -> bool:
+            return _bool(cfg.get(field), "SubscriptionGroupConfig." + field, default)
+
+        def num(field: str, default: int) -> int:
+            return _int(cfg.get(field), "SubscriptionGroupConfig." + field, default)
+
+        out[key] = SubscriptionGroupConfig(
+            group_name=_str(cfg.get("groupName"), "SubscriptionGroupConfig.groupName", key),
+            consume_enable=flag("consumeEnable", True),
+            consume_broadcast_enable=flag("consumeBroadcastEnable", True),
+            consume_message_orderly=flag("consumeMessageOrderly", False),
+            retry_queue_nums=num("retryQueueNums", 1),
+            retry_max_times=num("retryMaxTimes", 16),
+            broker_id=num("brokerId", 0),
+            notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
         )
     return dict(sorted(out.items()))
 
 
 def kv_table(body: bytes) -> dict[str, str]:
     data = parse_body(body, "KVTable")
-    return {str(k): str(v) for k, v in _obj(data.get("table"), "table").items()}
+    return {_str(k, "table key"): _str(v, "table") for k, v in _obj(data.get("table"), "table").items()}

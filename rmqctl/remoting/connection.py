@@ -5,8 +5,11 @@ matches (RocketMQ may answer out of order). Frames without the response flag are
 the server (a broker relaying ``GET_CONSUMER_RUNNING_INFO`` to a client, a consumer-ids-changed
 notice) and go to the connection's request handler, never to the pending map. When the socket
 dies every pending request fails with :class:`~rmqctl.errors.ConnectionLost` raised from the
-cause; the pool then opens a fresh connection on next use (servers close idle channels after
-120 s, and a server shutting down answers ``GO_AWAY``).
+cause (or with the :class:`~rmqctl.errors.ProtocolError` of the frame that could not be decoded);
+the pool then opens a fresh connection on next use (servers close idle channels after 120 s, and a
+server shutting down answers ``GO_AWAY``). :meth:`ConnectionPool.request` gives connecting,
+sending and waiting for the answer one deadline; no future or task is ever left with an exception
+nobody retrieves, whatever the peer does.
 
 Must not import anything above the remoting layer.
 """
@@ -34,10 +37,29 @@ RequestHandler = Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]
 _READ_CHUNK = 64 * 1024
 
 
-async def read_commands(reader: asyncio.StreamReader) -> AsyncIterator[RemotingCommand]:
-    """Every command arriving on ``reader`` until EOF; a bad frame raises ProtocolError."""
-    decoder = frame.FrameDecoder()
-    while chunk := await reader.read(_READ_CHUNK):
+async def read_commands(
+    reader: asyncio.StreamReader,
+    *,
+    max_frame_length: int = frame.MAX_FRAME_LENGTH,
+    idle_timeout: float | None = None,
+) -> AsyncIterator[RemotingCommand]:
+    """Every command arriving on ``reader`` until EOF; a bad frame raises ProtocolError.
+
+    ``max_frame_length`` bounds what one unfinished frame may buffer; with ``idle_timeout`` a
+    peer that sends nothing for that long raises :class:`~rmqctl.errors.TimeoutError`.
+    """
+    decoder = frame.FrameDecoder(max_frame_length)
+    while True:
+        if idle_timeout is None:
+            chunk = await reader.read(_READ_CHUNK)
+        else:
+            try:
+                async with asyncio.timeout(idle_timeout):
+                    chunk = await reader.read(_READ_CHUNK)
+            except TimeoutError as exc:
+                raise errors.TimeoutError(f"idle for {idle_timeout:g}s") from exc
+        if not chunk:
+            return
         decoder.feed(chunk)
         for cmd in decoder:
             yield cmd
@@ -106,8 +128,11 @@ class Connection:
             value = next(self._opaque) & 0x7FFFFFFF
         return value
 
-    async def request(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Send a request and wait for its response (any response code)."""
+    async def request(self, cmd: RemotingCommand, timeout: float | None) -> RemotingCommand:
+        """Send a request and wait for its response (any response code).
+
+        With ``timeout=None`` the caller bounds the wait (e.g. with ``asyncio.timeout``).
+        """
         if not self.usable or self._writer is None:
             raise errors.ConnectionLost(f"connection to {self.address} is closed")
         opaque = self._next_opaque()
@@ -120,7 +145,10 @@ class Connection:
         try:
             self._writer.write(data)
             await self._writer.drain()
-            response = await asyncio.wait_for(future, timeout)
+            if timeout is None:
+                response = await future
+            else:
+                response = await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError as exc:
             raise errors.TimeoutError(
                 f"request {cmd.code} to {self.address} timed out after {timeout:g}s"
@@ -130,6 +158,12 @@ class Connection:
             raise errors.ConnectionLost(f"connection to {self.address} lost: {exc}") from exc
         finally:
             self._pending.pop(opaque, None)
+            # The reader may have failed this future while we were still sending; we raised
+            # our own error then, so mark its exception seen (no "never retrieved" on stderr).
+            if future.done() and not future.cancelled():
+                future.exception()
+            elif not future.done():
+                future.cancel()
         if response.code == ResponseCode.GO_AWAY:
             self._going_away = True
         return response
@@ -157,6 +191,9 @@ class Connection:
         except asyncio.CancelledError:
             cause = None
             raise
+        except Exception as exc:  # never let the reader task die with an unretrieved exception
+            log.debug("reader of %s failed", self.address, exc_info=True)
+            cause = errors.ProtocolError(f"{type(exc).__name__}: {exc}")
         finally:
             self._fail_all(cause)
 
@@ -201,7 +238,13 @@ class Connection:
         reason = f": {cause}" if cause else " by the peer"
         for future in self._pending.values():
             if not future.done():
-                error = errors.ConnectionLost(f"connection to {self.address} closed{reason}")
+                error: errors.RmqctlError
+                if isinstance(cause, errors.ProtocolError):
+                    error = errors.ProtocolError(
+                        f"{self.address} sent a malformed frame: {cause}", cause.raw
+                    )
+                else:
+                    error = errors.ConnectionLost(f"connection to {self.address} closed{reason}")
                 error.__cause__ = cause
                 future.set_exception(error)
         self._pending.clear()
@@ -255,18 +298,27 @@ class ConnectionPool:
             return conn
 
     async def request(self, address: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        """Send on a pooled connection; retry once on a fresh one if the old one was dead."""
-        for attempt in (0, 1):
-            conn = await self.get(address)
-            try:
-                response = await conn.request(cmd, timeout)
-            except errors.ConnectionLost:
-                if attempt:
-                    raise
-                continue
-            if response.code == ResponseCode.GO_AWAY and not attempt:
-                continue
-            return response
+        """Send on a pooled connection; retry once on a fresh one if the old one was dead.
+
+        One deadline of ``timeout`` seconds covers connecting, sending, the retry and the wait.
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                for attempt in (0, 1):
+                    conn = await self.get(address)
+                    try:
+                        response = await conn.request(cmd, None)
+                    except errors.ConnectionLost:
+                        if attempt:
+                            raise
+                        continue
+                    if response.code == ResponseCode.GO_AWAY and not attempt:
+                        continue
+                    return response
+        except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout
+            raise errors.TimeoutError(
+                f"request {cmd.code} to {address} timed out after {timeout:g}s"
+            ) from exc
         raise AssertionError("unreachable")
 
     async def close(self) -> None:

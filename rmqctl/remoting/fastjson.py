@@ -7,11 +7,17 @@ keys may be any JSON value: number keys come back as ``int``, object keys as a h
 :class:`ObjectKey` (sorted ``(name, value)`` pairs). :func:`dumps` writes the same dialect, so the
 emulator can answer Java tools byte-compatibly.
 
+Bodies come from peers we do not control, so :func:`loads` is linear in its input, nests at most
+:data:`MAX_DEPTH` levels, reads integers of at most :data:`MAX_INT_DIGITS` digits, rejects
+``NaN``/``Infinity`` (fastjson writes non-finite doubles as ``null``) and raises nothing but
+:class:`~rmqctl.errors.ProtocolError` whatever the bytes.
+
 Must not import anything from rmqctl but ``errors``.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -24,10 +30,15 @@ from rmqctl.errors import ProtocolError
 #: The C string scanner behind ``json.loads`` (not in typeshed, but public since Python 2.6).
 scanstring = _json_decoder.scanstring  # type: ignore[attr-defined]
 
+#: Deepest nesting of arrays and objects accepted in a body (RocketMQ bodies nest < 10 levels).
+MAX_DEPTH = 512
+#: Longest integer accepted, in digits (Python's default ``int`` conversion limit).
+MAX_INT_DIGITS = 4300
+
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_LITERALS = {"true": True, "false": False, "null": None, "NaN": math.nan,
-             "Infinity": math.inf, "-Infinity": -math.inf}
+_LITERALS = {"true": True, "false": False, "null": None}
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")
 _IDENT = re.compile(r"-?[A-Za-z_$][A-Za-z0-9_$]*")
 
 
@@ -48,18 +59,21 @@ class ObjectKey(tuple[tuple[str, Any], ...]):
 
 def _freeze(value: Any) -> Any:
     if isinstance(value, dict):
-        return ObjectKey(sorted((str(k), _freeze(v)) for k, v in value.items()))
+        # Sort by name only: two keys may print alike (``1`` and ``"1"``) and their values need
+        # not be comparable.
+        return ObjectKey(sorted(((str(k), _freeze(v)) for k, v in value.items()), key=lambda kv: kv[0]))
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
     return value
 
 
 class _Parser:
-    __slots__ = ("text", "pos")
+    __slots__ = ("text", "pos", "depth")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0
 
     def fail(self, what: str) -> ProtocolError:
         snippet = self.text[max(0, self.pos - 20) : self.pos + 20]
@@ -88,16 +102,29 @@ class _Parser:
             return text
         match = _NUMBER.match(self.text, self.pos)
         if match and match.end() > self.pos:
-            self.pos = match.end()
             token = match.group()
             if "." in token or "e" in token or "E" in token:
-                return float(token)
+                number = float(token)
+                if not math.isfinite(number):
+                    raise self.fail("number out of range")
+                self.pos = match.end()
+                return number
+            if len(token) > MAX_INT_DIGITS + 1:
+                raise self.fail(f"integer of more than {MAX_INT_DIGITS} digits")
+            self.pos = match.end()
             return int(token)
         match = _IDENT.match(self.text, self.pos)
         if match and match.group() in _LITERALS:
             self.pos = match.end()
             return _LITERALS[match.group()]
+        if match and match.group() in _NON_FINITE:
+            raise self.fail(f"{match.group()} is not a finite number")
         raise self.fail(f"unexpected character {ch!r}")
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
 
     def key(self) -> Any:
         self.skip_ws()
@@ -117,11 +144,13 @@ class _Parser:
         return _freeze(key)
 
     def obj(self) -> dict[Any, Any]:
+        self.enter()
         self.pos += 1
         out: dict[Any, Any] = {}
         self.skip_ws()
         if self.text.startswith("}", self.pos):
             self.pos += 1
+            self.depth -= 1
             return out
         while True:
             key = self.key()
@@ -136,19 +165,23 @@ class _Parser:
                 self.skip_ws()
                 if self.text.startswith("}", self.pos):  # tolerate a trailing comma
                     self.pos += 1
+                    self.depth -= 1
                     return out
                 continue
             if self.text.startswith("}", self.pos):
                 self.pos += 1
+                self.depth -= 1
                 return out
             raise self.fail("expected ',' or '}'")
 
     def arr(self) -> list[Any]:
+        self.enter()
         self.pos += 1
         out: list[Any] = []
         self.skip_ws()
         if self.text.startswith("]", self.pos):
             self.pos += 1
+            self.depth -= 1
             return out
         while True:
             out.append(self.value())
@@ -158,6 +191,7 @@ class _Parser:
                 continue
             if self.text.startswith("]", self.pos):
                 self.pos += 1
+                self.depth -= 1
                 return out
             raise self.fail("expected ',' or ']'")
 
@@ -170,7 +204,8 @@ class _Parser:
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse a fastjson body. Raises :class:`ProtocolError` with the raw bytes on failure."""
+    """Parse a fastjson body. Raises :class:`ProtocolError` with the raw bytes on any failure."""
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8")
@@ -178,23 +213,64 @@ def loads(data: bytes | str) -> Any:
             raise ProtocolError(f"body is not UTF-8: {exc}", data) from exc
     else:
         text = data
+    try:
+        return _loads(text)
+    except ProtocolError as exc:
+        exc.raw = raw
+        raise
+    except RecursionError as exc:  # the interpreter's stack ran out before MAX_DEPTH did
+        raise ProtocolError("malformed body: nested too deeply", raw) from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # pragma: no cover - a parser bug
+        raise ProtocolError(f"malformed body: {exc}", raw) from exc
+
+
+def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
+    """Raise ProtocolError if ``text`` nests arrays/objects deeper than ``limit`` (linear time)."""
+    if text.count("[") + text.count("{") <= limit:
+        return  # cannot nest deeper than it has openers
+    brackets = _BRACKETS.findall(_STRINGS.sub("", text))
+    deepest = max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
+    if deepest > limit:
+        raise ProtocolError(f"malformed body: nested deeper than {limit} levels", text.encode("utf-8", "replace"))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ProtocolError(f"malformed body: {name} is not a finite number")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise ProtocolError(f"malformed body: number {token[:40]} out of range")
+    return value
+
+
+def _loads(text: str) -> Any:
+    check_depth(text)
     # Most bodies with string keys only are plain JSON; the C decoder is much faster.
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except ValueError:
         pass
     # Next try quoting the non-string keys (outside strings) and let the C decoder run again;
     # anything this rewrite cannot express falls through to the full tolerant parser.
     try:
-        return json.loads(_KEY_TOKENS.sub(_quote_key, text), object_pairs_hook=_unquote_keys)
+        return json.loads(_KEY_TOKENS.sub(_quote_key, text), object_pairs_hook=_unquote_keys,
+                          parse_constant=_reject_constant, parse_float=_finite_float)
     except ValueError:
         pass
     return _Parser(text).document()
 
 
+# A string, matched possessively and to the end of the text when it is unterminated, so a lone
+# quote never makes the scanner retry from every later position (that was quadratic).
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*+"?', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
 # A string token (skipped as a whole, so nothing inside a string is ever rewritten), or a map key
 # that is a number or a flat object literal, right after "{" or ",".
-_KEY_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|([{,])(\s*)(\{[^{}]*\}|-?\d+)(\s*):')
+_KEY_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*+"?|([{,])(\s*+)(\{[^{}]*+\}|-?\d++)(\s*+):', re.DOTALL)
 _NUMBER_KEY = "\x00N:"
 _OBJECT_KEY = "\x00O:"
 

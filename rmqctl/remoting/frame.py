@@ -19,6 +19,8 @@ from rmqctl.errors import ProtocolError
 
 #: Largest frame a RocketMQ server accepts (``com.rocketmq.remoting.frameMaxLength`` default).
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
+#: Opening brackets allowed in a JSON header (a real one has two: the header and ``extFields``).
+MAX_HEADER_DEPTH = 16
 
 SERIALIZE_JSON = 0
 SERIALIZE_ROCKETMQ = 1
@@ -152,27 +154,70 @@ def encode(cmd: RemotingCommand) -> bytes:
 # Decoding
 
 
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _header_int(data: dict[str, object], name: str, raw: bytes, default: int = 0) -> int:
+    value = data.get(name, default)
+    if value is None:
+        return default
+    # Java writes these as JSON numbers; a numeric string is tolerated, anything else is not.
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 12:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not _INT32[0] <= value <= _INT32[1]:
+        raise ProtocolError(f"frame header {name!r} is not a 32-bit integer: {str(value)[:40]!r}", raw)
+    return value
+
+
+def _header_text(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    return None
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not allowed")
+
+
 def _decode_json_header(raw: bytes, body: bytes) -> RemotingCommand:
+    if raw.count(b"[") + raw.count(b"{") > MAX_HEADER_DEPTH:
+        # A real header nests two levels (extFields); deeper input is an attack on the parser.
+        raise ProtocolError("frame header nests too deeply", raw)
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProtocolError(f"frame header is not valid JSON: {exc}", raw) from exc
-    if not isinstance(data, dict) or not isinstance(data.get("code"), int):
+    if not isinstance(data, dict):
+        raise ProtocolError("frame header is not a JSON object", raw)
+    if isinstance(data.get("code"), bool) or not isinstance(data.get("code"), int):
         raise ProtocolError("frame header lacks an integer 'code'", raw)
     ext = data.get("extFields") or {}
     if not isinstance(ext, dict):
         raise ProtocolError("frame header 'extFields' is not an object", raw)
+    ext_fields: dict[str, str] = {}
+    for key, value in ext.items():
+        text = "" if value is None else _header_text(value)
+        if text is None:
+            raise ProtocolError(f"frame header field {key[:40]!r} is not a string", raw)
+        ext_fields[key] = text
     language = data.get("language", "OTHER")
-    if isinstance(language, int):  # some non-Java clients send the ordinal
+    if isinstance(language, int) and not isinstance(language, bool):  # some clients send the ordinal
         language = LANGUAGES[language] if 0 <= language < len(LANGUAGES) else "OTHER"
+    elif not isinstance(language, str):
+        raise ProtocolError("frame header 'language' is not a string", raw)
+    remark = data.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        raise ProtocolError("frame header 'remark' is not a string", raw)
     return RemotingCommand(
-        code=data["code"],
-        opaque=int(data.get("opaque", 0)),
-        flag=int(data.get("flag", 0)),
-        language=str(language),
-        version=int(data.get("version", 0)),
-        remark=data.get("remark"),
-        ext_fields={str(k): "" if v is None else str(v) for k, v in ext.items()},
+        code=_header_int(data, "code", raw),
+        opaque=_header_int(data, "opaque", raw),
+        flag=_header_int(data, "flag", raw),
+        language=language,
+        version=_header_int(data, "version", raw),
+        remark=remark,
+        ext_fields=ext_fields,
         body=body,
         serialize_type=SERIALIZE_JSON,
     )
@@ -197,6 +242,8 @@ def _decode_binary_header(raw: bytes, body: bytes) -> RemotingCommand:
         while pos < end:
             (klen,) = struct.unpack_from(">h", raw, pos)
             pos += 2
+            if klen < 0 or pos + klen > end:
+                raise ProtocolError("binary header key overruns extFields", raw)
             key = raw[pos : pos + klen].decode("utf-8")
             pos += klen
             (vlen,) = _LENGTH.unpack_from(raw, pos)
@@ -240,11 +287,11 @@ def decode_payload(payload: bytes) -> RemotingCommand:
     raise ProtocolError(f"unknown serialize type {serialize_type}", payload)
 
 
-def check_length(length: int) -> None:
+def check_length(length: int, limit: int = MAX_FRAME_LENGTH) -> None:
     """Validate a frame's length prefix before reading that many bytes."""
-    if length < 4 or length > MAX_FRAME_LENGTH:
+    if length < 4 or length > limit:
         raise ProtocolError(
-            f"frame length {length} is outside 4..{MAX_FRAME_LENGTH}", _LENGTH.pack(length)
+            f"frame length {length} is outside 4..{limit}", _LENGTH.pack(length)
         )
 
 
@@ -262,11 +309,19 @@ def decode(frame: bytes) -> RemotingCommand:
 class FrameDecoder:
     """Incremental decoder: feed bytes as they arrive, take whole commands out.
 
-    After a :class:`ProtocolError` the stream is unusable; the connection must be closed.
+    ``max_frame_length`` bounds what one unfinished frame may make it buffer: a longer length
+    prefix is a :class:`ProtocolError` as soon as its four bytes arrive. After a
+    :class:`ProtocolError` the stream is unusable; the connection must be closed.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
         self._buffer = bytearray()
+        self.max_frame_length = max_frame_length
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet taken out as commands."""
+        return len(self._buffer)
 
     def feed(self, data: bytes) -> None:
         self._buffer += data
@@ -275,7 +330,7 @@ class FrameDecoder:
         if len(self._buffer) < 4:
             return None
         (length,) = _LENGTH.unpack_from(self._buffer, 0)
-        check_length(length)
+        check_length(length, self.max_frame_length)
         if len(self._buffer) < 4 + length:
             return None
         payload = bytes(self._buffer[4 : 4 + length])

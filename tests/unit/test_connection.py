@@ -131,9 +131,11 @@ async def test_malformed_frame_closes_the_connection_with_a_protocol_cause(conne
 
     async with Server(script) as address:
         conn = await connect(address)
-        with pytest.raises(errors.ConnectionLost) as info:
+        with pytest.raises(errors.ProtocolError, match="malformed frame") as info:
             await asyncio.wait_for(conn.request(frame.request(1), 30), timeout=5)
         assert isinstance(info.value.__cause__, errors.ProtocolError)
+        assert info.value.raw == b"\x7f\xff\xff\xff"  # the length prefix that was refused
+        assert not conn.usable
 
 
 async def test_timeout_raises_our_timeout_error(connect) -> None:
@@ -148,17 +150,18 @@ async def test_timeout_raises_our_timeout_error(connect) -> None:
 
 async def test_pool_reconnects_after_idle_close_and_on_go_away() -> None:
     async def script(reader, writer):
-        req = await read_command(reader)
-        if req.code == 1:  # answer, then close like an idle server channel
-            reply(writer, req, body=b"one")
+        while True:
+            req = await read_command(reader)
+            if req.code == 1:  # answer, then close like an idle server channel
+                reply(writer, req, body=b"one")
+                await writer.drain()
+                return
+            if req.code == 2:  # a server shutting down
+                reply(writer, req, code=1500)
+                await writer.drain()
+                return
+            reply(writer, req, body=b"fresh")
             await writer.drain()
-            return
-        if req.code == 2:  # a server shutting down
-            reply(writer, req, code=1500)
-            await writer.drain()
-            return
-        reply(writer, req, body=b"fresh")
-        await writer.drain()
 
     server = Server(script)
     async with server as address:
@@ -172,7 +175,7 @@ async def test_pool_reconnects_after_idle_close_and_on_go_away() -> None:
             assert (await pool.request(address, frame.request(2), 2.0)).code == 1500
         finally:
             await pool.close()
-    assert server.accepted == 4  # one, fresh, the go-away one, and its retry
+    assert server.accepted == 3  # one; fresh (which then answered go-away); the go-away retry
 
 
 async def test_connect_refused_is_a_connection_error() -> None:
