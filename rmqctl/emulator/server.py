@@ -60,16 +60,6 @@ from rmqctl.remoting.frame import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 
 log = logging.getLogger(__name__)
 
-# Request codes served here that rmqctl itself never sends (``RequestCode`` values).
-SEND_MESSAGE = 10
-PULL_MESSAGE = 11
-GET_BROKER_CONFIG = 26
-GET_EARLIEST_MSG_STORETIME = 32
-NOTIFY_CONSUMER_IDS_CHANGED = 40
-GET_KV_CONFIG = 101
-GET_KVLIST_BY_NAMESPACE = 219
-GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
-SEND_MESSAGE_V2 = 310
 #: ``MessageDecoder.MESSAGE_MAGIC_CODE`` (v1 layout: one-byte topic length)
 MESSAGE_MAGIC_CODE = -626843481
 #: ``Broker2Client.callClient`` waits this long for the consumer
@@ -242,7 +232,7 @@ class ServerConnection:
     # -- Channel protocol (broker -> client) -------------------------------------------------
 
     def notify_consumer_ids_changed(self, group: str) -> None:
-        self.send(RemotingCommand(code=NOTIFY_CONSUMER_IDS_CHANGED, opaque=next(self._opaque),
+        self.send(RemotingCommand(code=RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, opaque=next(self._opaque),
                                   flag=FLAG_ONEWAY, language="JAVA", version=BROKER_VERSION,
                                   ext_fields={"consumerGroup": group}))
 
@@ -405,9 +395,9 @@ def namesrv_handlers(cluster: EmulatedCluster) -> dict[int, Handler]:
         RequestCode.GET_ROUTEINFO_BY_TOPIC: route,
         RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: all_topics,
         RequestCode.GET_TOPICS_BY_CLUSTER: topics_by_cluster,
-        GET_SYSTEM_TOPIC_LIST_FROM_NS: system_topics,
-        GET_KVLIST_BY_NAMESPACE: kv_list,
-        GET_KV_CONFIG: kv_config,
+        RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: system_topics,
+        RequestCode.GET_KVLIST_BY_NAMESPACE: kv_list,
+        RequestCode.GET_KV_CONFIG: kv_config,
     }
 
 
@@ -474,7 +464,7 @@ class BrokerService:
             RequestCode.UPDATE_CONSUMER_OFFSET: self.update_offset,
             RequestCode.GET_MAX_OFFSET: self.max_offset,
             RequestCode.GET_MIN_OFFSET: self.min_offset,
-            GET_EARLIEST_MSG_STORETIME: self.earliest_time,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self.earliest_time,
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset,
             RequestCode.GET_TOPIC_STATS_INFO: self.topic_stats,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.consumer_connection,
@@ -487,15 +477,15 @@ class BrokerService:
             RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: self.group_config,
             RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_group_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
-            GET_BROKER_CONFIG: self.broker_config,
+            RequestCode.GET_BROKER_CONFIG: self.broker_config,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.all_topic_configs,
             RequestCode.GET_TOPIC_CONFIG: self.topic_config,
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.create_topic,
             RequestCode.GET_ALL_CONSUMER_OFFSET: self.all_offsets,
             RequestCode.GET_PRODUCER_CONNECTION_LIST: self.producer_connection,
-            SEND_MESSAGE: self.send_message,
-            SEND_MESSAGE_V2: self.send_message,
-            PULL_MESSAGE: self.pull_message,
+            RequestCode.SEND_MESSAGE: self.send_message,
+            RequestCode.SEND_MESSAGE_V2: self.send_message,
+            RequestCode.PULL_MESSAGE: self.pull_message,
         }
 
     # -- clients -------------------------------------------------------------------------------
@@ -717,7 +707,7 @@ class BrokerService:
 
     def send_message(self, cmd: RemotingCommand, conn: ServerConnection) -> RemotingCommand:
         ext = cmd.ext_fields
-        if cmd.code == SEND_MESSAGE_V2:
+        if cmd.code == RequestCode.SEND_MESSAGE_V2:
             ext = {_V2_HEADER.get(k, k): v for k, v in ext.items()}
         topic = ext.get("topic", "")
         if topic not in self.broker.topics:

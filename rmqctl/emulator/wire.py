@@ -19,7 +19,6 @@ import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from rmqctl import errors
 from rmqctl.emulator.broker import ConsumerData, ConsumerGroupInfo, HeartbeatData, TopicConfig
@@ -30,9 +29,8 @@ from rmqctl.model import (
     Subscription,
     SubscriptionGroupConfig,
     TopicRoute,
-    parse_tag_expression,
 )
-from rmqctl.remoting import fastjson
+from rmqctl.remoting import bodies, fastjson
 
 
 def _s(text: str) -> str:
@@ -278,21 +276,6 @@ def broker_config_properties(values: Mapping[str, str]) -> bytes:
 # Request bodies
 
 
-def _subscription_from_json(data: Mapping[str, Any]) -> Subscription:
-    topic = str(data.get("topic", ""))
-    expr = data.get("subString")
-    version = int(data.get("subVersion") or 0)
-    sub = parse_tag_expression(topic, str(expr) if expr is not None else "*", version)
-    # The broker stores what the client computed (it does not recompute codeSet).
-    codes = data.get("codeSet")
-    tags = data.get("tagsSet")
-    if isinstance(codes, list) and isinstance(tags, list):
-        sub = Subscription(topic, sub.expression, tuple(str(t) for t in tags),
-                           tuple(int(c) for c in codes), version,
-                           str(data.get("expressionType") or "TAG"))
-    return sub
-
-
 def heartbeat_data(body: bytes) -> HeartbeatData:
     """Decode a HEART_BEAT (34) body; raises ProtocolError when it is not a HeartbeatData."""
     data = fastjson.loads(body) if body else {}
@@ -303,7 +286,7 @@ def heartbeat_data(body: bytes) -> HeartbeatData:
         if not isinstance(item, dict):
             continue
         subs = tuple(
-            _subscription_from_json(s) for s in item.get("subscriptionDataSet") or () if isinstance(s, dict)
+            bodies.subscription(s) for s in item.get("subscriptionDataSet") or () if isinstance(s, dict)
         )
         consumers.append(ConsumerData(
             str(item.get("groupName", "")),

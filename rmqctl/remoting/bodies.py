@@ -31,6 +31,7 @@ from rmqctl.model import (
     TopicOffset,
     TopicRoute,
     TopicStats,
+    parse_tag_expression,
 )
 from rmqctl.remoting import fastjson
 
@@ -219,13 +220,25 @@ def topic_stats(topic: str, body: bytes) -> TopicStats:
 
 
 def subscription(data: Mapping[str, Any]) -> Subscription:
+    """A ``SubscriptionData`` as a client sends it in a heartbeat or a broker reports it.
+
+    The broker stores the tag and code sets the client computed and never recomputes them, so
+    they are taken as sent; only a TAG subscription that carries no sets at all (a client other
+    than Java's) has them parsed from its expression.
+    """
+    topic = _str(data.get("topic"), "SubscriptionData.topic")
+    expression = _str(data.get("subString"), "SubscriptionData.subString", "*")
+    version = _int(data.get("subVersion"), "SubscriptionData.subVersion")
+    expression_type = _str(data.get("expressionType"), "SubscriptionData.expressionType") or "TAG"
+    if expression_type == "TAG" and data.get("tagsSet") is None and data.get("codeSet") is None:
+        return parse_tag_expression(topic, expression, version)
     return Subscription(
-        topic=_str(data.get("topic"), "SubscriptionData.topic"),
-        expression=_str(data.get("subString"), "SubscriptionData.subString", "*"),
+        topic=topic,
+        expression=expression,
         tags=tuple(_str(t, "SubscriptionData.tagsSet") for t in _list(data.get("tagsSet"), "tagsSet")),
         codes=tuple(_int(c, "SubscriptionData.codeSet") for c in _list(data.get("codeSet"), "codeSet")),
-        sub_version=_int(data.get("subVersion"), "SubscriptionData.subVersion"),
-        expression_type=_str(data.get("expressionType"), "SubscriptionData.expressionType") or "TAG",
+        sub_version=version,
+        expression_type=expression_type,
     )
 
 
