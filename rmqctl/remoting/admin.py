@@ -32,6 +32,8 @@ from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.connection import ConnectionPool, RequestHandler, split_address
 from rmqctl.remoting.frame import RemotingCommand
 
+_KNOWN_CODES = frozenset(int(c) for c in ResponseCode)
+
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 5.0
@@ -96,7 +98,8 @@ class AdminClient:
         async with self._limit:
             response = await self._pool.request(address, cmd, timeout or self.timeout)
         if response.code not in tuple(accept):
-            raise errors.RemoteError.for_code(response.code, response.remark, address=address)
+            name = ResponseCode(response.code).name if response.code in _KNOWN_CODES else None
+            raise errors.RemoteError.for_code(response.code, response.remark, address=address, name=name)
         return response
 
     async def call_namesrv(
