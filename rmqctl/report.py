@@ -270,7 +270,8 @@ class GroupAssignmentDoc(TypedDict):
 
 
 def _queues(queues: Iterable[Any]) -> list[QueueDict]:
-    return [QueueDict(**q) for q in queues_as_dicts(list(queues))]
+    return [QueueDict(topic=q["topic"], broker=q["broker"], queue_id=q["queue_id"])
+            for q in queues_as_dicts(list(queues))]
 
 
 def group_assignment(view: GroupView) -> GroupAssignmentDoc:

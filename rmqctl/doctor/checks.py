@@ -475,7 +475,8 @@ def offline_group_backlog(ctx: CheckContext) -> list[Finding]:
         ctx, "OFFLINE_GROUP_BACKLOG", "warning",
         f"{view.group} has no online client and {_n(total, 'message')} waiting",
         f"No client of {view.group} is connected, and {_n(len(rows), 'queue')} "
-        f"{'holds' if len(rows) == 1 else 'hold'} {_n(total, 'unconsumed message')} that will wait until a consumer starts (or expire with the "
+        f"{'holds' if len(rows) == 1 else 'hold'} {_n(total, 'unconsumed message')} that will wait until "
+        f"a consumer starts (or expire with the "
         f"commit log).",
         {"total_diff": total, "queues": [{**_q(p.queue), "diff": p.diff} for p in rows]},
         "Start the group's consumers, or delete the group's offsets if it is retired.",
