@@ -19,7 +19,6 @@ from typing import Any, NotRequired, TypedDict
 
 from rmqctl.errors import RmqctlError
 from rmqctl.model import GroupSummary, GroupView, Subscription, queues_as_dicts
-from rmqctl.remoting.codes import ResponseCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +51,6 @@ def error_rows(doc: Mapping[str, Any]) -> list[RowSet]:
     if not errs:
         return []
     return [RowSet("error", ("source", "message"), [{"source": k, "message": v} for k, v in errs.items()])]
-
-
-def response_code_name(code: int | str) -> str:
-    """``24`` → ``SUBSCRIPTION_NOT_EXIST (24)``; an unknown code stays a number in words."""
-    try:
-        number = int(code)
-        return f"{ResponseCode(number).name} ({number})"
-    except ValueError:
-        return f"response code {code}"
 
 
 def _queue_label(q: Mapping[str, Any]) -> str:
@@ -445,11 +435,8 @@ class EmulatorRunDoc(TypedDict):
 
 
 def emulator_run(report: Mapping[str, Any]) -> EmulatorRunDoc:
-    """The emulator's run report with response codes named (``SUBSCRIPTION_NOT_EXIST (24)``)."""
-    consumers = {
-        cid: {**c, "pull_errors": {response_code_name(code): n for code, n in c.get("pull_errors", {}).items()}}
-        for cid, c in report["consumers"].items()
-    }
+    """The emulator's run report (its response codes already named: ``SUBSCRIPTION_NOT_EXIST (24)``)."""
+    consumers = {cid: dict(c) for cid, c in report["consumers"].items()}
     return EmulatorRunDoc(scenario=report["scenario"], at=report["at"], consumers=consumers,
                           produced_by_tag=dict(report["produced_by_tag"]), lost_by_tag=dict(report["lost_by_tag"]),
                           broker_subscriptions=dict(report["broker_subscriptions"]),

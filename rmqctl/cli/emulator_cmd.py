@@ -319,8 +319,7 @@ def _clients_view(doc: dict[str, Any]) -> View:
          "queues": queues_text(c["queues"]), "received": tags_text(c["received_by_tag"])}
         for c in doc["clients"]
     ]
-    clients = [{**c, "pull_errors": {report.response_code_name(k): n for k, n in c.get("pull_errors", {}).items()}}
-               for c in doc["clients"]]
+    clients = list(doc["clients"])
     document = {"clients": clients, "errors": {}}
     columns = ("client_id", "key", "group", "running", "message_model", "strategy", "subscriptions", "queues",
                "received_by_tag", "pull_errors")
