@@ -215,7 +215,6 @@ class GroupProgressDoc(TypedDict):
     queues: list[dict[str, Any]]
     total_diff: int
     total_inflight: int | None
-    sampled_ts: int | None
     errors: Errors
     unavailable: NotRequired[dict[str, str]]
 
@@ -234,7 +233,7 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
     doc = GroupProgressDoc(
         group=view.group, queues=rows, total_diff=view.total_diff,
         total_inflight=None if "inflight" in view.unavailable else view.total_inflight,
-        sampled_ts=view.sampled_at or None, errors=errors_doc(view.errors))
+        errors=errors_doc(view.errors))
     if view.unavailable:
         doc["unavailable"] = dict(view.unavailable)
     return doc
