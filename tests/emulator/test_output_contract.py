@@ -223,8 +223,8 @@ def test_tables_fit_columns_and_pipes_get_everything() -> None:
 
 
 def test_colour_on_a_terminal_only_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rmqctl.cli.render import Table, View, emit
     from rmqctl.cli.render import OutputFormat as F
+    from rmqctl.cli.render import Table, View, emit
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -268,7 +268,8 @@ def test_watch_redraws_with_the_consume_rate_between_samples() -> None:
     assert len(blocks) == 2 and "sample 2" in blocks[1]
 
     def row(block: str) -> list[str]:
-        return next(line.split() for line in block.splitlines() if line.split()[:3] == ["PaymentTopic", "broker-a", "0"])
+        wanted = ["PaymentTopic", "broker-a", "0"]
+        return next(line.split() for line in block.splitlines() if line.split()[:3] == wanted)
 
     first, second = row(blocks[0]), row(blocks[1])
     header = next(line.split() for line in blocks[1].splitlines() if line.startswith("TOPIC"))

@@ -12,6 +12,7 @@ from rmqctl.cli.render import OutputFormat, Table, View, emit, format_table
 from rmqctl.doctor import run_checks
 from tests.unit.test_doctor import C1, C2, C3, conn, info, queues, view
 
+
 def held_twice_view():  # type: ignore[no-untyped-def]
     from rmqctl.model import parse_tag_expression
 
