@@ -155,12 +155,37 @@ def report_error(error: errors.RmqctlError, debug: bool = False) -> None:
     console.error(error.message, error.hint)
 
 
+#: ``--watch`` takes an optional value (kubectl's ``-w`` habit); Typer options cannot, so a bare
+#: ``--watch``/``-w`` gets this many seconds before parsing
+WATCH_OPTIONS = ("--watch", "-w")
+DEFAULT_WATCH_SECONDS = "2"
+
+
+def optional_watch_value(args: list[str]) -> list[str]:
+    """Insert the default interval after a ``--watch``/``-w`` that is not followed by a number."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        out.append(arg)
+        if arg in WATCH_OPTIONS:
+            following = args[i + 1] if i + 1 < len(args) else None
+            try:
+                float(following or "")
+            except ValueError:
+                out.append(DEFAULT_WATCH_SECONDS)
+    return out
+
+
 class RootGroup(TyperGroup):
     """The ``rmqctl`` command group: runs a command and turns what it raises into an exit code.
 
     Every :class:`~rmqctl.errors.RmqctlError` is reported once here, with its documented exit
     code; Ctrl-C anywhere in a command exits 130. Commands simply raise.
     """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, optional_watch_value(args))
 
     def invoke(self, ctx: Any) -> Any:  # a typer.Context at run time
         try:

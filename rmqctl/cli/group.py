@@ -28,7 +28,7 @@ UNAVAILABLE = "unavailable"
 GroupArg = Annotated[str, typer.Argument(help="Consumer group name.", show_default=False)]
 WatchOpt = Annotated[
     float | None,
-    typer.Option("--watch", "-w", is_flag=False, flag_value=2.0, min=0.1, metavar="[SECONDS]",
+    typer.Option("--watch", "-w", min=0.1, metavar="[SECONDS]",
                  help="Redraw every SECONDS (default 2) until Ctrl-C, with each queue's consume rate.",
                  show_default=False),
 ]

@@ -280,6 +280,8 @@ def test_watch_redraws_with_the_consume_rate_between_samples() -> None:
     held = cli("--emulator", "stall-and-leave", "--at", "30", "group", "assignment", "payment-service",
                "-w", "30", "--count", "2")
     assert held.count("CONSUME_RATE") == 2
+    bare = cli("--emulator", "stall-and-leave", "group", "assignment", "payment-service", "-w", "--count", "1")
+    assert bare.startswith("Every 2s: ")  # --watch without a value: every 2 s
 
 
 # ---------------------------------------------------------------------------------------------
