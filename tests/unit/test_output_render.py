@@ -82,3 +82,33 @@ def test_timestamps_are_formatted_only_in_tables(capsys) -> None:  # type: ignor
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:06", text) and "1704067206000" not in text
     emit(emitted, OutputFormat.jsonl)
     assert json.loads(capsys.readouterr().out) == {"kind": "queue", "queue_id": 0, "last_updated_ts": 1704067206000}
+
+
+def test_long_commands_show_progress_on_a_terminal_only(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+    import io
+
+    from rmqctl.cli.common import progress_after
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    async def run(stream: io.StringIO, delay: float) -> None:
+        monkeypatch.setattr("sys.stderr", stream)
+        async with progress_after(delay, "emulator healthy"):
+            async def shown() -> None:
+                while "reading emulator healthy" not in stream.getvalue():
+                    await asyncio.sleep(0.01)
+            if delay == 0 and stream.isatty():
+                await asyncio.wait_for(shown(), 5)
+
+    terminal = Terminal()
+    asyncio.run(run(terminal, 0))
+    assert "reading emulator healthy" in terminal.getvalue()
+    quick = Terminal()
+    asyncio.run(run(quick, 60))  # finished long before the delay: nothing shown
+    assert quick.getvalue().strip("\x1b[?25lh\r\n ") == ""
+    piped = io.StringIO()
+    asyncio.run(run(piped, 0))
+    assert piped.getvalue() == ""
