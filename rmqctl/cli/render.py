@@ -5,11 +5,13 @@ stdout carries data only. ``json`` is the command's whole document (decided in
 derived from the document, never from table rows): ``jsonl`` prints every row of every kind, one
 JSON object a line with a ``kind`` field first; ``csv`` prints the rows of one kind (the command's
 first kind, or ``--table KIND``). ``table`` is aligned text for people: it fits the terminal
-(``COLUMNS`` or the TTY; a pipe gets the full width), shrinks the columns a table marks as
-flexible first, and colours severities and states on a TTY unless ``NO_COLOR`` is set.
+(``COLUMNS`` or the TTY; a pipe gets the full width), wraps the columns a table marks as
+flexible first and truncates the others only as a last resort, and colours severities and
+states on a TTY unless ``NO_COLOR`` is set.
 Notes, warnings and errors go to stderr, coloured only when stderr is a terminal.
 
-Must not import textual or pyspark; rich is imported only when a table is drawn.
+Must not import textual, pyspark or rich (tables are drawn with plain escape codes, so that a
+command's start-up does not pay for rich).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import re
 import shutil
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -126,42 +129,73 @@ def colour_wanted(stream: TextIO) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
+#: ANSI colours of the STYLES names (plain escape codes: drawing a table must not load rich)
+_ANSI = {"bold red": "1;31", "red": "31", "yellow": "33", "cyan": "36", "dim": "2", "bold": "1"}
+#: a flexible column never shrinks below this (or its natural width); a fixed one below 4
+FLEX_MIN, FIXED_MIN, GAP = 10, 4, 2
+
+
+def _fit(widths: list[int], flexible: list[bool], priority: list[int], limit: int) -> list[int]:
+    """Shrink column widths until the row fits ``limit``: the flexible columns in ``priority``
+    order first (their cells wrap), then the fixed ones from the right (their cells get cut)."""
+    widths = list(widths)
+    excess = sum(widths) + GAP * (len(widths) - 1) - limit
+    order = priority + [i for i in reversed(range(len(widths))) if not flexible[i]]
+    for i in order:
+        if excess <= 0:
+            break
+        floor = min(widths[i], FLEX_MIN if flexible[i] else FIXED_MIN)
+        cut = min(excess, widths[i] - floor)
+        widths[i] -= cut
+        excess -= cut
+    return widths
+
+
+def _lines_of(text: str, width: int, flexible: bool) -> list[str]:
+    if len(text) <= width:
+        return [text]
+    if flexible:
+        return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+    return [text[: max(width - 1, 0)] + "…"]
+
+
 def format_table(table: Table, *, width: int | None = None, colour: bool = False,
                  no_headers: bool = False) -> str:
     """Aligned columns, two spaces apart, fitted to ``width`` (``None``: as wide as the data)."""
-    from rich.console import Console as RichConsole
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
     keys, headers = table.keys, table.headers
     body = [[cell(k, row.get(k)) for k in keys] for row in table.rows]
-    natural = sum(max([len(h), *(len(line[i]) for line in body)]) for i, h in enumerate(headers))
-    natural += 2 * (len(keys) - 1)
-    limit = width if width is not None else max(natural, 1)
-    grid = RichTable(box=None, show_header=not no_headers, show_edge=False, pad_edge=False,
-                     padding=(0, 2, 0, 0), header_style="bold" if colour else "", expand=False)
-    for key, header in zip(keys, headers):
-        flexible = key in table.flexible
-        grid.add_column(header, no_wrap=not flexible, overflow="fold" if flexible else "ellipsis",
-                        ratio=None, min_width=min(len(header), 8) if flexible else None)
-    for line in body:
-        grid.add_row(*(Text(text, style=STYLES.get(text, "") if colour else "") for text in line))
-    console = RichConsole(width=limit + 2, color_system="standard" if colour else None,
-                          force_terminal=colour, no_color=not colour, highlight=False,
-                          legacy_windows=False, soft_wrap=False)
-    with console.capture() as captured:
-        console.print(grid)
-    lines = [line.rstrip() for line in captured.get().splitlines()]
-    out = []
+    widths = [max([len(h), *(len(line[i]) for line in body)]) for i, h in enumerate(headers)]
+    flexible = [k in table.flexible for k in keys]
+    if width is not None:
+        priority = [keys.index(k) for k in table.flexible if k in keys]
+        widths = _fit(widths, flexible, priority, width)
+
+    def paint(text: str, style: str) -> str:
+        code = _ANSI.get(style)
+        return f"\x1b[{code}m{text}\x1b[0m" if colour and code and text else text
+
+    def render(cells: list[str], header: bool) -> list[str]:
+        wrapped = [_lines_of(text, w, flex) for text, w, flex in zip(cells, widths, flexible)]
+        out = []
+        for n in range(max(len(parts) for parts in wrapped)):
+            pieces = []
+            for i, parts in enumerate(wrapped):
+                text = parts[n] if n < len(parts) else ""
+                style = "bold" if header else STYLES.get(cells[i], "")
+                pieces.append(paint(text, style) + " " * (widths[i] - len(text)))
+            out.append((" " * GAP).join(pieces).rstrip())
+        return out
+
+    lines = []
     if table.title and not no_headers:
-        out.append(table.title)
-    if body:
-        out += lines
-    else:
-        if not no_headers:
-            out.append("  ".join(headers))
-            out.append("(none)")
-    return "".join(line + "\n" for line in out)
+        lines.append(table.title)
+    if not no_headers:
+        lines += render(headers, header=True)
+    for row in body:
+        lines += render(row, header=False)
+    if not body and not no_headers:
+        lines.append("(none)")
+    return "".join(line + "\n" for line in lines)
 
 
 def _csv_cell(value: Any) -> Any:

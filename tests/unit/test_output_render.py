@@ -112,3 +112,17 @@ def test_long_commands_show_progress_on_a_terminal_only(monkeypatch) -> None:  #
     piped = io.StringIO()
     asyncio.run(run(piped, 0))
     assert piped.getvalue() == ""
+
+
+def test_drawing_a_table_does_not_load_rich() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; from rmqctl.cli.render import Table, format_table; "
+            "format_table(Table(['a'], [{'a': 'x' * 50}], flexible=('a',)), width=20, colour=True); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True,
+                          timeout=60)
+    assert proc.stdout.strip() == "[]"
