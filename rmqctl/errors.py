@@ -98,10 +98,15 @@ class RemoteError(RmqctlError):
     registry: ClassVar[dict[int, builtins.type[RemoteError]]] = {}
     code_value: ClassVar[int | None] = None
 
-    def __init__(self, code: int, remark: str | None, *, address: str = "") -> None:
+    #: the response code's protocol name (``TOPIC_NOT_EXIST``); subclasses set it, and the
+    #: remoting layer passes it in for codes without a subclass
+    code_name: ClassVar[str | None] = None
+
+    def __init__(self, code: int, remark: str | None, *, address: str = "", name: str | None = None) -> None:
         where = f" from {address}" if address else ""
         text = (remark or "").strip() or "no remark"
-        super().__init__(f"{self.__class__.__name__} (code {code}){where}: {text}")
+        label = name or self.code_name
+        super().__init__(f"{label} ({code}){where}: {text}" if label else f"response code {code}{where}: {text}")
         self.code = code
         self.remark = remark or ""
         self.address = address
@@ -112,46 +117,56 @@ class RemoteError(RmqctlError):
             RemoteError.registry[cls.code_value] = cls
 
     @staticmethod
-    def for_code(code: int, remark: str | None, *, address: str = "") -> RemoteError:
-        """Build the most specific subclass registered for ``code``."""
+    def for_code(code: int, remark: str | None, *, address: str = "", name: str | None = None) -> RemoteError:
+        """Build the most specific subclass registered for ``code``; ``name`` is the code's protocol
+        name for the message (``SUBSCRIPTION_NOT_EXIST (24)``) when no subclass knows it."""
         cls = RemoteError.registry.get(code, RemoteError)
-        return cls(code, remark, address=address)
+        return cls(code, remark, address=address, name=name)
 
 
 class SystemError(RemoteError):  # noqa: A001
     code_value = 1
+    code_name = "SYSTEM_ERROR"
 
 
 class RequestCodeNotSupported(RemoteError):
     code_value = 3
+    code_name = "REQUEST_CODE_NOT_SUPPORTED"
 
 
 class NoPermission(RemoteError):
     code_value = 16
+    code_name = "NO_PERMISSION"
 
 
 class TopicNotExist(RemoteError):
     code_value = 17
+    code_name = "TOPIC_NOT_EXIST"
 
 
 class QueryNotFound(RemoteError):
     code_value = 22
+    code_name = "QUERY_NOT_FOUND"
 
 
 class SubscriptionGroupNotExist(RemoteError):
     code_value = 26
+    code_name = "SUBSCRIPTION_GROUP_NOT_EXIST"
 
 
 class ConsumerNotOnline(RemoteError):
     code_value = 206
+    code_name = "CONSUMER_NOT_ONLINE"
 
 
 class ConsumeMsgTimeout(RemoteError):
     code_value = 207
+    code_name = "CONSUME_MSG_TIMEOUT"
 
 
 class GoAway(RemoteError):
     code_value = 1500
+    code_name = "GO_AWAY"
 
 
 class NotFound(RmqctlError):

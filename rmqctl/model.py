@@ -627,6 +627,14 @@ class GroupView:
                 out.setdefault(mq, []).append(cid)
         return out
 
+    def held_twice(self) -> dict[MessageQueue, list[str]]:
+        """Queue → its holders, for queues that two or more clients report holding at once.
+
+        Empty for a BROADCASTING group, where every client holds every queue by design."""
+        if (self.message_model or "").upper() == "BROADCASTING":
+            return {}
+        return {mq: cids for mq, cids in sorted(self.owners().items()) if len(cids) > 1}
+
     def known_queues(self) -> list[MessageQueue]:
         """Every queue the group should be consuming: progress rows plus route queues."""
         seen = {p.queue for p in self.progress}

@@ -1,17 +1,64 @@
-"""Plain documents built from a :class:`~rmqctl.model.GroupView`: the JSON output contracts.
+"""The output contract: every command's document, and the rows ``jsonl`` and ``csv`` derive from it.
 
-Runbooks depend on these shapes (snake_case, stable keys); the CLI renders them, the TUI and
-tests read them. Also holds the side-by-side subscription comparison that ``group show`` marks.
+Runbooks depend on these shapes (docs/output.md): snake_case keys that mean the same thing with
+the same value in every command, timestamps as epoch milliseconds in ``*_ts`` keys, lists kept as
+lists, and an ``errors`` object (source → message) in every document. Each document is a
+TypedDict built here from core objects; each has a ``*_rows`` function returning its
+:class:`RowSet`\\ s — one kind of row each — computed from the document alone, so ``json``,
+``jsonl`` and ``csv`` can never disagree. The CLI renders these, the TUI and tests read them.
+Also holds the side-by-side subscription comparison that ``group show`` marks.
 
 Must not import the CLI, the TUI or pyspark.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
+from rmqctl.errors import RmqctlError
 from rmqctl.model import GroupSummary, GroupView, Subscription, queues_as_dicts
+
+
+@dataclass(frozen=True, slots=True)
+class RowSet:
+    """One kind of row of a document: ``jsonl`` prints each row with ``"kind": kind`` first;
+    ``csv`` prints one kind, with ``columns`` as its header."""
+
+    kind: str
+    columns: tuple[str, ...]
+    rows: Sequence[Mapping[str, Any]]
+
+
+class QueueDict(TypedDict):
+    topic: str
+    broker: str
+    queue_id: int
+
+
+Errors = dict[str, str]
+
+
+def errors_doc(errors: Mapping[str, RmqctlError | str]) -> Errors:
+    """``{"broker-a": "TOPIC_NOT_EXIST (17) from …: …"}``: what made a document partial."""
+    return {name: str(err) for name, err in sorted(errors.items())}
+
+
+def error_rows(doc: Mapping[str, Any]) -> list[RowSet]:
+    """The document's errors as rows of kind ``error`` (only when there are some)."""
+    errs = doc.get("errors") or {}
+    if not errs:
+        return []
+    return [RowSet("error", ("source", "message"), [{"source": k, "message": v} for k, v in errs.items()])]
+
+
+def _queue_label(q: Mapping[str, Any]) -> str:
+    return f"{q['topic']}@{q['broker']}/{q['queue_id']}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Subscriptions compared (group show)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,27 +126,13 @@ def _sub_dict(sub: Subscription) -> dict[str, Any]:
     }
 
 
-def group_show(view: GroupView) -> dict[str, Any]:
-    """``group show -o json``."""
-    return {
-        "group": view.group,
-        "online": view.online,
-        "consume_type": view.consume_type,
-        "message_model": view.message_model,
-        "consume_from_where": view.consume_from_where,
-        "connections": [c.as_dict() for c in view.connections],
-        "broker_subscriptions": {
-            broker: [_sub_dict(s) for _, s in sorted(table.items())]
-            for broker, table in sorted(view.broker_subscriptions.items())
-        },
-        "client_subscriptions": {
-            cid: [_sub_dict(s) for s in subs] for cid, subs in view.client_subscriptions.items()
-        },
-        "client_strategies": {cid: ri.strategy for cid, ri in sorted(view.running_infos.items())},
-        "subscription_conflicts": subscription_conflicts(view),
-        "errors": {name: str(err) for name, err in view.errors.items()},
-        **_unavailable(view),
-    }
+#: the broker's ConsumeType names as operators say them (the same in every document)
+CONSUME_TYPES = {"CONSUME_PASSIVELY": "PUSH", "CONSUME_ACTIVELY": "PULL", "CONSUME_POP": "POP"}
+
+
+def consume_type(raw: str | None) -> str | None:
+    """``CONSUME_PASSIVELY`` → ``PUSH``, ``CONSUME_ACTIVELY`` → ``PULL``, ``CONSUME_POP`` → ``POP``."""
+    return CONSUME_TYPES.get(raw or "", raw) if raw else None
 
 
 def _unavailable(view: GroupView) -> dict[str, Any]:
@@ -107,51 +140,364 @@ def _unavailable(view: GroupView) -> dict[str, Any]:
     return {"unavailable": dict(view.unavailable)} if view.unavailable else {}
 
 
+class GroupShowDoc(TypedDict):
+    group: str
+    online: bool
+    consume_type: str | None
+    message_model: str | None
+    consume_from_where: str | None
+    connections: list[dict[str, Any]]
+    broker_subscriptions: dict[str, list[dict[str, Any]]]
+    client_subscriptions: dict[str, list[dict[str, Any]]]
+    client_strategies: dict[str, str | None]
+    subscriptions: list[dict[str, Any]]
+    subscription_conflicts: list[dict[str, Any]]
+    errors: Errors
+    unavailable: NotRequired[dict[str, str]]
+
+
+def group_show(view: GroupView) -> GroupShowDoc:
+    """``group show``: connections, stored and own subscriptions side by side, conflicts."""
+    strategies = {cid: ri.strategy for cid, ri in sorted(view.running_infos.items())}
+    doc = GroupShowDoc(
+        group=view.group,
+        online=view.online,
+        consume_type=consume_type(view.consume_type),
+        message_model=view.message_model,
+        consume_from_where=view.consume_from_where,
+        connections=[{**c.as_dict(), "strategy": strategies.get(c.client_id)} for c in view.connections],
+        broker_subscriptions={
+            broker: [_sub_dict(s) for _, s in sorted(table.items())]
+            for broker, table in sorted(view.broker_subscriptions.items())
+        },
+        client_subscriptions={
+            cid: [_sub_dict(s) for s in subs] for cid, subs in view.client_subscriptions.items()
+        },
+        client_strategies=strategies,
+        subscriptions=[
+            {"topic": row.topic, "source": row.source,
+             "expression": row.subscription.expression if row.subscription else None,
+             "tags": list(row.subscription.tags) if row.subscription else [],
+             "sub_version": row.subscription.sub_version if row.subscription else None,
+             "subscribed": row.subscription is not None, "differs": row.differs}
+            for row in compare_subscriptions(view)
+        ],
+        subscription_conflicts=subscription_conflicts(view),
+        errors=errors_doc(view.errors),
+    )
+    if view.unavailable:
+        doc["unavailable"] = dict(view.unavailable)
+    return doc
+
+
+def group_show_rows(doc: GroupShowDoc) -> list[RowSet]:
+    return [
+        RowSet("connection", ("client_id", "client_addr", "language", "version", "strategy"), doc["connections"]),
+        RowSet("subscription", ("topic", "source", "expression", "tags", "sub_version", "subscribed", "differs"),
+               doc["subscriptions"]),
+        RowSet("conflict", ("code", "severity", "topics", "title"), doc["subscription_conflicts"]),
+        *error_rows(doc),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress, assignment, list
+
+
 #: fields of a progress row that a source may be unable to supply (see GroupView.unavailable)
 PROGRESS_FIELDS = ("pull_offset", "inflight", "last_consumed_ts", "owner")
+PROGRESS_COLUMNS = ("topic", "broker", "queue_id", "broker_offset", "consumer_offset", "pull_offset",
+                    "diff", "inflight", "last_consumed_ts", "owner")
 
 
-def group_progress(view: GroupView) -> list[dict[str, Any]]:
-    """``group progress -o json``: one row per queue, retry queues included.
+class GroupProgressDoc(TypedDict):
+    group: str
+    queues: list[dict[str, Any]]
+    total_diff: int
+    total_inflight: int | None
+    errors: Errors
+    unavailable: NotRequired[dict[str, str]]
 
-    A field the source cannot supply is ``null`` and named, with why, in the row's ``unavailable``."""
+
+def group_progress(view: GroupView) -> GroupProgressDoc:
+    """``group progress``: one row per queue, retry queues included.
+
+    A field the source cannot supply is ``null`` in every row and named, with why, in the
+    document's ``unavailable``."""
     missing = {k: v for k, v in view.unavailable.items() if k in PROGRESS_FIELDS}
     rows = []
     for p in view.progress:
         row = p.as_dict()
-        if missing:
-            row.update(dict.fromkeys(missing))
-            row["unavailable"] = dict(missing)
+        row.update(dict.fromkeys(missing))
         rows.append(row)
+    doc = GroupProgressDoc(
+        group=view.group, queues=rows, total_diff=view.total_diff,
+        total_inflight=None if "inflight" in view.unavailable else view.total_inflight,
+        errors=errors_doc(view.errors))
+    if view.unavailable:
+        doc["unavailable"] = dict(view.unavailable)
+    return doc
+
+
+def group_progress_rows(doc: GroupProgressDoc) -> list[RowSet]:
+    return [RowSet("queue", PROGRESS_COLUMNS, doc["queues"]), *error_rows(doc)]
+
+
+class HeldTwiceDict(QueueDict):
+    clients: list[str]
+
+
+class GroupAssignmentDoc(TypedDict):
+    group: str
+    message_model: str | None
+    assignments: dict[str, list[QueueDict]]
+    unassigned_queues: list[QueueDict]
+    held_twice: list[HeldTwiceDict]
+    idle_clients: list[str]
+    errors: Errors
+    unavailable: NotRequired[dict[str, str]]
+
+
+def _queues(queues: Iterable[Any]) -> list[QueueDict]:
+    return [QueueDict(topic=q["topic"], broker=q["broker"], queue_id=q["queue_id"])
+            for q in queues_as_dicts(list(queues))]
+
+
+def group_assignment(view: GroupView) -> GroupAssignmentDoc:
+    """``group assignment``: what each client holds, what nobody holds, what two hold at once."""
+    assignments = view.assignments()
+    doc = GroupAssignmentDoc(
+        group=view.group,
+        message_model=view.message_model,
+        assignments={cid: _queues(qs) for cid, qs in assignments.items()},
+        unassigned_queues=_queues(view.unassigned()),
+        held_twice=[HeldTwiceDict(topic=mq.topic, broker=mq.broker_name, queue_id=mq.queue_id, clients=cids)
+                    for mq, cids in view.held_twice().items()],
+        idle_clients=[cid for cid, qs in assignments.items() if not qs],
+        errors=errors_doc(view.errors),
+    )
+    if view.unavailable:
+        doc["unavailable"] = dict(view.unavailable)
+    return doc
+
+
+ASSIGNMENT_COLUMNS = ("client_id", "topic", "broker", "queue_id", "state")
+
+
+def assignment_rows(doc: GroupAssignmentDoc) -> list[dict[str, Any]]:
+    """One row per (client, queue) held, per idle client and per queue nobody holds; ``state`` is
+    ``held``, ``held twice``, ``idle`` or ``held by nobody``."""
+    twice = {(q["topic"], q["broker"], q["queue_id"]) for q in doc["held_twice"]}
+    rows: list[dict[str, Any]] = []
+    for cid, queues in doc["assignments"].items():
+        if not queues:
+            rows.append({"client_id": cid, "topic": None, "broker": None, "queue_id": None, "state": "idle"})
+        for q in queues:
+            state = "held twice" if (q["topic"], q["broker"], q["queue_id"]) in twice else "held"
+            rows.append({"client_id": cid, **q, "state": state})
+    for q in doc["unassigned_queues"]:
+        rows.append({"client_id": None, **q, "state": "held by nobody"})
     return rows
 
 
-def group_assignment(view: GroupView) -> dict[str, Any]:
-    """``group assignment -o json``: what each client holds, and what nobody holds."""
-    assignments = view.assignments()
-    owners = view.owners()
-    return {
-        "group": view.group,
-        "assignments": {cid: queues_as_dicts(qs) for cid, qs in assignments.items()},
-        "unassigned": queues_as_dicts(view.unassigned()),
-        "shared": [
-            {**mq.as_dict(), "clients": cids} for mq, cids in sorted(owners.items()) if len(cids) > 1
-        ],
-        "idle_clients": [cid for cid, qs in assignments.items() if not qs],
-        "errors": {name: str(err) for name, err in view.errors.items()},
-        **_unavailable(view),
-    }
+def group_assignment_rows(doc: GroupAssignmentDoc) -> list[RowSet]:
+    return [RowSet("assignment", ASSIGNMENT_COLUMNS, assignment_rows(doc)), *error_rows(doc)]
+
+
+GROUP_LIST_COLUMNS = ("group", "clients", "online", "consume_type", "message_model", "version",
+                      "total_diff", "consume_tps")
 
 
 def group_summary(summary: GroupSummary) -> dict[str, Any]:
-    kind = {"CONSUME_PASSIVELY": "PUSH", "CONSUME_ACTIVELY": "PULL", "CONSUME_POP": "POP"}
+    """One group of ``group list``."""
     return {
         "group": summary.group,
         "clients": summary.clients,
         "online": summary.clients > 0,
-        "consume_type": kind.get(summary.consume_type or "", summary.consume_type),
+        "consume_type": consume_type(summary.consume_type),
         "message_model": summary.message_model,
         "version": summary.version if summary.clients else "OFFLINE",
         "total_diff": summary.total_diff,
         "consume_tps": summary.consume_tps,
     }
+
+
+class GroupListDoc(TypedDict):
+    groups: list[dict[str, Any]]
+    errors: Errors
+
+
+def group_list(summaries: Iterable[GroupSummary], errors: Mapping[str, RmqctlError]) -> GroupListDoc:
+    return GroupListDoc(groups=[group_summary(s) for s in summaries], errors=errors_doc(errors))
+
+
+def group_list_rows(doc: GroupListDoc) -> list[RowSet]:
+    return [RowSet("group", GROUP_LIST_COLUMNS, doc["groups"]), *error_rows(doc)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Cluster and topics
+
+
+class ClusterListDoc(TypedDict):
+    brokers: list[dict[str, Any]]
+    errors: Errors
+
+
+CLUSTER_COLUMNS = ("cluster", "broker", "broker_id", "addr", "version", "in_tps", "out_tps", "disk_ratio")
+
+
+def cluster_list_rows(doc: ClusterListDoc) -> list[RowSet]:
+    return [RowSet("broker", CLUSTER_COLUMNS, doc["brokers"]), *error_rows(doc)]
+
+
+class TopicListDoc(TypedDict):
+    topics: list[dict[str, Any]]
+    errors: Errors
+
+
+def topic_list_rows(doc: TopicListDoc) -> list[RowSet]:
+    return [RowSet("topic", ("topic", "type"), doc["topics"]), *error_rows(doc)]
+
+
+class TopicRouteDoc(TypedDict):
+    topic: str
+    brokers: list[dict[str, Any]]
+    order_topic_conf: str | None
+    errors: Errors
+
+
+ROUTE_COLUMNS = ("cluster", "broker", "addrs", "read_queues", "write_queues", "perm")
+
+
+def topic_route_rows(doc: TopicRouteDoc) -> list[RowSet]:
+    return [RowSet("route", ROUTE_COLUMNS, doc["brokers"]), *error_rows(doc)]
+
+
+class TopicStatusDoc(TypedDict):
+    topic: str
+    queues: list[dict[str, Any]]
+    put_tps: float | None
+    errors: Errors
+
+
+STATUS_COLUMNS = ("broker", "queue_id", "min_offset", "max_offset", "last_updated_ts")
+
+
+def topic_status_rows(doc: TopicStatusDoc) -> list[RowSet]:
+    return [RowSet("queue", STATUS_COLUMNS, doc["queues"]), *error_rows(doc)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Doctor
+
+
+class DoctorDoc(TypedDict):
+    groups: list[str]
+    findings: list[dict[str, Any]]
+    skipped: list[dict[str, str]]
+    errors: Errors
+
+
+FINDING_COLUMNS = ("group", "severity", "code", "title", "detail", "evidence", "fix")
+
+
+def doctor(groups: Sequence[str], findings: Iterable[Any], skipped: Mapping[str, Mapping[str, str]],
+           errors: Mapping[str, RmqctlError]) -> DoctorDoc:
+    """``doctor``: the groups checked, every finding whole, the checks skipped and why."""
+    return DoctorDoc(
+        groups=list(groups),
+        findings=[f.as_dict() for f in findings],
+        skipped=[{"group": g, "code": code, "reason": why}
+                 for g, checks in sorted(skipped.items()) for code, why in sorted(checks.items())],
+        errors=errors_doc(errors),
+    )
+
+
+def doctor_rows(doc: DoctorDoc) -> list[RowSet]:
+    return [RowSet("finding", FINDING_COLUMNS, doc["findings"]),
+            RowSet("skipped", ("group", "code", "reason"), doc["skipped"]), *error_rows(doc)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Emulator run report and demo
+
+
+class EmulatorRunDoc(TypedDict):
+    scenario: str
+    at: float
+    consumers: dict[str, dict[str, Any]]
+    produced_by_tag: dict[str, int]
+    lost_by_tag: dict[str, int]
+    broker_subscriptions: dict[str, Any]
+    errors: Errors
+
+
+def emulator_run(report: Mapping[str, Any]) -> EmulatorRunDoc:
+    """The emulator's run report (its response codes already named: ``SUBSCRIPTION_NOT_EXIST (24)``)."""
+    consumers = {cid: dict(c) for cid, c in report["consumers"].items()}
+    return EmulatorRunDoc(scenario=report["scenario"], at=report["at"], consumers=consumers,
+                          produced_by_tag=dict(report["produced_by_tag"]), lost_by_tag=dict(report["lost_by_tag"]),
+                          broker_subscriptions=dict(report["broker_subscriptions"]),
+                          errors=dict(report.get("errors", {})))
+
+
+def emulator_run_rows(doc: EmulatorRunDoc) -> list[RowSet]:
+    consumers = [
+        {"client_id": cid, "group": c["group"], "received_by_tag": c["received_by_tag"], "queues": c["queues"],
+         "pull_errors": c["pull_errors"]}
+        for cid, c in doc["consumers"].items()
+    ]
+    tags = [{"tag": tag, "produced": n, "lost": doc["lost_by_tag"].get(tag, 0)}
+            for tag, n in doc["produced_by_tag"].items()]
+    subs = [
+        {"broker": broker, "group": group, "topic": topic, "expression": sub["expression"],
+         "sub_version": sub["sub_version"]}
+        for broker, groups in doc["broker_subscriptions"].items()
+        for group, topics in groups.items()
+        for topic, sub in topics.items()
+    ]
+    return [
+        RowSet("consumer", ("client_id", "group", "received_by_tag", "queues", "pull_errors"), consumers),
+        RowSet("tag", ("tag", "produced", "lost"), tags),
+        RowSet("broker_subscription", ("broker", "group", "topic", "expression", "sub_version"), subs),
+        *error_rows(doc),
+    ]
+
+
+class DemoGroupDoc(TypedDict):
+    show: GroupShowDoc
+    assignment: GroupAssignmentDoc
+    findings: list[dict[str, Any]]
+
+
+class DemoDoc(TypedDict):
+    scenario: EmulatorRunDoc
+    description: str
+    namesrv: str
+    groups: dict[str, DemoGroupDoc]
+    errors: Errors
+
+
+def demo_rows(doc: DemoDoc) -> list[RowSet]:
+    """The run report's rows, then each group's subscriptions, assignment and findings (rows of
+    a group carry its name)."""
+    run = [r for r in emulator_run_rows(doc["scenario"]) if r.kind != "error"]
+    subs, assignment, findings = [], [], []
+    for group, part in doc["groups"].items():
+        subs += [{"group": group, **row} for row in part["show"]["subscriptions"]]
+        assignment += [{"group": group, **row} for row in assignment_rows(part["assignment"])]
+        findings += part["findings"]
+    return [
+        *run,
+        RowSet("subscription", ("group", "topic", "source", "expression", "tags", "sub_version", "subscribed",
+                                "differs"), subs),
+        RowSet("assignment", ("group", *ASSIGNMENT_COLUMNS), assignment),
+        RowSet("finding", FINDING_COLUMNS, findings),
+        *error_rows(doc),
+    ]
+
+
+def queue_labels(queues: Iterable[Mapping[str, Any]]) -> list[str]:
+    """``topic@broker/queue_id`` per queue, for tables."""
+    return [_queue_label(q) for q in queues]

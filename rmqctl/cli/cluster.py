@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import typer
 
-from rmqctl.cli.common import Failures, Settings, cluster_options, execute
-from rmqctl.cli.render import Table, View
+from rmqctl import report
+from rmqctl.cli.common import Failures, MatchOpt, Settings, SortOpt, cluster_options, execute
+from rmqctl.cli.render import Table, View, select_rows
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Clusters and brokers.", no_args_is_help=True)
 
 
-async def cluster_view(source: ClusterSource) -> tuple[View, Failures]:
+async def cluster_view(source: ClusterSource, match: str | None = None,
+                       sort: str | None = None) -> tuple[View, Failures]:
     info = await source.cluster()
     runtimes = await source.broker_runtimes(info)
     by_key = {(r.broker_name, r.broker_id): r for r in runtimes.value}
@@ -35,10 +37,10 @@ async def cluster_view(source: ClusterSource) -> tuple[View, Failures]:
                     "out_tps": rt.out_tps if rt else None,
                     "disk_ratio": rt.disk_ratio if rt else None,
                 })
-    columns = [("cluster", "CLUSTER"), ("broker", "BROKER"), ("broker_id", "BID"),
-               ("addr", "ADDR"), ("version", "VERSION"), ("in_tps", "IN_TPS"),
-               ("out_tps", "OUT_TPS"), ("disk_ratio", "DISK")]
-    return View(rows, [Table(columns, rows)]), dict(runtimes.errors)
+    doc = report.ClusterListDoc(brokers=select_rows(rows, name_key="broker", match=match, sort=sort),
+                                errors=report.errors_doc(runtimes.errors))
+    return (View(doc, [Table(list(report.CLUSTER_COLUMNS), doc["brokers"])], records=report.cluster_list_rows(doc)),
+            dict(runtimes.errors))
 
 
 @app.command("list")
@@ -46,6 +48,12 @@ async def cluster_view(source: ClusterSource) -> tuple[View, Failures]:
 def list_(
     ctx: typer.Context,
     opts: Settings,
+    sort: SortOpt = None,
+    match: MatchOpt = None,
 ) -> None:
     """Every broker of every cluster, with version, TPS and disk use (like mqadmin clusterList)."""
-    execute(opts, cluster_view)
+
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
+        return await cluster_view(source, match, sort)
+
+    execute(opts, run)

@@ -12,12 +12,13 @@ Must not import textual or pyspark.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import math
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, NoReturn
 
@@ -25,7 +26,7 @@ import typer
 from typer.core import TyperGroup
 
 from rmqctl import errors
-from rmqctl.cli.render import Console, OutputFormat, View, emit
+from rmqctl.cli.render import Console, OutputFormat, TableOptions, View, emit
 from rmqctl.config import timeout_problem
 from rmqctl.connect import Target, open_source
 from rmqctl.errors import ExitCode
@@ -80,6 +81,24 @@ AtOpt = Annotated[
     typer.Option("--at", help="With --emulator: advance the scenario to this many seconds.",
                  callback=_check_at, show_default=False),
 ]
+NoHeadersOpt = Annotated[
+    bool | None,
+    typer.Option("--no-headers", help="Rows only: no titles, header line or footer (csv: no header).",
+                 show_default=False),
+]
+TableKindOpt = Annotated[
+    str | None,
+    typer.Option("--table", help="With -o csv: which kind of row to print (default the first; "
+                 "jsonl prints every kind).", show_default=False),
+]
+SortOpt = Annotated[
+    str | None,
+    typer.Option("--sort", help="Sort rows by this column (key or header, any case).", show_default=False),
+]
+MatchOpt = Annotated[
+    str | None,
+    typer.Option("--match", help="Only rows whose name matches this regular expression.", show_default=False),
+]
 
 
 @dataclass(frozen=True)
@@ -92,6 +111,12 @@ class Settings:
     emulator: str | None = None
     at: float | None = None
     dashboard: str | None = None
+    no_headers: bool = False
+    table: str | None = None
+
+    @property
+    def table_options(self) -> TableOptions:
+        return TableOptions(no_headers=self.no_headers, kind=self.table)
 
     def merged(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -104,12 +129,14 @@ def settings(ctx: typer.Context, **overrides: Any) -> Settings:
 
 _SHARED_OPTIONS: dict[str, Any] = {
     "namesrv": NamesrvOpt, "context": ContextOpt, "output": OutputOpt, "timeout": TimeoutOpt,
-    "dashboard": DashboardOpt,
+    "dashboard": DashboardOpt, "emulator": EmulatorOpt, "at": AtOpt, "no_headers": NoHeadersOpt,
+    "table": TableKindOpt,
 }
 
 
 def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Give a command the shared ``-n``/``--context``/``-o``/``--timeout`` options.
+    """Give a command the shared cluster and output options (``-n``, ``--context``, ``--dashboard``,
+    ``--emulator``, ``--at``, ``-o``, ``--timeout``, ``--no-headers``, ``--table``).
 
     The command declares ``ctx: typer.Context`` and ``opts: Settings`` instead of the four options;
     it receives the global settings merged with whatever was given after the command.
@@ -124,6 +151,8 @@ def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> None:
         overrides = {name: kwargs.pop(name, None) for name in _SHARED_OPTIONS}
+        if not overrides["no_headers"]:
+            overrides["no_headers"] = None  # a flag not given must not undo a global --no-headers
         command(**kwargs, opts=settings(kwargs["ctx"], **overrides))
 
     wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
@@ -150,12 +179,37 @@ def reject(error: errors.UsageError) -> NoReturn:
     raise typer.Exit(int(error.exit_code))
 
 
+#: ``--watch`` takes an optional value (kubectl's ``-w`` habit); Typer options cannot, so a bare
+#: ``--watch``/``-w`` gets this many seconds before parsing
+WATCH_OPTIONS = ("--watch", "-w")
+DEFAULT_WATCH_SECONDS = "2"
+
+
+def optional_watch_value(args: list[str]) -> list[str]:
+    """Insert the default interval after a ``--watch``/``-w`` that is not followed by a number."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        out.append(arg)
+        if arg in WATCH_OPTIONS:
+            following = args[i + 1] if i + 1 < len(args) else None
+            try:
+                float(following or "")
+            except ValueError:
+                out.append(DEFAULT_WATCH_SECONDS)
+    return out
+
+
 class RootGroup(TyperGroup):
     """The ``rmqctl`` command group: runs a command and turns what it raises into an exit code.
 
     Every :class:`~rmqctl.errors.RmqctlError` is reported once here, with its documented exit
     code; Ctrl-C anywhere in a command exits 130. Commands simply raise.
     """
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, optional_watch_value(args))
 
     def invoke(self, ctx: Any) -> Any:  # a typer.Context at run time
         try:
@@ -175,6 +229,32 @@ def target(opts: Settings) -> Target:
                   emulator=opts.emulator, at=opts.at, dashboard=opts.dashboard)
 
 
+@contextlib.asynccontextmanager
+async def progress_after(delay: float, label: str) -> AsyncIterator[None]:
+    """A spinner with the elapsed time on stderr when the work takes longer than ``delay``
+    seconds and stderr is a terminal; nothing otherwise (pipes, tests, scripts)."""
+    if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        yield
+        return
+    from rich.console import Console as RichConsole
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn(f"reading {label}"), TimeElapsedColumn(),
+                        console=RichConsole(file=sys.stderr), transient=True)
+
+    async def start_later() -> None:
+        await asyncio.sleep(delay)
+        progress.add_task("work", total=None)
+        progress.start()
+
+    starter = asyncio.create_task(start_later())
+    try:
+        yield
+    finally:
+        starter.cancel()
+        progress.stop()
+
+
 Failures = Mapping[str, errors.RmqctlError]
 CommandResult = View | tuple[View, Failures]
 
@@ -185,12 +265,12 @@ def execute(
     """Run one command against its source, render the result, exit 5 when it is partial."""
 
     async def main() -> CommandResult:
-        async with open_source(target(opts)) as opened:
+        async with open_source(target(opts)) as opened, progress_after(1.0, opened.label):
             return await command(opened.source)
 
     result = asyncio.run(main())
     view, failures = result if isinstance(result, tuple) else (result, {})
-    emit(view, opts.output)
+    emit(view, opts.output, options=opts.table_options)
     if failures:
         for name, message in failures.items():
             console.error(f"{name}: {message}")

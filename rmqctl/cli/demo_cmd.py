@@ -1,4 +1,4 @@
-"""``rmqctl demo``: a seed incident on the embedded emulator, end to end.
+"""``rmqctl demo``: a consumer-group incident on the embedded emulator, end to end.
 
 Runs a scenario on the virtual clock, serves it on loopback and reads it back through the normal
 client path, then shows what happened to the messages, the group and assignment views, and the
@@ -8,6 +8,7 @@ doctor's verdict. Must not import textual or pyspark.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import typer
@@ -23,27 +24,29 @@ from rmqctl.model import Finding
 DEFAULT_SCENARIO = "tag-overwrite-4q"
 
 
-async def demo_document(scenario: str) -> dict[str, Any]:
+async def demo_document(scenario: str) -> report.DemoDoc:
     """The run report plus, per group, the group/assignment views and the findings."""
     async with open_source(Target(emulator=scenario)) as opened:
         source, cluster = opened.source, opened.cluster
-        groups: dict[str, Any] = {}
+        groups: dict[str, report.DemoGroupDoc] = {}
         for group in (await source.groups()).value:
             view = await source.group_view(group)
-            groups[group] = {
-                "show": report.group_show(view),
-                "assignment": report.group_assignment(view),
-                "findings": [f.as_dict() for f in run_checks(view)],
-            }
-        return {"scenario": cluster.report(), "description": cluster.scenario.description,
-                "namesrv": cluster.namesrv_addr, "groups": groups}
+            groups[group] = report.DemoGroupDoc(
+                show=report.group_show(view),
+                assignment=report.group_assignment(view),
+                findings=[f.as_dict() for f in run_checks(view)],
+            )
+        assert cluster is not None  # an emulator target always has its cluster
+        return report.DemoDoc(scenario=report.emulator_run(cluster.report()),
+                              description=cluster.scenario.description,
+                              namesrv=cluster.namesrv_addr, groups=groups, errors={})
 
 
-def _label(queue: dict[str, Any]) -> str:
+def _label(queue: Mapping[str, Any]) -> str:
     return f"{queue['topic']}@{queue['broker']}/{queue['queue_id']}"
 
 
-def demo_view(doc: dict[str, Any]) -> View:
+def demo_view(doc: report.DemoDoc) -> View:
     run = report_view(doc["scenario"])
     tables = list(run.tables)
     if tables and doc.get("description"):
@@ -52,25 +55,25 @@ def demo_view(doc: dict[str, Any]) -> View:
     for group, part in doc["groups"].items():
         show = part["show"]
         tables.append(Table(
-            [("topic", "TOPIC"), ("source", "SOURCE"), ("expression", "EXPRESSION"), ("sub_version", "SUB_VERSION")],
-            [{"topic": s["topic"], "source": f"broker:{b}", "expression": s["expression"],
-              "sub_version": s["sub_version"]} for b, subs in show["broker_subscriptions"].items() for s in subs]
-            + [{"topic": s["topic"], "source": f"client:{c}", "expression": s["expression"],
-                "sub_version": s["sub_version"]} for c, subs in show["client_subscriptions"].items() for s in subs],
-            title=f"Group {group}: what the broker stores vs what each client asked for"))
+            ["topic", "source", "expression", "sub_version", ("mark", "")],
+            [{**s, "expression": s["expression"] if s["subscribed"] else "(not subscribed)",
+              "mark": "DIFFERS" if s["differs"] else ""} for s in show["subscriptions"]],
+            title=f"Group {group}: what the broker stores vs what each client asked for",
+            flexible=("expression", "source")))
         rows = [{"client_id": cid, "queues": " ".join(map(_label, qs)) or "(idle)"}
                 for cid, qs in part["assignment"]["assignments"].items()]
-        if part["assignment"]["unassigned"]:
+        if part["assignment"]["unassigned_queues"]:
             rows.append({"client_id": "(nobody)",
-                         "queues": " ".join(map(_label, part["assignment"]["unassigned"]))})
-        tables.append(Table([("client_id", "CLIENT_ID"), ("queues", "QUEUES")], rows,
-                            title=f"Group {group}: queue assignment"))
+                         "queues": " ".join(map(_label, part["assignment"]["unassigned_queues"]))})
+        tables.append(Table(["client_id", "queues"], rows, title=f"Group {group}: queue assignment",
+                            flexible=("queues",)))
         findings = [Finding(**f) for f in part["findings"]]
-        footer.append(f"Doctor for {group}: {len(findings)} finding(s)")
+        count = len(findings)
+        footer.append(f"Doctor for {group}: {'no' if not count else count} finding{'' if count == 1 else 's'}")
         for finding in findings:
             footer.extend(format_finding(finding))
     footer.append(f"Try it yourself: rmqctl --emulator {doc['scenario']['scenario']} doctor --all")
-    return View(doc, tables, footer)
+    return View(doc, tables, footer, report.demo_rows(doc))
 
 
 def demo(
@@ -82,4 +85,4 @@ def demo(
     """Watch a consumer-group incident happen on the built-in emulator, and its diagnosis."""
     opts = settings(ctx, output=output)
     doc = asyncio.run(demo_document(scenario))
-    emit(demo_view(doc), opts.output)
+    emit(demo_view(doc), opts.output, options=opts.table_options)

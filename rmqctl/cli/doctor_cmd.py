@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from rmqctl import errors
+from rmqctl import errors, report
 from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
 from rmqctl.cli.views import format_finding
@@ -33,7 +33,7 @@ def doctor(
     opts: Settings,
     groups: Annotated[list[str] | None, typer.Argument(help="Consumer groups to check.",
                                                        show_default=False)] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Check every consumer group.")] = False,
+    all_: Annotated[bool, typer.Option("--all", "-a", help="Check every consumer group.")] = False,
     interval: Annotated[float | None, typer.Option(
         "--interval", min=0.1, help="Take two samples this many seconds apart (lag checks).",
         show_default=False)] = None,
@@ -46,30 +46,31 @@ def doctor(
     verdict: dict[str, list[Finding]] = {}
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
-        names = list(groups or [])
+        names = list(dict.fromkeys(groups or []))
         failures: dict[str, errors.RmqctlError] = {}
         if all_:
             listed = await source.groups()
+            unknown = [g for g in names if g not in set(listed.value)]
+            if unknown and not listed.errors:
+                raise errors.NotFound(
+                    f"consumer group {unknown[0]!r} not found on any broker",
+                    hint="--all already checks every group; name groups only to check them alone")
             names = sorted(set(names) | set(listed.value))
             failures.update(listed.errors)
         diagnosis = await diagnose(source, names, interval=interval, strict=not all_)
         findings = list(diagnosis.findings)
-        skipped = diagnosis.skipped
         failures.update(diagnosis.errors)
         verdict["findings"] = findings
+        doc = report.doctor(names, findings, diagnosis.skipped, failures)
         rows = [{"severity": f.severity, "code": f.code, "group": f.group, "title": f.title}
                 for f in findings]
         footer = [line for f in findings for line in format_finding(f)]
+        checked = [g for g in names if g not in diagnosis.errors]
         if not findings:
-            footer = [f"No findings for {len(names)} group(s)."]
-        footer += [f"skipped {code} ({group}): {why}" for group, checks in sorted(skipped.items())
-                   for code, why in sorted(checks.items())]
-        doc = {"groups": names, "findings": [f.as_dict() for f in findings]}
-        if skipped:
-            doc["skipped"] = skipped
-        table = Table([("severity", "SEVERITY"), ("code", "CODE"), ("group", "GROUP"),
-                       ("title", "TITLE")], rows)
-        return View(doc, [table], footer), failures
+            footer = [f"No findings for {_count(len(checked), 'group')}."]
+        footer += [f"skipped {row['code']} ({row['group']}): {row['reason']}" for row in doc["skipped"]]
+        table = Table(["severity", "code", "group", "title"], rows, flexible=("title", "group"))
+        return View(doc, [table], footer, report.doctor_rows(doc)), failures
 
     try:
         execute(opts, run)
@@ -80,3 +81,7 @@ def doctor(
     if threshold is not None and any(SEVERITY_RANK[f.severity] >= threshold
                                      for f in verdict.get("findings", [])):
         raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

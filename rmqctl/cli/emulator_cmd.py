@@ -22,11 +22,12 @@ from typing import Annotated, Any
 
 import typer
 
-from rmqctl import errors
+from rmqctl import errors, report
 from rmqctl.cli.common import OutputOpt, Settings, console, settings
 from rmqctl.cli.render import OutputFormat, Table, View, emit
 from rmqctl.cli.views import queues_text, report_view, tags_text
 from rmqctl.errors import ExitCode
+from rmqctl.report import RowSet
 
 app = typer.Typer(help="The built-in RocketMQ emulator: scenarios, runs and a served cluster.",
                   no_args_is_help=True)
@@ -57,7 +58,9 @@ def scenarios(ctx: typer.Context, output: OutputOpt = None) -> None:
 
     opts = _opts(ctx, output)
     rows = [{"name": name, "description": desc} for name, desc in builtin_scenarios()]
-    emit(View(rows, [Table([("name", "NAME"), ("description", "DESCRIPTION")], rows)]), opts.output)
+    doc = {"scenarios": rows, "errors": {}}
+    emit(View(doc, [Table(["name", "description"], rows, flexible=("description",))],
+              records=[RowSet("scenario", ("name", "description"), rows)]), opts.output)
 
 
 @app.command("show")
@@ -81,10 +84,18 @@ def show(ctx: typer.Context, scenario: ScenarioArg, output: OutputOpt = None) ->
                        "message_model": c.message_model} for c in spec.consumers],
         "produce": [{"at": p.at, "topic": p.topic, "tag": p.tag, "count": p.count, "queue": p.queue}
                     for p in spec.produce],
+        "errors": {},
     }
     rows = doc["consumers"]
-    emit(View(doc, [Table([("group", "GROUP"), ("client_id", "CLIENT_ID"), ("subscriptions", "SUBSCRIPTIONS"),
-                           ("start", "START"), ("stop", "STOP")], rows)]), opts.output)
+    records = [
+        RowSet("broker", ("name", "cluster"), doc["brokers"]),
+        RowSet("topic", ("name", "read_queues", "write_queues", "perm", "brokers"), doc["topics"]),
+        RowSet("consumer", ("group", "client_id", "subscriptions", "start", "stop", "strategy", "message_model"),
+               rows),
+        RowSet("produce", ("at", "topic", "tag", "count", "queue"), doc["produce"]),
+    ]
+    emit(View(doc, [Table(["group", "client_id", "subscriptions", "start", "stop"], rows,
+                          flexible=("subscriptions",))], records=records), opts.output)
 
 
 @app.command("run")
@@ -100,7 +111,7 @@ def run(
     from rmqctl.emulator.world import run_scenario
 
     opts = _opts(ctx, output)
-    doc = run_scenario(load_scenario(scenario), at).report()
+    doc = report.emulator_run(run_scenario(load_scenario(scenario), at).report())
     emit(report_view(doc), opts.output)
 
 
@@ -157,7 +168,7 @@ def serve(
     interrupted: dict[str, int | None] = {"signal": None}
 
     def ready(served: Served) -> None:
-        _remember_control_url(served.control)
+        _remember_served(served.control, served.scenario, served.namesrv)
         # This process only serves now: keep the cyclic GC from rescanning the whole built world
         # on every collection (it would add pauses to admin requests on large scenarios).
         gc.collect()
@@ -195,7 +206,7 @@ def serve(
     except KeyboardInterrupt:
         interrupted["signal"] = signal.SIGINT
     finally:
-        _forget_control_url()
+        _forget_served()
     if interrupted["signal"] == signal.SIGINT:
         console.stream.write("emulator stopped\n")
         raise typer.Exit(int(ExitCode.INTERRUPTED))
@@ -205,46 +216,86 @@ def serve(
 # Control API client
 
 
-def _last_served_file() -> Path:
-    """Where ``serve`` notes its control URL so that ``ctl`` finds it without ``--url``."""
+def _served_dir() -> Path:
+    """Where each running ``serve`` notes its control URL (one file per server, named by its
+    control port) so that ``ctl`` finds it without ``--url``."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "rmqctl" / "emulator-control-url"
+    return Path(base) / "rmqctl" / "emulators"
 
 
-_remembered: dict[str, str] = {}
+_remembered: dict[str, Path] = {}
 
 
-def _remember_control_url(url: str) -> None:
+def _remember_served(url: str, scenario: str, namesrv: str) -> None:
+    port = url.rstrip("/").rsplit(":", 1)[-1]
+    path = _served_dir() / f"{port}.json"
     try:
-        path = _last_served_file()
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(url + "\n", encoding="utf-8")
-        _remembered["url"] = url
+        entry = {"url": url, "scenario": scenario, "namesrv": namesrv, "pid": os.getpid()}
+        path.write_text(json.dumps(entry) + "\n", encoding="utf-8")
+        _remembered["path"] = path
     except OSError:
         pass  # a convenience only; --url and RMQCTL_EMULATOR_URL still work
 
 
-def _forget_control_url() -> None:
-    url = _remembered.pop("url", None)
-    if url is None:
+def _forget_served() -> None:
+    path = _remembered.pop("path", None)
+    if path is None:
         return
-    path = _last_served_file()
     try:
-        if path.read_text(encoding="utf-8").strip() == url:  # a newer serve may have replaced it
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        if entry.get("pid") == os.getpid():  # only our own entry, never another server's
             path.unlink()
-    except OSError:
+    except (OSError, ValueError):
         pass
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def served_emulators() -> list[dict[str, Any]]:
+    """The running served emulators this user started (entries of dead processes are ignored)."""
+    out = []
+    try:
+        paths = sorted(_served_dir().glob("*.json"))
+    except OSError:
+        return []
+    for path in paths:
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("url"), str) and _alive(entry.get("pid")):
+            out.append(entry)
+    return out
+
+
+def _served_url() -> str:
+    """The only served emulator's control URL; several running need ``--url``."""
+    running = served_emulators()
+    if not running:
+        raise errors.UsageError("no served emulator found and no control API URL given",
+                                hint="start one with 'rmqctl emulator serve', or pass --url / set RMQCTL_EMULATOR_URL")
+    if len(running) > 1:
+        listed = ", ".join(f"{e['url']} ({e.get('scenario', '?')})" for e in running)
+        raise errors.UsageError(f"{len(running)} served emulators are running: {listed}",
+                                hint="choose one with --url (or RMQCTL_EMULATOR_URL)")
+    url: str = running[0]["url"]
+    return url
 
 
 def _call(url: str | None, token: str | None, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
     if not url:
-        try:
-            url = _last_served_file().read_text(encoding="utf-8").strip() or None
-        except OSError:
-            url = None
-    if not url:
-        raise errors.UsageError("no served emulator found and no control API URL given",
-                                hint="start one with 'rmqctl emulator serve', or pass --url / set RMQCTL_EMULATOR_URL")
+        url = _served_url()
     import httpx  # only the ctl commands need it
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -288,15 +339,22 @@ def _clients_view(doc: dict[str, Any]) -> View:
          "queues": queues_text(c["queues"]), "received": tags_text(c["received_by_tag"])}
         for c in doc["clients"]
     ]
-    return View(doc["clients"], [Table([("client_id", "CLIENT_ID"), ("group", "GROUP"), ("running", "RUNNING"),
-                                        ("subscriptions", "SUBSCRIPTIONS"), ("queues", "QUEUES"),
-                                        ("received", "RECEIVED")], rows)])
+    clients = list(doc["clients"])
+    document = {"clients": clients, "errors": {}}
+    columns = ("client_id", "key", "group", "running", "message_model", "strategy", "subscriptions", "queues",
+               "received_by_tag", "pull_errors")
+    return View(document, [Table(["client_id", "group", "running", "subscriptions", "queues", "received"], rows,
+                                 flexible=("queues", "subscriptions"))],
+                records=[RowSet("client", columns, clients)])
 
 
 def _doc_view(doc: Any) -> View:
+    document = {**doc, "errors": {}} if isinstance(doc, dict) else {"value": doc, "errors": {}}
     rows = [{"key": k, "value": json.dumps(v) if isinstance(v, (dict, list)) else v}
-            for k, v in (doc.items() if isinstance(doc, dict) else [])]
-    return View(doc, [Table([("key", "KEY"), ("value", "VALUE")], rows)])
+            for k, v in document.items() if k != "errors"]
+    record = {k: v for k, v in document.items() if k != "errors"}
+    return View(document, [Table(["key", "value"], rows, flexible=("value",))],
+                records=[RowSet("result", tuple(record), [record])])
 
 
 @ctl.command("clients")
@@ -321,7 +379,7 @@ def ctl_start_consumer(
     output: OutputOpt = None,
 ) -> None:
     """Start a simulated push consumer now."""
-    body = {"group": group, "topic": topic, "expr": expr, "client_id": client_id, "strategy": strategy,
+    body = {"group": group, "topic": topic, "expr": expr, "client_id": client_id, "strategy": strategy.upper(),
             "message_model": "BROADCASTING" if broadcasting else "CLUSTERING"}
     _ctl(ctx, output, url, token, "POST", "/v1/consumers", body, _doc_view)
 
@@ -358,8 +416,9 @@ def ctl_produce(
 
     def view(doc: dict[str, Any]) -> View:
         rows = doc.get("messages", [])
-        return View(doc, [Table([("broker", "BROKER"), ("queue_id", "QID"), ("queue_offset", "OFFSET"),
-                                 ("tag", "TAG"), ("msg_id", "MSG_ID")], rows, title=f"{doc['sent']} sent")])
+        columns = ("broker", "queue_id", "queue_offset", "tag", "msg_id")
+        return View({**doc, "errors": {}}, [Table(list(columns), rows, title=f"{doc['sent']} sent")],
+                    records=[RowSet("message", columns, rows)])
 
     _ctl(ctx, output, url, token, "POST", "/v1/produce", body, view)
 
@@ -379,11 +438,11 @@ def ctl_advance(
 @ctl.command("state")
 def ctl_state(ctx: typer.Context, url: UrlOpt = None, token: TokenOpt = None,
               output: OutputOpt = None) -> None:
-    """The emulator's full state (brokers, consumer tables, offsets, clients) as JSON."""
+    """The emulator's full state (clock, brokers with their topics, offsets and consumer tables,
+    clients, run report) as JSON; -o jsonl or csv give one row per client."""
     opts = _opts(ctx, output)
     doc = _call(url, token, "GET", "/v1/state", None)
-    if opts.output is OutputFormat.table:
-        emit(report_view(doc["report"]), opts.output)
-    else:
-        emit(View(doc, []), OutputFormat.json if opts.output is OutputFormat.csv else opts.output)
+    clients = _clients_view({"clients": doc.get("clients", [])})
+    fmt = OutputFormat.json if opts.output is OutputFormat.table else opts.output
+    emit(View({**doc, "errors": {}}, records=clients.records), fmt)
 

@@ -6,14 +6,18 @@ command module.
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
-from rmqctl import report
-from rmqctl.cli.common import Failures, Settings, cluster_options, execute
-from rmqctl.cli.render import Table, View
-from rmqctl.model import format_millis
+from rmqctl import errors, report
+from rmqctl.cli.common import Failures, MatchOpt, Settings, SortOpt, cluster_options, execute, target
+from rmqctl.cli.render import Table, View, emit, select_rows
+from rmqctl.connect import open_source
+from rmqctl.model import GroupView
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Consumer groups.", no_args_is_help=True)
@@ -22,6 +26,16 @@ app = typer.Typer(help="Consumer groups.", no_args_is_help=True)
 UNAVAILABLE = "unavailable"
 
 GroupArg = Annotated[str, typer.Argument(help="Consumer group name.", show_default=False)]
+WatchOpt = Annotated[
+    float | None,
+    typer.Option("--watch", "-w", min=0.1, metavar="[SECONDS]",
+                 help="Redraw every SECONDS (default 2) until Ctrl-C, with each queue's consume rate.",
+                 show_default=False),
+]
+CountOpt = Annotated[
+    int | None,
+    typer.Option("--count", min=1, help="With --watch: stop after this many samples.", show_default=False),
+]
 
 
 @app.command("list")
@@ -30,16 +44,18 @@ def list_(
     ctx: typer.Context,
     opts: Settings,
     system: Annotated[bool, typer.Option("--system", help="Include the brokers' built-in groups.")] = False,
+    sort: SortOpt = None,
+    match: MatchOpt = None,
 ) -> None:
     """Every consumer group: online clients, type, model, oldest client version, total lag."""
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         result = await source.group_summaries(include_system=system)
-        rows = [report.group_summary(s) for s in result.value]
-        columns = [("group", "GROUP"), ("clients", "CLIENTS"), ("consume_type", "TYPE"),
-                   ("message_model", "MODEL"), ("version", "VERSION"),
-                   ("total_diff", "DIFF_TOTAL"), ("consume_tps", "TPS")]
-        return View(rows, [Table(columns, rows)]), dict(result.errors)
+        doc = report.group_list(result.value, result.errors)
+        doc["groups"] = select_rows(doc["groups"], name_key="group", match=match, sort=sort)
+        columns = ["group", "clients", "consume_type", "message_model", "version", "total_diff", "consume_tps"]
+        return (View(doc, [Table(columns, doc["groups"], flexible=("group", "version"))],
+                     records=report.group_list_rows(doc)), dict(result.errors))
 
     execute(opts, run)
 
@@ -56,38 +72,61 @@ def show(
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
         doc = report.group_show(view)
-        conn_rows = [
-            {**c.as_dict(), "strategy": doc["client_strategies"].get(c.client_id)}
-            for c in view.connections
-        ]
         sub_rows = [
-            {
-                "topic": row.topic,
-                "source": row.source,
-                "expression": row.subscription.expression if row.subscription else "(not subscribed)",
-                "sub_version": row.subscription.sub_version if row.subscription else None,
-                "mark": "DIFFERS" if row.differs else "",
-            }
-            for row in report.compare_subscriptions(view)
+            {**row, "expression": row["expression"] if row["subscribed"] else "(not subscribed)",
+             "mark": "DIFFERS" if row["differs"] else ""}
+            for row in doc["subscriptions"]
         ]
         tables = [
-            Table([("client_id", "CLIENT_ID"), ("client_addr", "CLIENT_ADDR"),
-                   ("language", "LANGUAGE"), ("version", "VERSION"), ("strategy", "STRATEGY")],
-                  conn_rows, title=f"Group {group}: {len(conn_rows)} client(s)"),
-            Table([("topic", "TOPIC"), ("source", "SOURCE"), ("expression", "EXPRESSION"),
-                   ("sub_version", "SUB_VERSION"), ("mark", "")], sub_rows, title="Subscriptions"),
+            Table(["client_id", "client_addr", "language", "version", "strategy"], doc["connections"],
+                  title=f"Group {group}: {_count(len(doc['connections']), 'client')}",
+                  flexible=("client_id", "version")),
+            Table(["topic", "source", "expression", "sub_version", ("mark", "")], sub_rows,
+                  title="Subscriptions", flexible=("expression", "source", "topic")),
         ]
         footer = [
-            f"ConsumeType: {view.consume_type or '-'}",
-            f"MessageModel: {view.message_model or '-'}",
-            f"ConsumeFromWhere: {view.consume_from_where or '-'}",
+            f"Consume type: {doc['consume_type'] or '-'}",
+            f"Message model: {doc['message_model'] or '-'}",
+            f"Consume from where: {doc['consume_from_where'] or '-'}",
         ]
         for conflict in doc["subscription_conflicts"]:
             footer.append(f"[{conflict['severity'].upper()}] {conflict['code']}: {conflict['title']}"
                           f" (details: rmqctl doctor {group})")
-        return View(doc, tables, footer), dict(view.errors)
+        return View(doc, tables, footer, report.group_show_rows(doc)), dict(view.errors)
 
     execute(opts, run)
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def progress_view(view: GroupView, rates: dict[tuple[str, str, int], float] | None = None) -> View:
+    """The ``group progress`` view; ``rates`` (queue → messages consumed per second between two
+    samples) adds a RATE column (``--watch``)."""
+    doc = report.group_progress(view)
+    table_rows = []
+    for row in doc["queues"]:
+        shown: dict[str, Any] = {**row, "owner": row["owner"] or "N/A"}
+        for name in report.PROGRESS_FIELDS:
+            if name in view.unavailable:
+                shown[name] = UNAVAILABLE
+        if rates is not None:
+            shown["consume_rate"] = rates.get((row["topic"], row["broker"], row["queue_id"]))
+        table_rows.append(shown)
+    columns: list[str] = ["topic", "broker", "queue_id", "broker_offset", "consumer_offset", "pull_offset",
+                          "diff", "inflight", "last_consumed_ts", "owner"]
+    if rates is not None:
+        columns.insert(7, "consume_rate")
+    inflight = doc["total_inflight"]
+    footer = [f"Total diff: {doc['total_diff']}",
+              f"Total inflight: {UNAVAILABLE if inflight is None else inflight}"]
+    by_reason: dict[str, list[str]] = {}
+    for name, why in sorted(view.unavailable.items()):
+        by_reason.setdefault(why, []).append(name)
+    footer += [f"{', '.join(names)}: {UNAVAILABLE} ({why})" for why, names in by_reason.items()]
+    return View(doc, [Table(columns, table_rows, flexible=("owner", "topic"))], footer,
+                report.group_progress_rows(doc))
 
 
 @app.command("progress")
@@ -96,34 +135,50 @@ def progress(
     ctx: typer.Context,
     opts: Settings,
     group: GroupArg,
+    watch: WatchOpt = None,
+    count: CountOpt = None,
+    sort: SortOpt = None,
+    match: MatchOpt = None,
 ) -> None:
     """Per queue: offsets, lag, inflight, last consumed time and the client holding it."""
 
+    def build(view: GroupView, rates: dict[tuple[str, str, int], float] | None) -> View:
+        shown = progress_view(view, rates)
+        doc = shown.document
+        doc["queues"] = select_rows(doc["queues"], name_key="topic", match=match, sort=sort)
+        keep = {(q["topic"], q["broker"], q["queue_id"]) for q in doc["queues"]}
+        table = shown.tables[0]
+        rows = [r for r in table.rows if (r["topic"], r["broker"], r["queue_id"]) in keep]
+        order = {key: i for i, key in enumerate((q["topic"], q["broker"], q["queue_id"]) for q in doc["queues"])}
+        table.rows = sorted(rows, key=lambda r: order[(r["topic"], r["broker"], r["queue_id"])])
+        shown.records = report.group_progress_rows(doc)
+        return shown
+
+    if watch is not None:
+        watch_group(opts, group, watch, count, build)
+        return
+
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
-        rows = report.group_progress(view)
-        missing = report.PROGRESS_FIELDS if view.unavailable else ()
-        table_rows = [
-            {**row, "last_consumed": format_millis(row["last_consumed_ts"]),
-             "owner": row["owner"] or "N/A",
-             **{k: UNAVAILABLE for k in missing if k in view.unavailable},
-             **({"last_consumed": UNAVAILABLE} if "last_consumed_ts" in view.unavailable else {})}
-            for row in rows
-        ]
-        columns = [("topic", "TOPIC"), ("broker", "BROKER"), ("queue_id", "QID"),
-                   ("broker_offset", "BROKER_OFFSET"), ("consumer_offset", "CONSUMER_OFFSET"),
-                   ("pull_offset", "PULL_OFFSET"), ("diff", "DIFF"), ("inflight", "INFLIGHT"),
-                   ("last_consumed", "LAST_CONSUMED"), ("owner", "OWNER")]
-        inflight = view.unavailable.get("inflight")
-        footer = [f"Consume Diff Total: {view.total_diff}",
-                  f"Consume Inflight Total: {UNAVAILABLE if inflight else view.total_inflight}"]
-        by_reason: dict[str, list[str]] = {}
-        for name, why in sorted(view.unavailable.items()):
-            by_reason.setdefault(why, []).append(name)
-        footer += [f"{', '.join(names)}: {UNAVAILABLE} ({why})" for why, names in by_reason.items()]
-        return View(rows, [Table(columns, table_rows)], footer), dict(view.errors)
+        return build(view, None), dict(view.errors)
 
     execute(opts, run)
+
+
+def assignment_view(view: GroupView, rates: dict[tuple[str, str, int], float] | None = None) -> View:
+    doc = report.group_assignment(view)
+    rows = report.assignment_rows(doc)
+    columns: list[str] = ["client_id", "topic", "broker", "queue_id", "state"]
+    if rates is not None:
+        rows = [{**r, "consume_rate": rates.get((r["topic"], r["broker"], r["queue_id"]))} for r in rows]
+        columns.append("consume_rate")
+    n_clients, n_nobody, n_twice = len(doc["assignments"]), len(doc["unassigned_queues"]), len(doc["held_twice"])
+    footer = [f"{_count(n_clients, 'client')}, {_count(n_nobody, 'queue')} held by nobody"
+              + (f", {_count(n_twice, 'queue')} held twice" if n_twice else "")]
+    for q in doc["held_twice"]:
+        footer.append(f"held twice: {q['topic']}@{q['broker']}/{q['queue_id']} by {' and '.join(q['clients'])}")
+    return View(doc, [Table(columns, rows, flexible=("client_id", "topic"))], footer,
+                report.group_assignment_rows(doc))
 
 
 @app.command("assignment")
@@ -132,24 +187,63 @@ def assignment(
     ctx: typer.Context,
     opts: Settings,
     group: GroupArg,
+    watch: WatchOpt = None,
+    count: CountOpt = None,
 ) -> None:
-    """Which client holds which queue, and the queues nobody holds."""
+    """Which client holds which queue, the queues nobody holds and those two clients hold at once."""
+    if watch is not None:
+        watch_group(opts, group, watch, count, assignment_view)
+        return
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
-        doc = report.group_assignment(view)
-        rows = []
-        for cid, queues in doc["assignments"].items():
-            if not queues:
-                rows.append({"client_id": cid, "topic": None, "broker": None, "queue_id": None,
-                             "note": "idle"})
-            for q in queues:
-                rows.append({"client_id": cid, **q, "note": ""})
-        for q in doc["unassigned"]:
-            rows.append({"client_id": None, **q, "note": "held by nobody"})
-        columns = [("client_id", "CLIENT_ID"), ("topic", "TOPIC"), ("broker", "BROKER"),
-                   ("queue_id", "QID"), ("note", "NOTE")]
-        footer = [f"{len(doc['assignments'])} client(s), {len(doc['unassigned'])} queue(s) held by nobody"]
-        return View(doc, [Table(columns, rows)], footer), dict(view.errors)
+        return assignment_view(view), dict(view.errors)
 
     execute(opts, run)
+
+
+def consume_rates(before: GroupView, after: GroupView, seconds: float) -> dict[tuple[str, str, int], float]:
+    """Messages per second each queue's consumer offset advanced between two samples taken
+    ``seconds`` apart."""
+    if seconds <= 0:
+        return {}
+    earlier = {p.queue: p.consumer_offset for p in before.progress}
+    out = {}
+    for p in after.progress:
+        if p.queue in earlier:
+            key = (p.queue.topic, p.queue.broker_name, p.queue.queue_id)
+            out[key] = max(0, p.consumer_offset - earlier[p.queue]) / seconds
+    return out
+
+
+def watch_group(opts: Settings, group: str, interval: float, count: int | None,
+                build: Callable[[GroupView, dict[tuple[str, str, int], float] | None], View]) -> None:
+    """Sample the group every ``interval`` seconds (on the source's clock) and redraw: in place on a
+    terminal (the screen is cleared), one block per sample, separated by a blank line, otherwise."""
+    from rmqctl.watch import Watcher
+
+    out = sys.stdout
+    redraw = hasattr(out, "isatty") and out.isatty()
+
+    async def main() -> None:
+        async with open_source(target(opts)) as opened:
+            watcher = Watcher(opened.source, [group], interval=interval, clock=opened.clock)
+            async for rnd in watcher.rounds(count):
+                current = rnd.current.views.get(group)
+                if current is None:
+                    raise rnd.current.errors.get(group) or errors.NotFound(f"consumer group {group!r} not found")
+                previous = rnd.previous.views.get(group) if rnd.previous else None
+                rates = {}
+                if previous is not None and rnd.previous is not None:
+                    rates = consume_rates(previous, current, rnd.current.taken_at - rnd.previous.taken_at)
+                shown = build(current, rates)
+                if redraw:
+                    out.write("\x1b[H\x1b[2J")
+                elif rnd.number > 1:
+                    out.write("\n")
+                label = f"Every {interval:g}s: {opened.label}, sample {rnd.number}"
+                if not opts.no_headers and opts.output.value == "table":
+                    out.write(label + "\n\n")
+                emit(shown, opts.output, out, options=opts.table_options)
+
+    asyncio.run(main())  # Ctrl-C ends the watch like any command: exit 130

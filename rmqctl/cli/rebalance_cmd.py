@@ -22,6 +22,7 @@ from rmqctl.rebalance.simulate import (
     simulate_group,
     synthetic_client_ids,
 )
+from rmqctl.report import RowSet
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Queue allocation: what-if simulation.", no_args_is_help=True)
@@ -49,27 +50,57 @@ def parse_clients(value: str) -> list[str]:
     return ids
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def result_view(result: SimulationResult) -> View:
     doc = result.as_dict()
+    doc["errors"] = {}
     rows = []
     for cid, queues in result.assignments.items():
-        rows.append({"client_id": cid, "count": len(queues),
-                     "queues": " ".join(f"{q.broker_name}/{q.queue_id}" for q in queues) or "(idle)"})
-    footer = [f"Strategy {result.strategy}, topic {result.topic}: {len(result.assignments)} client(s), "
-              f"{len(result.idle_clients)} idle, {len(result.unassigned_queues)} queue(s) held by nobody"]
+        state = "not subscribed" if cid in result.not_subscribed else ("idle" if not queues else "")
+        rows.append({"client_id": cid, "queues": len(queues),
+                     "assigned": " ".join(f"{q.broker_name}/{q.queue_id}" for q in queues) or "-",
+                     "note": state})
+    n_clients = len(result.assignments)
+    footer = [f"Strategy {result.strategy}, topic {result.topic}: {_n(n_clients, 'client')}, "
+              f"{len(result.idle_clients)} idle, {_n(len(result.unassigned_queues), 'queue')} held by nobody"]
+    if result.message_model == "BROADCASTING":
+        footer.append("BROADCASTING group: every client holds every queue; no allocation strategy applies.")
+    for cid in result.not_subscribed:
+        share = len(result.unassigned_queues)
+        footer.append(f"{cid} does not subscribe {result.topic}, yet RocketMQ counts it in the topic's allocation "
+                      f"(every client of the group takes part), so the share it is given is held by nobody "
+                      f"({_n(share, 'queue')} orphaned in all).")
     if result.unassigned_queues:
         footer.append("Held by nobody: " + " ".join(
             f"{q.broker_name}/{q.queue_id}" for q in result.unassigned_queues))
-    if result.mismatches:
-        footer.append("Differs from what the clients report now:")
-        for cid, mismatch in result.mismatches.items():
-            missing = " ".join(f"{q.broker_name}/{q.queue_id}" for q in mismatch.missing) or "-"
-            extra = " ".join(f"{q.broker_name}/{q.queue_id}" for q in mismatch.unexpected) or "-"
-            footer.append(f"  {cid}: should also hold {missing}; holds unexpectedly {extra}")
-    elif result.mismatches is not None:
+    if result.moves:
+        footer.append(f"{_n(len(result.moves), 'queue')} would move (now → simulated):")
+        footer += [f"  {move.describe()}" for move in result.moves]
+    elif result.moves is not None:
         footer.append("Matches what the clients report now.")
-    columns = [("client_id", "CLIENT_ID"), ("count", "QUEUES"), ("queues", "ASSIGNED")]
-    return View(doc, [Table(columns, rows)], footer)
+    moves = [RowSet("move", ("topic", "broker", "queue_id", "before", "after"), doc["moves"])] if "moves" in doc else []
+    records = [
+        RowSet("assignment", ("client_id", "topic", "broker", "queue_id"),
+               [{"client_id": cid, **q} for cid, qs in doc["assignments"].items() for q in qs]),
+        RowSet("unassigned", ("topic", "broker", "queue_id"), doc["unassigned_queues"]),
+        *moves,
+    ]
+    columns: list[str | tuple[str, str]] = ["client_id", "queues", "assigned", ("note", "")]
+    return View(doc, [Table(columns, rows, flexible=("assigned", "client_id"))], footer, records)
+
+
+def _strategy_name(name: str | None, idcs: str | None) -> str | None:
+    """Strategy names in any case; MACHINE_ROOM is meaningless without the consumers' rooms."""
+    if name is None:
+        return None
+    upper = name.strip().upper()
+    if upper == "MACHINE_ROOM" and not idcs:
+        raise errors.UsageError("MACHINE_ROOM needs the consumers' machine rooms: pass --idcs room1,room2",
+                                hint="without them every client would be idle")
+    return upper
 
 
 @app.command("simulate")
@@ -85,7 +116,7 @@ def simulate_cmd(
     remove_client: Annotated[list[str] | None, typer.Option(
         "--remove-client", help="Remove a client (repeatable).")] = None,
     queues: Annotated[int | None, typer.Option("--queues", min=0, help="Set every broker's queue count.")] = None,
-    strategy: Annotated[str | None, typer.Option("--strategy", help="AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, …")] = None,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="AVG, AVG_BY_CIRCLE, … (any case).")] = None,
     vnodes: Annotated[int | None, typer.Option("--vnodes", min=0, help="CONSISTENT_HASH virtual nodes.")] = None,
     idcs: Annotated[str | None, typer.Option("--idcs", help="MACHINE_ROOM: consumer rooms 'room1,room2'.")] = None,
     broker_room: Annotated[str | None, typer.Option(
@@ -108,17 +139,19 @@ def simulate_cmd(
         counts = {b: queues for b in broker_names} if queues is not None else {}
         return Edits(tuple(add_client or ()), tuple(remove_client or ()), counts)
 
+    strategy = _strategy_name(strategy, idcs)
     if group is None:
         if not topic or not brokers or not clients:
             raise errors.UsageError("without --group, give --topic, --brokers and --clients")
         counts = parse_brokers(brokers)
         result = simulate(strategy or "AVG", topic, queues_from_counts(topic, counts),
                           parse_clients(clients), edits=edits_for(list(counts)), strategy_options=strategy_options)
-        emit(result_view(result), opts.output)
+        emit(result_view(result), opts.output, options=opts.table_options)
         return
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
+        _strategy_name(strategy or view.strategy, idcs)
         chosen = live_topic(view, topic)
         extra = queues_from_counts(chosen, parse_brokers(brokers)) if brokers else []
         broker_names = sorted({q.broker_name for q in [*view.topic_queues.get(chosen, ()), *extra]})

@@ -1,22 +1,36 @@
 """The one renderer: every command hands it a :class:`View` and an output format.
 
-stdout carries data only: ``table`` (aligned text for people), ``json`` (the command's
-documented document), ``jsonl`` and ``csv`` (one record per row of the view's main table).
+stdout carries data only. ``json`` is the command's whole document (decided in
+:mod:`rmqctl.report`); ``jsonl`` and ``csv`` are that document's rows (:class:`~rmqctl.report.RowSet`,
+derived from the document, never from table rows): ``jsonl`` prints every row of every kind, one
+JSON object a line with a ``kind`` field first; ``csv`` prints the rows of one kind (the command's
+first kind, or ``--table KIND``). ``table`` is aligned text for people: it fits the terminal
+(``COLUMNS`` or the TTY; a pipe gets the full width), wraps the columns a table marks as
+flexible first and truncates the others only as a last resort, and colours severities and
+states on a TTY unless ``NO_COLOR`` is set.
 Notes, warnings and errors go to stderr, coloured only when stderr is a terminal.
 
-Must not import textual or pyspark.
+Must not import textual, pyspark or rich (tables are drawn with plain escape codes, so that a
+command's start-up does not pay for rich).
 """
 
 from __future__ import annotations
 
 import csv
 import enum
-import io
 import json
+import os
+import re
+import shutil
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
+
+from rmqctl import errors
+from rmqctl.model import format_millis
+from rmqctl.report import RowSet
 
 
 class OutputFormat(str, enum.Enum):
@@ -26,103 +40,251 @@ class OutputFormat(str, enum.Enum):
     csv = "csv"
 
 
+Column = str | tuple[str, str]
+
+
 @dataclass
 class Table:
-    """Columns as ``(key, header)``; rows as dicts keyed by column key."""
+    """Columns as keys (header: the key upper-cased, ``_ts`` dropped) or ``(key, header)``;
+    rows as dicts keyed by column key. ``flexible`` names the columns that may wrap or truncate
+    when the table is wider than the terminal, the first one giving way first."""
 
-    columns: Sequence[tuple[str, str]]
+    columns: Sequence[Column]
     rows: Sequence[Mapping[str, Any]]
     title: str | None = None
+    flexible: Sequence[str] = ()
+
+    @property
+    def keys(self) -> list[str]:
+        return [c if isinstance(c, str) else c[0] for c in self.columns]
+
+    @property
+    def headers(self) -> list[str]:
+        return [header_for(c) if isinstance(c, str) else c[1] for c in self.columns]
+
+
+def header_for(key: str) -> str:
+    """The table header of a document key: ``total_diff`` → ``TOTAL_DIFF``, ``last_consumed_ts`` →
+    ``LAST_CONSUMED`` (timestamps are shown formatted)."""
+    return key.removesuffix("_ts").upper()
 
 
 @dataclass
 class View:
-    """What a command produced: the JSON document and the tables that show it."""
+    """What a command produced: the document, its rows for jsonl/csv, and the tables that show it."""
 
     document: Any
     tables: list[Table] = field(default_factory=list)
     footer: list[str] = field(default_factory=list)
+    records: list[RowSet] = field(default_factory=list)
 
 
-def _cell(value: Any) -> str:
+@dataclass(frozen=True)
+class TableOptions:
+    """How ``table`` output is drawn: ``--no-headers`` and ``--table`` (csv's row kind)."""
+
+    no_headers: bool = False
+    kind: str | None = None
+
+
+#: cell texts that carry a state, and their colour on a terminal
+STYLES = {
+    "error": "bold red", "warning": "yellow", "info": "cyan",
+    "DIFFERS": "yellow", "held twice": "bold red", "held by nobody": "red", "idle": "yellow",
+    "OFFLINE": "dim", "unavailable": "dim", "false": "dim",
+}
+
+
+def cell(key: str, value: Any) -> str:
+    """A value as a table shows it: ``-`` for nothing, timestamps formatted, lists comma-joined."""
     if value is None:
         return "-"
+    if key.endswith("_ts") and isinstance(value, int) and not isinstance(value, bool):
+        return format_millis(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:.2f}"
     if isinstance(value, (list, tuple)):
-        return ",".join(_cell(v) for v in value) or "-"
+        return ",".join(cell("", v) for v in value) or "-"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={cell('', v)}" for k, v in value.items()) or "-"
     return str(value)
 
 
-def format_table(table: Table) -> str:
-    headers = [h for _, h in table.columns]
-    body = [[_cell(row.get(k)) for k, _ in table.columns] for row in table.rows]
-    widths = [len(h) for h in headers]
-    for line in body:
-        for i, text in enumerate(line):
-            widths[i] = max(widths[i], len(text))
-    out = io.StringIO()
-    if table.title:
-        out.write(table.title + "\n")
-
-    def write(cells: Sequence[str]) -> None:
-        out.write("  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip() + "\n")
-
-    write(headers)
-    for line in body:
-        write(line)
-    if not body:
-        out.write("(none)\n")
-    return out.getvalue()
+def _terminal_width(stream: TextIO) -> int | None:
+    """``COLUMNS`` when set, else the terminal's width; ``None`` (no limit) for a pipe or a file."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if hasattr(stream, "isatty") and stream.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
-def _records(view: View) -> list[dict[str, Any]]:
-    """Rows for jsonl/csv: the document itself when it is a list, else the main table."""
+def colour_wanted(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never when ``NO_COLOR`` is set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+#: ANSI colours of the STYLES names (plain escape codes: drawing a table must not load rich)
+_ANSI = {"bold red": "1;31", "red": "31", "yellow": "33", "cyan": "36", "dim": "2", "bold": "1"}
+#: a flexible column never shrinks below this (or its natural width); a fixed one below 4
+FLEX_MIN, FIXED_MIN, GAP = 10, 4, 2
+
+
+def _fit(widths: list[int], flexible: list[bool], priority: list[int], limit: int) -> list[int]:
+    """Shrink column widths until the row fits ``limit``: the flexible columns in ``priority``
+    order first (their cells wrap), then the fixed ones from the right (their cells get cut)."""
+    widths = list(widths)
+    excess = sum(widths) + GAP * (len(widths) - 1) - limit
+    order = priority + [i for i in reversed(range(len(widths))) if not flexible[i]]
+    for i in order:
+        if excess <= 0:
+            break
+        floor = min(widths[i], FLEX_MIN if flexible[i] else FIXED_MIN)
+        cut = min(excess, widths[i] - floor)
+        widths[i] -= cut
+        excess -= cut
+    return widths
+
+
+def _lines_of(text: str, width: int, flexible: bool) -> list[str]:
+    if len(text) <= width:
+        return [text]
+    if flexible:
+        return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
+    return [text[: max(width - 1, 0)] + "…"]
+
+
+def format_table(table: Table, *, width: int | None = None, colour: bool = False,
+                 no_headers: bool = False) -> str:
+    """Aligned columns, two spaces apart, fitted to ``width`` (``None``: as wide as the data)."""
+    keys, headers = table.keys, table.headers
+    body = [[cell(k, row.get(k)) for k in keys] for row in table.rows]
+    widths = [max([len(h), *(len(line[i]) for line in body)]) for i, h in enumerate(headers)]
+    flexible = [k in table.flexible for k in keys]
+    if width is not None:
+        priority = [keys.index(k) for k in table.flexible if k in keys]
+        widths = _fit(widths, flexible, priority, width)
+
+    def paint(text: str, style: str) -> str:
+        code = _ANSI.get(style)
+        return f"\x1b[{code}m{text}\x1b[0m" if colour and code and text else text
+
+    def render(cells: list[str], header: bool) -> list[str]:
+        wrapped = [_lines_of(text, w, flex) for text, w, flex in zip(cells, widths, flexible)]
+        out = []
+        for n in range(max(len(parts) for parts in wrapped)):
+            pieces = []
+            for i, parts in enumerate(wrapped):
+                text = parts[n] if n < len(parts) else ""
+                style = "bold" if header else STYLES.get(cells[i], "")
+                pieces.append(paint(text, style) + " " * (widths[i] - len(text)))
+            out.append((" " * GAP).join(pieces).rstrip())
+        return out
+
+    lines = []
+    if table.title and not no_headers:
+        lines.append(table.title)
+    if not no_headers:
+        lines += render(headers, header=True)
+    for row in body:
+        lines += render(row, header=False)
+    if not body and not no_headers:
+        lines.append("(none)")
+    return "".join(line + "\n" for line in lines)
+
+
+def _csv_cell(value: Any) -> Any:
+    """csv flattens explicitly: nothing → empty, booleans → true/false, a list of plain values →
+    joined with ``;``, anything nested (an object, a list of objects) → compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) for v in value):
+        return ";".join(str(v) for v in value)
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return value
+
+
+def _rowsets(view: View) -> list[RowSet]:
+    if view.records:
+        return view.records
     doc = view.document
-    if isinstance(doc, list):
-        return [r if isinstance(r, dict) else {"value": r} for r in doc]
-    if not view.tables:
-        return [doc]
-    main = view.tables[0]
-    return [{k: row.get(k) for k, _ in main.columns} for row in main.rows]
+    return [RowSet("document", tuple(doc) if isinstance(doc, dict) else ("value",),
+                   [doc if isinstance(doc, dict) else {"value": doc}])]
 
 
-def emit(view: View, fmt: OutputFormat, stream: TextIO | None = None) -> None:
+def emit(view: View, fmt: OutputFormat, stream: TextIO | None = None,
+         options: TableOptions | None = None) -> None:
     out = stream or sys.stdout
+    options = options or TableOptions()
     if fmt is OutputFormat.json:
         out.write(json.dumps(view.document, indent=2, ensure_ascii=False, default=str) + "\n")
     elif fmt is OutputFormat.jsonl:
-        for record in _records(view):
-            out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        for rowset in _rowsets(view):
+            for row in rowset.rows:
+                out.write(json.dumps({"kind": rowset.kind, **row}, ensure_ascii=False, default=str) + "\n")
     elif fmt is OutputFormat.csv:
-        records = _records(view)
-        keys = list(dict.fromkeys(k for r in records for k in r))
-        if not keys and view.tables:
-            keys = [k for k, _ in view.tables[0].columns]
-        writer = csv.DictWriter(out, fieldnames=keys, extrasaction="ignore", lineterminator="\n")
-        writer.writeheader()
-        for record in records:
-            writer.writerow({k: _csv_cell(record.get(k)) for k in keys})
+        rowsets = _rowsets(view)
+        chosen = rowsets[0]
+        if options.kind is not None:
+            found = [r for r in rowsets if r.kind == options.kind]
+            if not found:
+                raise errors.UsageError(f"no table {options.kind!r} in this command's output",
+                                        hint="tables: " + ", ".join(r.kind for r in rowsets))
+            chosen = found[0]
+        writer = csv.writer(out, lineterminator="\n")
+        if not options.no_headers:
+            writer.writerow(chosen.columns)
+        for row in chosen.rows:
+            writer.writerow([_csv_cell(row.get(k)) for k in chosen.columns])
     else:
-        parts = [format_table(t) for t in view.tables]
+        width, colour = _terminal_width(out), colour_wanted(out)
+        parts = [format_table(t, width=width, colour=colour, no_headers=options.no_headers)
+                 for t in view.tables]
         out.write("\n".join(parts))
-        if view.footer:
+        if view.footer and not options.no_headers:
             out.write("\n" + "\n".join(view.footer) + "\n")
     out.flush()
 
 
-def _csv_cell(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return value
+def select_rows(rows: list[dict[str, Any]], *, name_key: str, match: str | None = None,
+                sort: str | None = None) -> list[dict[str, Any]]:
+    """``--match REGEX`` (searched in ``name_key``) and ``--sort COLUMN`` (a key or its header,
+    any case; numbers sort as numbers, nothing sorts last) applied to a list command's rows."""
+    if match is not None:
+        try:
+            pattern = re.compile(match)
+        except re.error as exc:
+            raise errors.UsageError(f"--match: invalid regular expression {match!r}: {exc}") from None
+        rows = [r for r in rows if pattern.search(str(r.get(name_key) or ""))]
+    if sort is not None:
+        keys = list(dict.fromkeys(k for r in rows for k in r)) or [name_key]
+        wanted = sort.strip().lower()
+        key = next((k for k in keys if k.lower() == wanted or header_for(k).lower() == wanted), None)
+        if key is None:
+            raise errors.UsageError(f"--sort: no column {sort!r}", hint="columns: " + ", ".join(keys))
+
+        def order(row: dict[str, Any]) -> tuple[int, Any]:
+            value = row.get(key)
+            if value is None:
+                return (2, "")
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return (0, value)
+            return (1, str(value))
+
+        rows = sorted(rows, key=order)
+    return rows
 
 
 class Console:
-    """stderr messages; colour only when stderr is a TTY."""
+    """stderr messages; colour only when stderr is a TTY and NO_COLOR is not set."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
@@ -137,7 +299,7 @@ class Console:
         return hasattr(self.stream, "isatty") and self.stream.isatty()
 
     def _paint(self, text: str, code: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self._tty else text
+        return f"\x1b[{code}m{text}\x1b[0m" if colour_wanted(self.stream) else text
 
     def error(self, message: str, hint: str | None = None) -> None:
         self.stream.write(f"{self._paint('rmqctl: error:', '1;31')} {message}\n")
@@ -153,3 +315,4 @@ class Console:
         if self._tty:
             self.stream.write(self._paint(message, "2") + "\n")
             self.stream.flush()
+

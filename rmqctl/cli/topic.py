@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
-from rmqctl.cli.common import Failures, Settings, cluster_options, execute
-from rmqctl.cli.render import Table, View
-from rmqctl.model import format_millis, topic_kind
+from rmqctl import report
+from rmqctl.cli.common import Failures, MatchOpt, Settings, SortOpt, cluster_options, execute
+from rmqctl.cli.render import Table, View, select_rows
+from rmqctl.model import topic_kind
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Topics, routes and queue offsets.", no_args_is_help=True)
@@ -25,16 +26,21 @@ TopicArg = Annotated[str, typer.Argument(help="Topic name.", show_default=False)
 def list_(
     ctx: typer.Context,
     opts: Settings,
-    all_: Annotated[bool, typer.Option("--all", "-a", help="Include retry, DLQ and system topics.")] = False,
+    system: Annotated[bool, typer.Option("--system", help="Include retry, DLQ and system topics.")] = False,
+    all_: Annotated[bool, typer.Option("--all", "-a", hidden=True, help="Same as --system.")] = False,
+    sort: SortOpt = None,
+    match: MatchOpt = None,
 ) -> None:
-    """Topics the name servers know."""
+    """Topics the name servers know (their type: normal, retry, dlq or system)."""
 
     async def run(source: ClusterSource) -> View:
         info = await source.cluster()
-        rows = [{"topic": t, "kind": topic_kind(t, info)} for t in await source.topics()]
-        if not all_:
-            rows = [r for r in rows if r["kind"] == "normal"]
-        return View(rows, [Table([("topic", "TOPIC"), ("kind", "KIND")], rows)])
+        rows = [{"topic": t, "type": topic_kind(t, info)} for t in await source.topics()]
+        if not (system or all_):
+            rows = [r for r in rows if r["type"] == "normal"]
+        doc = report.TopicListDoc(topics=select_rows(rows, name_key="topic", match=match, sort=sort), errors={})
+        return View(doc, [Table(["topic", "type"], doc["topics"], flexible=("topic",))],
+                    records=report.topic_list_rows(doc))
 
     execute(opts, run)
 
@@ -62,14 +68,12 @@ def route(
                 "write_queues": qd.write_queue_nums,
                 "perm": qd.perm,
             })
-        table_rows = [{**row, "addrs": ",".join(f"{k}={v}" for k, v in row["addrs"].items())}
-                      for row in rows]
-        doc = {"topic": topic, "brokers": rows, "order_topic_conf": r.order_topic_conf}
-        columns = [("cluster", "CLUSTER"), ("broker", "BROKER"), ("addrs", "ADDRS"),
-                   ("read_queues", "READ"), ("write_queues", "WRITE"), ("perm", "PERM")]
-        total = (f"Total: {len(rows)} broker(s), {sum(x['read_queues'] for x in rows)} read, "
+        doc = report.TopicRouteDoc(topic=topic, brokers=rows, order_topic_conf=r.order_topic_conf, errors={})
+        columns = ["cluster", "broker", "addrs", "read_queues", "write_queues", "perm"]
+        n = len(rows)
+        total = (f"Total: {n} broker{'' if n == 1 else 's'}, {sum(x['read_queues'] for x in rows)} read, "
                  f"{sum(x['write_queues'] for x in rows)} write queues")
-        return View(doc, [Table(columns, table_rows)], footer=[total])
+        return View(doc, [Table(columns, rows, flexible=("addrs",))], [total], report.topic_route_rows(doc))
 
     execute(opts, run)
 
@@ -85,17 +89,17 @@ def status(
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         stats = await source.topic_status(topic)
-        rows = [{
+        rows: list[dict[str, Any]] = [{
             "broker": o.queue.broker_name,
             "queue_id": o.queue.queue_id,
             "min_offset": o.min_offset,
             "max_offset": o.max_offset,
             "last_updated_ts": o.last_update_timestamp or None,
-            "last_updated": format_millis(o.last_update_timestamp),
         } for o in stats.value.offsets]
-        columns = [("broker", "BROKER"), ("queue_id", "QID"), ("min_offset", "MIN_OFFSET"),
-                   ("max_offset", "MAX_OFFSET"), ("last_updated", "LAST_UPDATED")]
-        footer = [] if stats.value.put_tps is None else [f"Topic Put TPS: {stats.value.put_tps:.2f}"]
-        return View(rows, [Table(columns, rows)], footer), dict(stats.errors)
+        doc = report.TopicStatusDoc(topic=topic, queues=rows, put_tps=stats.value.put_tps,
+                                    errors=report.errors_doc(stats.errors))
+        footer = [] if stats.value.put_tps is None else [f"Put TPS: {stats.value.put_tps:.2f}"]
+        return View(doc, [Table(list(report.STATUS_COLUMNS), rows)], footer,
+                    report.topic_status_rows(doc)), dict(stats.errors)
 
     execute(opts, run)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from rmqctl import report
 from rmqctl.cli.render import Table, View
 from rmqctl.model import Finding
 
@@ -29,12 +30,12 @@ def tags_text(counts: dict[str, int]) -> str:
     return " ".join(f"{tag or '(no tag)'}={n}" for tag, n in counts.items()) or "0"
 
 
-def report_view(doc: dict[str, Any]) -> View:
+def report_view(doc: report.EmulatorRunDoc) -> View:
     """Tables for the ``emulator run`` document."""
     consumer_rows = [
         {"client_id": cid, "group": c["group"], "received": tags_text(c["received_by_tag"]),
          "queues": queues_text(c["queues"]),
-         "errors": " ".join(f"{code}x{n}" for code, n in c.get("pull_errors", {}).items()) or ""}
+         "errors": ", ".join(f"{name} x{n}" for name, n in c.get("pull_errors", {}).items()) or ""}
         for cid, c in doc["consumers"].items()
     ]
     tag_rows = [
@@ -49,13 +50,14 @@ def report_view(doc: dict[str, Any]) -> View:
         for topic, sub in topics.items()
     ]
     tables = [
-        Table([("client_id", "CLIENT_ID"), ("group", "GROUP"), ("received", "RECEIVED"),
-               ("queues", "QUEUES HELD"), ("errors", "PULL ERRORS")], consumer_rows,
-              title=f"Scenario {doc['scenario']} at {doc['at']:g}s"),
-        Table([("tag", "TAG"), ("produced", "PRODUCED"), ("lost", "LOST")], tag_rows, title="Messages"),
-        Table([("broker", "BROKER"), ("group", "GROUP"), ("topic", "TOPIC"), ("expression", "EXPRESSION"),
-               ("sub_version", "SUB_VERSION")], sub_rows, title="Broker-stored subscriptions"),
+        Table(["client_id", "group", "received", ("queues", "QUEUES_HELD"), ("errors", "PULL_ERRORS")],
+              consumer_rows, title=f"Scenario {doc['scenario']} at {doc['at']:g}s",
+              flexible=("queues", "errors", "client_id")),
+        Table(["tag", "produced", "lost"], tag_rows, title="Messages"),
+        Table(["broker", "group", "topic", "expression", "sub_version"], sub_rows,
+              title="Broker-stored subscriptions", flexible=("expression",)),
     ]
     lost = sum(doc["lost_by_tag"].values())
-    footer = [f"{lost} message(s) lost (wanted by a group, never received by it)"] if lost else []
-    return View(doc, tables, footer)
+    footer = ([f"{lost} message{'' if lost == 1 else 's'} lost (wanted by a group, never received by it)"]
+              if lost else [])
+    return View(doc, tables, footer, report.emulator_run_rows(doc))

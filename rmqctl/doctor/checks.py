@@ -51,6 +51,22 @@ class CheckContext:
 Check = Callable[[CheckContext], list[Finding]]
 
 
+def _n(count: int, noun: str) -> str:
+    """``1 queue``, ``2 queues``: findings read as prose."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(names) <= 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _q(mq: MessageQueue) -> dict[str, Any]:
     return mq.as_dict()
 
@@ -217,10 +233,10 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
     lag = sum(q["diff"] or 0 for t in per_topic for q in t["never_pulled_queues"])
     detail = (
         f"Clients of group {view.group} subscribe different topics "
-        f"({'; '.join(f'{c}: {sorted(ts)}' for c, ts in sorted(topic_sets.items()))}). The broker "
+        f"({'; '.join(f'{c}: {_and(sorted(ts))}' for c, ts in sorted(topic_sets.items()))}). The broker "
         f"keeps the topic set of whichever client heartbeated last, so the others' pulls fail with "
         f"'the consumer's subscription not exist' and progress comes in bursts. Every client also "
-        f"takes part in every topic's allocation, so {stuck} queue(s) are allocated to clients that "
+        f"takes part in every topic's allocation, so {_n(stuck, 'queue')} {_are(stuck)} allocated to clients that "
         f"never subscribed them: nobody pulls them and their lag ({lag} now) only grows."
     )
     return [_finding(
@@ -255,8 +271,9 @@ def broker_subscription_divergence(ctx: CheckContext) -> list[Finding]:
             f"The broker-stored subscription of {topic} does not match every client",
             f"For topic {topic} the brokers store "
             f"{'; '.join(f'{b}: {s.expression!r} (v{s.sub_version})' for b, s in stored.items())}"
-            + (f" and {', '.join(missing)} store nothing" if missing else "")
-            + (f", while {', '.join(clients_differ)} subscribe differently" if clients_differ else "")
+            + (f" and {_and(missing)} {'stores' if len(missing) == 1 else 'store'} nothing" if missing else "")
+            + (f", while {_and(clients_differ)} {'subscribes' if len(clients_differ) == 1 else 'subscribe'}"
+               " differently" if clients_differ else "")
             + ". Pulls are filtered by the broker's copy, not by what each client asked for.",
             {"topic": topic,
              "broker_expressions": {b: {"expression": s.expression, "sub_version": s.sub_version}
@@ -285,14 +302,16 @@ def idle_consumers(ctx: CheckContext) -> list[Finding]:
             continue
         queues = len(view.topic_queues.get(topic, ())) or len(_queues_by_topic(view, topic))
         clients = len(view.client_ids)
-        why = (f"the topic has {queues} readable queue(s) for {clients} client(s)"
+        why = (f"the topic has {_n(queues, 'readable queue')} for {_n(clients, 'client')}"
                if queues < clients else "the allocation strategy gave them none")
         out.append(_finding(
             ctx, "IDLE_CONSUMERS", "warning",
-            f"{len(idle)} client(s) of {view.group} hold no queue of {topic}",
-            f"{', '.join(idle)} subscribe {topic} but hold none of its queues because {why}. They "
-            f"stay registered and receive nothing; adding consumers beyond the queue count does not "
-            f"add throughput.",
+            f"{_n(len(idle), 'client')} of {view.group} {'holds' if len(idle) == 1 else 'hold'} "
+            f"no queue of {topic}",
+            f"{_and(idle)} {'subscribes' if len(idle) == 1 else 'subscribe'} {topic} but "
+            f"{'holds' if len(idle) == 1 else 'hold'} none of its queues because {why}. "
+            f"{'It stays registered and receives' if len(idle) == 1 else 'They stay registered and receive'}"
+            " nothing; adding consumers beyond the queue count does not add throughput.",
             {"topic": topic, "idle_clients": idle, "queues": queues, "clients": clients},
             f"Raise the read/write queue count of {topic} to at least {clients} "
             f"(mqadmin updateTopic -r/-w) or run fewer consumers.",
@@ -311,14 +330,19 @@ def orphaned_queues(ctx: CheckContext) -> list[Finding]:
     progress = _progress(view)
     orphans = [mq for mq in view.unassigned() if mq.topic in subscribed or mq.topic in
                {t for table in view.broker_subscriptions.values() for t in table}]
+    # A group that just started: the broker creates %RETRY%<group> on the first heartbeat, but
+    # the clients allocate it only after their next route poll (up to 30 s later). Until then
+    # no offset exists for it and it holds nothing, so it is not orphaned yet.
+    orphans = [mq for mq in orphans if not (mq.topic.startswith(RETRY_PREFIX) and mq not in progress)]
     if not orphans:
         return []
     lag = sum(progress[mq].diff for mq in orphans if mq in progress)
     return [_finding(
         ctx, "ORPHANED_QUEUES", "error" if lag > 0 else "warning",
-        f"{len(orphans)} queue(s) of {view.group} are held by no client",
-        f"While the group is online, {len(orphans)} queue(s) are held by none of its clients, so "
-        f"nobody pulls them; their backlog ({lag} message(s) now) grows until the allocation "
+        f"{_n(len(orphans), 'queue')} of {view.group} {_are(len(orphans))} held by no client",
+        f"While the group is online, {_n(len(orphans), 'queue')} {_are(len(orphans))} held by none of its "
+        f"clients, so nobody pulls {'it' if len(orphans) == 1 else 'them'}; the backlog "
+        f"({_n(lag, 'message')} now) grows until the allocation "
         f"changes.",
         {"queues": [{**_q(mq), "diff": progress[mq].diff if mq in progress else None}
                     for mq in orphans], "total_diff": lag},
@@ -333,7 +357,7 @@ def duplicate_client_id(ctx: CheckContext) -> list[Finding]:
         return []
     return [_finding(
         ctx, "DUPLICATE_CLIENT_ID", "error",
-        f"{len(dups)} client id(s) of {ctx.view.group} are used by more than one process",
+        f"{_n(len(dups), 'client id')} of {ctx.view.group} {_are(len(dups))} used by more than one process",
         "Several connections share one client id. Each computes the same position in the "
         "allocation, so they consume the same queues twice while another share is held by nobody.",
         {"clients": dups},
@@ -370,7 +394,8 @@ def uneven_allocation(ctx: CheckContext) -> list[Finding]:
         out.append(_finding(
             ctx, "UNEVEN_ALLOCATION", "warning",
             f"The queues of {topic} are not allocated as the strategy implies",
-            f"The clients of {view.group} hold {counts} queue(s) of {topic}, which differs from what "
+            f"The clients of {view.group} hold {_and([str(c) for c in counts])} queues of {topic} "
+            f"({_and([f'{c}: {n}' for c, n in zip(sorted(subscribers), counts)])}), which differs from what "
             f"their allocation strategy computes for the current clients and queues. Clients may "
             f"disagree about the client list or queue route, or a rebalance is still in progress.",
             {"topic": topic, "clients": mismatched},
@@ -428,7 +453,7 @@ def blocked_queue(ctx: CheckContext) -> list[Finding]:
         return []
     return [_finding(
         ctx, "BLOCKED_QUEUE", "error",
-        f"{len(rows)} queue(s) of {ctx.view.group} are blocked in their client",
+        f"{_n(len(rows), 'queue')} of {ctx.view.group} {_are(len(rows))} blocked in their client",
         "These queues hold pulled messages that have not been consumed for over 60 s, or (orderly "
         "consumers) cannot get or release their broker lock; their committed offset stays at the "
         "oldest unfinished message.",
@@ -448,9 +473,10 @@ def offline_group_backlog(ctx: CheckContext) -> list[Finding]:
     total = sum(p.diff for p in rows)
     return [_finding(
         ctx, "OFFLINE_GROUP_BACKLOG", "warning",
-        f"{view.group} has no online client and {total} message(s) waiting",
-        f"No client of {view.group} is connected, and {len(rows)} queue(s) hold {total} "
-        f"unconsumed message(s) that will wait until a consumer starts (or expire with the "
+        f"{view.group} has no online client and {_n(total, 'message')} waiting",
+        f"No client of {view.group} is connected, and {_n(len(rows), 'queue')} "
+        f"{'holds' if len(rows) == 1 else 'hold'} {_n(total, 'unconsumed message')} that will wait until "
+        f"a consumer starts (or expire with the "
         f"commit log).",
         {"total_diff": total, "queues": [{**_q(p.queue), "diff": p.diff} for p in rows]},
         "Start the group's consumers, or delete the group's offsets if it is retired.",
@@ -464,7 +490,7 @@ def retry_backlog(ctx: CheckContext) -> list[Finding]:
     total = sum(p.diff for p in rows)
     return [_finding(
         ctx, "RETRY_BACKLOG", "warning" if total >= RETRY_WARNING_DIFF else "info",
-        f"{total} message(s) wait in {RETRY_PREFIX}{ctx.view.group}",
+        f"{_n(total, 'message')} {'waits' if total == 1 else 'wait'} in {RETRY_PREFIX}{ctx.view.group}",
         "Messages the listener failed to consume wait in the retry topic with growing delays "
         "(10 s up to 2 h); after 16 failures they move to the dead-letter queue.",
         {"total_diff": total, "queues": [{**_q(p.queue), "diff": p.diff} for p in rows]},
@@ -478,7 +504,7 @@ def dlq_backlog(ctx: CheckContext) -> list[Finding]:
         return []
     return [_finding(
         ctx, "DLQ_BACKLOG", "warning",
-        f"{total} message(s) sit in %DLQ%{ctx.view.group}",
+        f"{_n(total, 'message')} {'sits' if total == 1 else 'sit'} in %DLQ%{ctx.view.group}",
         "These messages failed consumption 16 times and were moved to the dead-letter queue; "
         "nobody consumes it by default, so they are lost to the application unless replayed.",
         {"messages": total, "queues": [{**_q(o.queue), "messages": o.max_offset - o.min_offset}
@@ -506,12 +532,37 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
     seconds = max(0, ctx.view.sampled_at - ctx.previous.sampled_at) / 1000
     return [_finding(
         ctx, "LAG_NOT_ADVANCING", "error",
-        f"{len(rows)} queue(s) of {ctx.view.group} received messages but consumed none",
-        f"Between two samples {seconds:.0f} s apart, new messages arrived on {len(rows)} queue(s) "
+        f"{_n(len(rows), 'queue')} of {ctx.view.group} received messages but consumed none",
+        f"Between two samples {seconds:.0f} s apart, new messages arrived on {_n(len(rows), 'queue')} "
         f"while their consumer offset did not move.",
         {"interval_seconds": seconds, "queues": rows},
         "Check the owner column: no owner means the queue is orphaned; an owner means its "
         "listener is stuck or failing (see BLOCKED_QUEUE).",
+    )]
+
+
+def queue_held_twice(ctx: CheckContext) -> list[Finding]:
+    """Queues two clients of a CLUSTERING group report holding at the same time."""
+    view = ctx.view
+    if not ctx.clustering or not view.running_infos:
+        return []
+    twice = view.held_twice()
+    if not twice:
+        return []
+    progress = _progress(view)
+    pairs = "; ".join(f"{mq.topic}@{mq.broker_name}/{mq.queue_id} by {_and(cids)}" for mq, cids in twice.items())
+    n = len(twice)
+    return [_finding(
+        ctx, "QUEUE_HELD_TWICE", "error",
+        f"{_n(n, 'queue')} of {view.group} {_are(n)} held by two clients at once",
+        f"In a CLUSTERING group each queue belongs to one client, yet {pairs}. Both pull the same "
+        f"messages, so each message is consumed twice, and their offset commits overwrite each other. "
+        f"Clients that disagree on the client list or the queue route (or a rebalance in progress) "
+        f"cause this.",
+        {"queues": [{**_q(mq), "clients": cids, "diff": progress[mq].diff if mq in progress else None}
+                    for mq, cids in twice.items()]},
+        "Check that every client sees the same name servers and brokers and uses the same allocation "
+        "strategy; if it lasts beyond 20 s (one rebalance period), restart the clients named.",
     )]
 
 
@@ -529,6 +580,7 @@ CHECKS: Sequence[tuple[str, Check]] = (
     ("RETRY_BACKLOG", retry_backlog),
     ("DLQ_BACKLOG", dlq_backlog),
     ("LAG_NOT_ADVANCING", lag_not_advancing),
+    ("QUEUE_HELD_TWICE", queue_held_twice),
 )
 
 CODES = tuple(code for code, _ in CHECKS)
@@ -545,6 +597,7 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
     "UNEVEN_ALLOCATION": ("running_infos",),
     "MIXED_CONSUMER_SETTINGS": ("running_infos",),
     "BLOCKED_QUEUE": ("running_infos",),
+    "QUEUE_HELD_TWICE": ("running_infos",),
 }
 
 

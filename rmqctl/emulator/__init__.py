@@ -1,6 +1,6 @@
 """The built-in RocketMQ emulator: broker semantics, simulated clients, scenarios, servers.
 
-It reproduces the broker and client behaviours behind the seed incidents (one subscription
+It reproduces the broker and client behaviours behind the classic consumer-group incidents (one subscription
 table per group overwritten by heartbeats, tag filtering with another client's expression,
 queues allocated to clients that never subscribed their topic, idle consumers) and speaks the
 real remoting protocol, so rmqctl reads it through the same client path as a real cluster.

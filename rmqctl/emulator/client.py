@@ -29,7 +29,7 @@ synchronous calls it made so far in the current rebalance (:data:`RPC_MS` each: 
 list, one offset query per queue it gains, one heartbeat per broker). That is what decides who
 wins a subVersion race deterministically, the way it usually goes on a real cluster: a client
 that gains queues must query their offsets before it bumps its version, so it stamps later than
-a peer that only gives queues up (seed 004: the later subscriber wins).
+a peer that only gives queues up (the tag-overwrite incident: the later subscriber wins).
 
 Must not import the CLI, textual or pyspark, nor anything that does I/O.
 """

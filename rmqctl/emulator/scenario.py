@@ -182,6 +182,11 @@ def _builtin_dir() -> Any:
     return resources.files("rmqctl.emulator") / "scenarios"
 
 
+#: former built-in names, still accepted: they read like the doctor's finding codes
+#: (IDLE_CONSUMERS, UNEVEN_ALLOCATION), so the scenarios were renamed
+RENAMED = {"idle-consumers": "two-consumers-one-queue", "uneven-allocation": "avg-contiguous-blocks"}
+
+
 def builtin_names() -> list[str]:
     """Names of the shipped scenarios, sorted."""
     return sorted(
@@ -208,6 +213,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     if text == SCALE_PREFIX or text.startswith(SCALE_PREFIX + ":"):
         return _scale_from_name(text)
     if isinstance(name_or_path, str) and "/" not in text and not text.endswith(".toml"):
+        text = RENAMED.get(text, text)
         resource = _builtin_dir() / f"{text}.toml"
         if resource.is_file():
             return parse_scenario(resource.read_text(encoding="utf-8"), f"built-in {text}", text)

@@ -10,7 +10,7 @@ produce, advance the clock, dump the state).
     {"scenario": NAME, "at": SECONDS,
      "consumers": {CLIENT_ID: {"group", "received_by_tag": {TAG: n},
                                "queues": [{"topic", "broker", "queue_id"}],
-                               "pull_errors": {RESPONSE_CODE: n}}},
+                               "pull_errors": {"NAME (code)": n}}},
      "produced_by_tag": {TAG: n}, "lost_by_tag": {TAG: n},
      "broker_subscriptions": {BROKER: {GROUP: {TOPIC: {"expression", "sub_version"}}}}}
 
@@ -43,6 +43,15 @@ from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, Scheduler
 from rmqctl.emulator.namesrv import NameServerState
 from rmqctl.emulator.scenario import ConsumerSpec, ProduceSpec, Scenario
 from rmqctl.model import Subscription, SubscriptionGroupConfig, parse_tag_expression
+from rmqctl.remoting.codes import ResponseCode
+
+
+def code_name(code: int) -> str:
+    """``24`` → ``SUBSCRIPTION_NOT_EXIST (24)``: response codes are shown by name and number."""
+    try:
+        return f"{ResponseCode(code).name} ({code})"
+    except ValueError:
+        return f"response code {code}"
 
 #: how many subscription-table changes :attr:`EmulatedCluster.history` keeps
 HISTORY_LIMIT = 10_000
@@ -284,7 +293,7 @@ class EmulatedCluster:
                 "group": c.group,
                 "received_by_tag": dict(sorted(c.received_by_tag.items())),
                 "queues": [mq.as_dict() for mq in c.held_queues()],
-                "pull_errors": {str(code): n for code, n in sorted(c.pull_errors.items())},
+                "pull_errors": {code_name(code): n for code, n in sorted(c.pull_errors.items())},
             }
             for key, c in self._report_keys()
         }
@@ -316,7 +325,7 @@ class EmulatedCluster:
                 "stalled_at": (c.stalled_ms - self.t0_ms) / 1000 if c.stalled_ms is not None else None,
                 "queues": [mq.as_dict() for mq in c.held_queues()],
                 "received_by_tag": dict(sorted(c.received_by_tag.items())),
-                "pull_errors": {str(k): v for k, v in sorted(c.pull_errors.items())},
+                "pull_errors": {code_name(k): v for k, v in sorted(c.pull_errors.items())},
             })
         return out
 

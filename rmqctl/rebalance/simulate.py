@@ -67,19 +67,67 @@ class SimulationResult:
     mismatches: dict[str, Mismatch] | None = None
     """Only when the actual assignment was given: client id → difference, for clients that
     differ (an empty dict means everything matches)."""
+    message_model: str = "CLUSTERING"
+    """``BROADCASTING``: every client holds every queue, no strategy involved."""
+    not_subscribed: list[str] = field(default_factory=list)
+    """Clients of the group that do not subscribe the topic. RocketMQ still counts them in the
+    topic's allocation (the broker lists every client of the group), but they never rebalance the
+    topic, so the share they are given is held by nobody (it is in ``unassigned_queues``)."""
+    moves: list[Move] | None = None
+    """Only when the actual assignment was given: each queue whose holders change, from what the
+    clients report now to the simulated allocation."""
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON contract of ``rmqctl rebalance simulate -o json``."""
         out: dict[str, Any] = {
             "strategy": self.strategy,
             "topic": self.topic,
+            "message_model": self.message_model,
             "assignments": {cid: queues_as_dicts(qs) for cid, qs in self.assignments.items()},
             "idle_clients": list(self.idle_clients),
             "unassigned_queues": queues_as_dicts(self.unassigned_queues),
+            "not_subscribed": list(self.not_subscribed),
         }
         if self.mismatches is not None:
             out["mismatches"] = {cid: m.as_dict() for cid, m in self.mismatches.items()}
+        if self.moves is not None:
+            out["moves"] = [m.as_dict() for m in self.moves]
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One queue whose holders differ between now and the simulation (``[]``: nobody)."""
+
+    queue: MessageQueue
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.queue.as_dict(), "before": list(self.before), "after": list(self.after)}
+
+    def describe(self) -> str:
+        """``broker-a/3: c1 → c2`` (``nobody`` for no holder)."""
+        def who(cids: tuple[str, ...]) -> str:
+            return " + ".join(cids) or "nobody"
+        return f"{self.queue.broker_name}/{self.queue.queue_id}: {who(self.before)} → {who(self.after)}"
+
+
+def moves_between(actual: Mapping[str, Iterable[MessageQueue]], simulated: Mapping[str, Iterable[MessageQueue]],
+                  queues: Iterable[MessageQueue], topic: str) -> list[Move]:
+    """Every queue of ``topic`` whose holders differ between ``actual`` and ``simulated``."""
+    def holders(table: Mapping[str, Iterable[MessageQueue]]) -> dict[MessageQueue, tuple[str, ...]]:
+        out: dict[MessageQueue, list[str]] = {}
+        for cid in java_sorted_ids(set(table)):
+            for mq in table[cid]:
+                if mq.topic == topic:
+                    out.setdefault(mq, []).append(cid)
+        return {mq: tuple(cids) for mq, cids in out.items()}
+
+    before, after = holders(actual), holders(simulated)
+    everything = java_sorted_queues(set(queues) | set(before) | set(after))
+    return [Move(mq, before.get(mq, ()), after.get(mq, ())) for mq in everything
+            if before.get(mq, ()) != after.get(mq, ())]
 
 
 def queues_from_counts(topic: str, counts: Mapping[str, int]) -> list[MessageQueue]:
@@ -150,6 +198,8 @@ def simulate(
     edits: Edits | None = None,
     actual: Mapping[str, Iterable[MessageQueue]] | None = None,
     strategy_options: Mapping[str, object] | None = None,
+    broadcasting: bool = False,
+    not_subscribed: Iterable[str] = (),
 ) -> SimulationResult:
     """Allocate ``topic``'s queues among the clients as the named strategy would.
 
@@ -157,7 +207,9 @@ def simulate(
     connection, duplicates kept); ``edits`` change either first. ``strategy_options`` go to
     :func:`~rmqctl.rebalance.strategies.get_strategy` (``{"vnodes": 20}`` and so on). ``actual`` maps
     client id → queues it reports holding; queues of other topics are ignored and a client
-    missing from it counts as holding nothing.
+    missing from it counts as holding nothing. ``broadcasting``: every client holds every queue
+    (the strategy is not used). ``not_subscribed``: clients that take part in the allocation but
+    do not subscribe the topic; their share goes to nobody.
     """
     edits = edits or Edits()
     queue_list = list(queues)
@@ -167,16 +219,24 @@ def simulate(
             f"queues of topic {strangers[0]!r} given for a simulation of topic {topic!r}",
             hint="allocation is per topic: pass only the queues of the simulated topic",
         )
-    chosen = get_strategy(strategy, **dict(strategy_options or {}))
+    chosen = get_strategy(strategy.strip().upper(), **dict(strategy_options or {}))
     mq_all = java_sorted_queues(_apply_queue_edits(topic, queue_list, edits.queue_counts))
     cid_all = java_sorted_ids(_apply_client_edits(client_ids, edits))
-    try:
-        raw = chosen.allocate_all_sorted(mq_all, cid_all)
-    except AllocationError:
-        if mq_all and cid_all:
-            raise
-        # A topic without queues: the Java rebalance fails for it and nobody holds anything.
-        raw = {cid: [] for cid in dict.fromkeys(cid_all)}
+    if broadcasting:
+        # RebalanceImpl.rebalanceByTopic, BROADCASTING: each client takes the whole queue set.
+        raw = {cid: list(mq_all) for cid in dict.fromkeys(cid_all)}
+    else:
+        try:
+            raw = chosen.allocate_all_sorted(mq_all, cid_all)
+        except AllocationError:
+            if mq_all and cid_all:
+                raise
+            # A topic without queues: the Java rebalance fails for it and nobody holds anything.
+            raw = {cid: [] for cid in dict.fromkeys(cid_all)}
+    outsiders = [cid for cid in dict.fromkeys(not_subscribed) if cid in raw]
+    for cid in outsiders:
+        # Counted in the allocation (the broker lists it), but it never rebalances this topic.
+        raw[cid] = []
     assignments = {cid: _as_held(qs) for cid, qs in raw.items()}
 
     held = {mq for qs in assignments.values() for mq in qs}
@@ -184,7 +244,7 @@ def simulate(
     unassigned = [
         mq for mq in mq_all if mq not in held and (mq.topic, mq.broker_name) not in any_queue_of
     ]
-    idle = [cid for cid, qs in assignments.items() if not qs]
+    idle = [cid for cid, qs in assignments.items() if not qs and cid not in outsiders]
 
     mismatches: dict[str, Mismatch] | None = None
     if actual is not None:
@@ -198,18 +258,22 @@ def simulate(
                     unexpected=tuple(java_sorted_queues(reported - expected)),
                 )
     return SimulationResult(
-        strategy=chosen.name,
+        strategy="BROADCASTING" if broadcasting else chosen.name,
         topic=topic,
         assignments=assignments,
         idle_clients=idle,
         unassigned_queues=unassigned,
         mismatches=mismatches,
+        message_model="BROADCASTING" if broadcasting else "CLUSTERING",
+        not_subscribed=java_sorted_ids(set(outsiders)),
+        moves=None if actual is None else moves_between(actual, assignments, mq_all, topic),
     )
 
 
 __all__ = [
     "Edits",
     "Mismatch",
+    "Move",
     "SimulationResult",
     "queues_from_counts",
     "simulate",
@@ -249,6 +313,11 @@ def simulate_group(
     if not queues:
         raise NotFound(f"topic {chosen!r} has no readable queues")
     ids = list(client_ids) if client_ids is not None else [c.client_id for c in view.connections]
+    # A client whose own report says it does not subscribe the topic still takes part in its
+    # allocation (every client of the group does); its share is orphaned.
+    outsiders = [cid for cid in ids if view.subscribes(cid, chosen) is False]
     return simulate(strategy or view.strategy or DEFAULT_STRATEGY, chosen, queues, ids, edits=edits,
                     actual=view.assignments() if view.running_infos else None,
-                    strategy_options=strategy_options)
+                    strategy_options=strategy_options,
+                    broadcasting=(view.message_model or "").upper() == "BROADCASTING",
+                    not_subscribed=outsiders)

@@ -37,6 +37,8 @@ from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.connection import ConnectionPool, RequestHandler, split_address
 from rmqctl.remoting.frame import RemotingCommand
 
+_KNOWN_CODES = frozenset(int(c) for c in ResponseCode)
+
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 5.0
@@ -118,7 +120,8 @@ class AdminClient:
             started = loop.time()
             response = await self._pool.request(address, cmd, limit)
         if response.code not in tuple(accept):
-            raise errors.RemoteError.for_code(response.code, response.remark, address=address)
+            name = ResponseCode(response.code).name if response.code in _KNOWN_CODES else None
+            raise errors.RemoteError.for_code(response.code, response.remark, address=address, name=name)
         try:
             value = parse(response)
         except errors.ProtocolError as exc:

@@ -111,7 +111,8 @@ def test_ctl_commands_drive_the_served_emulator() -> None:
         base = ["--url", served.control, "--token", "tok"]
         result = runner.invoke(rmqctl_app, ["emulator", "ctl", "clients", *base, "-o", "json"])
         assert result.exit_code == 0, result.output
-        assert [c["client_id"] for c in json.loads(result.stdout)] == ["10.0.0.1@consumer1", "10.0.0.2@consumer2"]
+        assert [c["client_id"] for c in json.loads(result.stdout)["clients"]] == [
+            "10.0.0.1@consumer1", "10.0.0.2@consumer2"]
         result = runner.invoke(rmqctl_app, ["emulator", "ctl", "start-consumer", *base, "--group", "solo",
                                               "--topic", "TopicTest2", "--expr", "tag1",
                                               "--client-id", "10.0.0.5@solo"])
@@ -122,6 +123,11 @@ def test_ctl_commands_drive_the_served_emulator() -> None:
         assert runner.invoke(rmqctl_app, ["emulator", "ctl", "advance", *base, "30"]).exit_code == 0
         result = runner.invoke(rmqctl_app, ["emulator", "ctl", "state", *base, "-o", "json"])
         report = json.loads(result.stdout)["report"]
+        # what its help says: the full state as JSON, in the default format too
+        table = runner.invoke(rmqctl_app, ["emulator", "ctl", "state", *base])
+        assert set(json.loads(table.stdout)) >= {"brokers", "clients", "report", "now_ms"}
+        rows = runner.invoke(rmqctl_app, ["emulator", "ctl", "state", *base, "-o", "jsonl"]).stdout.splitlines()
+        assert {json.loads(line)["kind"] for line in rows} == {"client"}
         # the virtual clock started at 0, so the scenario's own 10 tag1 (at 5 s) arrive too
         assert report["consumers"]["10.0.0.5@solo"]["received_by_tag"] == {"tag1": 18}
         result = runner.invoke(rmqctl_app, ["emulator", "ctl", "stop-consumer", *base, "10.0.0.5@solo"])
@@ -291,26 +297,48 @@ def test_emulator_run_is_deterministic() -> None:
 
 async def test_ctl_finds_the_served_emulator_without_url(tmp_path: Path) -> None:
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path)}
-    noted = tmp_path / "rmqctl" / "emulator-control-url"
-    proc = await asyncio.create_subprocess_exec(
-        *serve_command("--scenario", "healthy", "--clock", "virtual"),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env)
-    try:
+    noted = tmp_path / "rmqctl" / "emulators"
+    procs = []
+
+    async def start(scenario: str) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            *serve_command("--scenario", scenario, "--clock", "virtual"),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env)
+        procs.append(proc)
         assert proc.stdout is not None
         await asyncio.wait_for(proc.stdout.readline(), TIMEOUT)  # "namesrv …": it is ready
-        control = (await asyncio.wait_for(proc.stdout.readline(), TIMEOUT)).decode().split()[1]
-        assert noted.read_text().strip() == control
-        result = await asyncio.to_thread(
-            CliRunner().invoke, rmqctl_app, ["emulator", "ctl", "clients", "-o", "json"],
-            env={"XDG_STATE_HOME": str(tmp_path)})
+        return (await asyncio.wait_for(proc.stdout.readline(), TIMEOUT)).decode().split()[1]
+
+    def ctl_clients() -> object:
+        return CliRunner().invoke(rmqctl_app, ["emulator", "ctl", "clients", "-o", "json"],
+                                  env={"XDG_STATE_HOME": str(tmp_path)})
+
+    try:
+        first = await start("healthy")
+        entries = [json.loads(p.read_text()) for p in noted.glob("*.json")]
+        assert [e["url"] for e in entries] == [first] and entries[0]["scenario"] == "healthy"
+        result = await asyncio.to_thread(ctl_clients)
         assert result.exit_code == 0, result.stderr
-        assert {c["group"] for c in json.loads(result.stdout)} >= {"order-service"}
-        proc.send_signal(signal.SIGINT)
-        assert await asyncio.wait_for(proc.wait(), TIMEOUT) == 130
-        assert not noted.exists()  # forgotten on the way out
+        assert {c["group"] for c in json.loads(result.stdout)["clients"]} >= {"order-service"}
+        # a second server gets its own entry; with two running, ctl asks which one
+        second = await start("tag-overwrite")
+        assert len(list(noted.glob("*.json"))) == 2
+        both = await asyncio.to_thread(ctl_clients)
+        assert both.exit_code == 2 and "2 served emulators are running" in both.stderr
+        assert first in both.stderr and second in both.stderr and "--url" in both.stderr
+        # stopping one removes only its own entry; the other is found again
+        procs[1].send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(procs[1].wait(), TIMEOUT) == 130
+        assert [json.loads(p.read_text())["url"] for p in noted.glob("*.json")] == [first]
+        again = await asyncio.to_thread(ctl_clients)
+        assert again.exit_code == 0, again.stderr
+        procs[0].send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(procs[0].wait(), TIMEOUT) == 130
+        assert not list(noted.glob("*.json"))  # forgotten on the way out
     finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.communicate()
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+            await proc.communicate()
     gone = CliRunner().invoke(rmqctl_app, ["emulator", "ctl", "clients"], env={"XDG_STATE_HOME": str(tmp_path)})
     assert gone.exit_code == 2 and "no served emulator found" in gone.stderr

@@ -190,7 +190,7 @@ def test_cli_group_show_and_progress_json_contract() -> None:
     result = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "group", "progress",
                                         "test-consumer", "-o", "json"])
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["queues"]
     assert [(r["topic"], r["queue_id"], r["broker_offset"], r["consumer_offset"], r["diff"], r["owner"])
             for r in rows] == [
         ("%RETRY%test-consumer", 0, 0, 0, 0, "10.0.0.1@consumer1"),
@@ -205,23 +205,25 @@ def test_cli_with_at_sees_the_scenario_before_the_messages() -> None:
     result = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "--at", "3", "topic", "status",
                                         "TopicTest2", "-o", "json"])
     assert result.exit_code == 0, result.output
-    assert [(r["queue_id"], r["max_offset"]) for r in json.loads(result.stdout)] == [
+    assert [(r["queue_id"], r["max_offset"]) for r in json.loads(result.stdout)["queues"]] == [
         (0, 0), (1, 0), (2, 0), (3, 0)]  # nothing produced yet at 3 s
 
 
 def test_cli_unknown_scenario_lists_the_built_ins() -> None:
     result = runner.invoke(rmqctl_app, ["--emulator", "no-such-scenario", "group", "list"])
     assert result.exit_code == 2
-    assert "tag-overwrite" in result.stderr and "uneven-allocation" in result.stderr
+    assert "tag-overwrite" in result.stderr and "avg-contiguous-blocks" in result.stderr
 
 
 def test_topic_list_hides_cluster_and_broker_names_and_labels_every_kind() -> None:
     runner = CliRunner()
     shown = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "-o", "json"])
     assert shown.exit_code == 0, shown.stderr
-    assert json.loads(shown.stdout) == [{"topic": "TopicTest2", "kind": "normal"}]
-    every = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "-a", "-o", "json"])
-    kinds = {row["topic"]: row["kind"] for row in json.loads(every.stdout)}
+    assert json.loads(shown.stdout) == {"topics": [{"topic": "TopicTest2", "type": "normal"}], "errors": {}}
+    every = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "--system", "-o", "json"])
+    kinds = {row["topic"]: row["type"] for row in json.loads(every.stdout)["topics"]}
+    alias = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "-a", "-o", "json"])
+    assert alias.stdout == every.stdout  # the old spelling still works
     assert kinds["DefaultCluster"] == "cluster" and kinds["broker-a"] == "broker"
     assert kinds["%RETRY%test-consumer"] == "retry" and kinds["TBW102"] == "system"
     assert kinds["rmq_sys_wheel_timer"] == "system" and kinds["TopicTest2"] == "normal"

@@ -10,8 +10,8 @@ import pytest
 from rmqctl import errors
 from rmqctl.emulator.scenario import builtin_names, builtin_scenarios, load_scenario, parse_scenario
 
-BUILT_INS = {"tag-overwrite", "tag-overwrite-4q", "topic-overwrite", "idle-consumers",
-             "uneven-allocation", "healthy"}
+BUILT_INS = {"tag-overwrite", "tag-overwrite-4q", "topic-overwrite", "two-consumers-one-queue",
+             "avg-contiguous-blocks", "healthy"}
 
 GOOD = """\
 name = "mine"
@@ -102,6 +102,16 @@ def test_toml_syntax_errors_keep_their_line(tmp_path: Path) -> None:
     assert f"bad.toml, line {GOOD.splitlines().index('queues = 4') + 1}: invalid TOML" in message
 
 
+def test_scenario_names_are_not_finding_codes_and_old_names_still_load() -> None:
+    from rmqctl.doctor.checks import CODES
+
+    codes = {code.lower().replace("_", "-") for code in CODES}
+    assert not codes & set(builtin_names())
+    assert load_scenario("idle-consumers").name == "two-consumers-one-queue"
+    assert load_scenario("uneven-allocation").name == "avg-contiguous-blocks"
+    assert all("seed" not in description.lower() for _, description in builtin_scenarios())
+
+
 def test_a_missing_file_and_an_unknown_name(tmp_path: Path) -> None:
     with pytest.raises(errors.ConfigError, match="not found"):
         load_scenario(str(tmp_path / "missing.toml"))
@@ -137,7 +147,7 @@ def test_cli_lists_and_shows_scenarios(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(app, ["emulator", "scenarios", "-o", "json"])
     assert result.exit_code == 0, result.output
-    listed = {row["name"]: row["description"] for row in json.loads(result.stdout)}
+    listed = {row["name"]: row["description"] for row in json.loads(result.stdout)["scenarios"]}
     assert BUILT_INS <= set(listed) and all(listed[name] for name in BUILT_INS)
     shown = runner.invoke(app, ["emulator", "show", "tag-overwrite-4q"])
     assert shown.exit_code == 0 and 'client_id = "172.16.0.103@ConsumerForTagB"' in shown.stdout

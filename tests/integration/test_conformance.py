@@ -91,7 +91,7 @@ def test_consumer_progress_matches(setup: Setup) -> None:
         inflight = int(rest.pop(0)) if with_inflight else None
         theirs[(topic, broker, int(qid))] = (int(b_off), int(c_off), ip, int(diff), inflight, " ".join(rest))
     ours = {}
-    for row in rmqctl_json(setup, "group", "progress", setup.group):
+    for row in rmqctl_json(setup, "group", "progress", setup.group)["queues"]:
         ip = row["owner"].split("@")[0] if row["owner"] else "N/A"
         ours[(row["topic"], row["broker"], row["queue_id"])] = (
             row["broker_offset"], row["consumer_offset"], ip, row["diff"],
@@ -110,11 +110,15 @@ def test_consumer_connection_matches_and_per_client_subscriptions_show_what_it_h
     props = dict(line.split(": ", 1) for line in out.splitlines()
                  if line.startswith(("ConsumeType:", "MessageModel:", "ConsumeFromWhere:")))
     doc = rmqctl_json(setup, "group", "show", setup.group)
-    assert {c["client_id"]: c for c in doc["connections"]} == conns
+    # each connection also carries the strategy the client reports (mqadmin does not show it)
+    assert {c["client_id"]: {k: v for k, v in c.items() if k != "strategy"} for c in doc["connections"]} == conns
+    assert {c["strategy"] for c in doc["connections"]} == {"AVG"}
     (broker_subs,) = doc["broker_subscriptions"].values()
     assert {s["topic"]: s["expression"] for s in broker_subs} == subs
+    # rmqctl says PUSH/PULL/POP where mqadmin prints the enum names
+    kind = {"CONSUME_PASSIVELY": "PUSH", "CONSUME_ACTIVELY": "PULL", "CONSUME_POP": "POP"}
     assert (doc["consume_type"], doc["message_model"], doc["consume_from_where"]) == (
-        props["ConsumeType"], props["MessageModel"], props["ConsumeFromWhere"])
+        kind[props["ConsumeType"]], props["MessageModel"], props["ConsumeFromWhere"])
     # mqadmin shows ONE expression for the topic; each client's own tells the real story
     assert subs[setup.topic] in ("tagA", "tagB")
     own = {cid: [s["expression"] for s in subs_ if s["topic"] == setup.topic]
@@ -144,7 +148,7 @@ def test_topic_status_matches(setup: Setup) -> None:
         return dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
 
     ours = {(r["broker"], r["queue_id"]): (r["min_offset"], r["max_offset"], stamp(r["last_updated_ts"]))
-            for r in rmqctl_json(setup, "topic", "status", setup.topic)}
+            for r in rmqctl_json(setup, "topic", "status", setup.topic)["queues"]}
     assert theirs and ours == theirs
 
 
@@ -152,5 +156,5 @@ def test_cluster_list_matches(setup: Setup) -> None:
     out = setup.cluster.mqadmin("clusterList")
     theirs = {(c[0], c[1], int(c[2]), c[3], c[4]) for c in table_rows(out, "#Cluster Name")}
     ours = {(r["cluster"], r["broker"], r["broker_id"], r["addr"], r["version"])
-            for r in rmqctl_json(setup, "cluster", "list")}
+            for r in rmqctl_json(setup, "cluster", "list")["brokers"]}
     assert theirs and ours == theirs

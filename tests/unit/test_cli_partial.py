@@ -77,7 +77,7 @@ def test_partial_result_prints_rows_and_names_the_dead_broker(cluster) -> None:
     result = CliRunner().invoke(app, ["group", "progress", GROUP, "-n", cluster.address, "-o", "json",
                                       "--timeout", "2"])
     assert result.exit_code == 5
-    rows = json.loads(result.stdout)
+    rows = json.loads(result.stdout)["queues"]
     assert [(r["broker"], r["queue_id"], r["diff"], r["inflight"]) for r in rows] == [
         ("broker-a", 0, 6, 2), ("broker-a", 1, 7, 2)]
     assert rows[0]["owner"] == "10.0.0.1@c1" and rows[1]["owner"] is None

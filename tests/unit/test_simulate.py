@@ -31,9 +31,11 @@ def test_one_queue_two_consumers_json_contract() -> None:
     assert result.as_dict() == {
         "strategy": "AVG",
         "topic": "T",
+        "message_model": "CLUSTERING",
         "assignments": {"10.0.0.1@c1": [qd("broker-a", 0)], "10.0.0.2@c2": []},
         "idle_clients": ["10.0.0.2@c2"],
         "unassigned_queues": [],
+        "not_subscribed": [],
     }
 
 
@@ -224,7 +226,7 @@ def test_json_round_trip_with_odd_characters() -> None:
     # the document survives JSON intact: surrogate pairs and non-ASCII names as written
     queue = {"topic": "t\U0001f600", "broker": "br\u00f8ker", "queue_id": 0}
     assert json.loads(json.dumps(result.as_dict(), ensure_ascii=True)) == {
-        "strategy": "AVG", "topic": "t\U0001f600",
+        "strategy": "AVG", "topic": "t\U0001f600", "message_model": "CLUSTERING",
         "assignments": {"c\U0001f600": [queue], "c\uffff": []},
-        "idle_clients": ["c\uffff"], "unassigned_queues": [],
+        "idle_clients": ["c\uffff"], "unassigned_queues": [], "not_subscribed": [],
     }

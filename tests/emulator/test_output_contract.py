@@ -1,0 +1,316 @@
+"""The output contract (docs/output.md), tried command by command on the embedded emulator.
+
+Golden documents are written out by hand from the scenario files (the emulator is deterministic
+on its virtual clock, which starts at 2024-01-01 00:00:00 UTC = 1704067200000 ms); the other
+tests check that jsonl and csv are the document's rows, that names and values agree between
+commands, and that tables fit the terminal.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from rmqctl.cli.app import app
+
+runner = CliRunner()
+EPOCH_MS = 1_704_067_200_000
+ANSI = re.compile(r"\x1b\[")
+
+
+def cli(*args: str, env: dict[str, str] | None = None, code: int = 0) -> str:
+    result = runner.invoke(app, list(args), env=env)
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    return result.stdout
+
+
+#: each run serves the emulator on fresh loopback ports: the only thing that cannot be pinned
+PORT = re.compile(r"127\.0\.0\.1:\d+")
+
+
+def doc(*args: str) -> Any:
+    return json.loads(PORT.sub("127.0.0.1:PORT", cli(*args, "-o", "json")))
+
+
+def lines(*args: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in PORT.sub("127.0.0.1:PORT", cli(*args, "-o", "jsonl")).splitlines()]
+
+
+# ---------------------------------------------------------------------------------------------
+# Golden documents
+
+
+def test_group_list_document() -> None:
+    # tag-overwrite: one group of two push consumers; 20 messages over 4 queues, all committed
+    assert doc("--emulator", "tag-overwrite", "group", "list") == {
+        "groups": [{"group": "test-consumer", "clients": 2, "online": True, "consume_type": "PUSH",
+                    "message_model": "CLUSTERING", "version": "V5_3_3", "total_diff": 0,
+                    "consume_tps": 10 / 60}],
+        "errors": {},
+    }
+
+
+def test_group_progress_document() -> None:
+    # 10 tag1 at 5 s and 10 tag2 at 6 s, round robin: 5 per queue, the last consumed at 6 s
+    def row(topic: str, qid: int, offset: int, owner: str, last: int | None) -> dict[str, Any]:
+        return {"topic": topic, "broker": "broker-a", "queue_id": qid, "broker_offset": offset,
+                "consumer_offset": offset, "pull_offset": offset, "diff": 0, "inflight": 0,
+                "last_consumed_ts": last, "owner": owner}
+
+    c1, c2, at6 = "10.0.0.1@consumer1", "10.0.0.2@consumer2", EPOCH_MS + 6000
+    assert doc("--emulator", "tag-overwrite", "group", "progress", "test-consumer") == {
+        "group": "test-consumer",
+        "queues": [row("%RETRY%test-consumer", 0, 0, c1, None),
+                   row("TopicTest2", 0, 5, c1, at6), row("TopicTest2", 1, 5, c1, at6),
+                   row("TopicTest2", 2, 5, c2, at6), row("TopicTest2", 3, 5, c2, at6)],
+        "total_diff": 0,
+        "total_inflight": 0,
+        "errors": {},
+    }
+
+
+def test_group_assignment_document() -> None:
+    def q(topic: str, qid: int) -> dict[str, Any]:
+        return {"topic": topic, "broker": "broker-a", "queue_id": qid}
+
+    assert doc("--emulator", "tag-overwrite", "group", "assignment", "test-consumer") == {
+        "group": "test-consumer",
+        "message_model": "CLUSTERING",
+        "assignments": {"10.0.0.1@consumer1": [q("%RETRY%test-consumer", 0), q("TopicTest2", 0),
+                                               q("TopicTest2", 1)],
+                        "10.0.0.2@consumer2": [q("TopicTest2", 2), q("TopicTest2", 3)]},
+        "unassigned_queues": [],
+        "held_twice": [],
+        "idle_clients": [],
+        "errors": {},
+    }
+
+
+def test_doctor_document_reads_as_prose() -> None:
+    # two-consumers-one-queue: 1 queue, 2 AVG consumers; the second one sorts last and idles
+    assert doc("--emulator", "two-consumers-one-queue", "doctor", "--all", "--fail-on", "never") == {
+        "groups": ["lhy-test-consumerGroup"],
+        "findings": [{
+            "code": "IDLE_CONSUMERS",
+            "severity": "warning",
+            "group": "lhy-test-consumerGroup",
+            "title": "1 client of lhy-test-consumerGroup holds no queue of TopicTest",
+            "detail": "10.0.0.2@pushConsumer2 subscribes TopicTest but holds none of its queues because the "
+                      "topic has 1 readable queue for 2 clients. It stays registered and receives nothing; "
+                      "adding consumers beyond the queue count does not add throughput.",
+            "evidence": {"topic": "TopicTest", "idle_clients": ["10.0.0.2@pushConsumer2"], "queues": 1,
+                         "clients": 2},
+            "fix": "Raise the read/write queue count of TopicTest to at least 2 (mqadmin updateTopic -r/-w) "
+                   "or run fewer consumers.",
+        }],
+        "skipped": [],
+        "errors": {},
+    }
+
+
+def test_emulator_run_names_response_codes() -> None:
+    # topic-overwrite: each client's pulls of the topic the broker forgot fail with code 24
+    run = doc("emulator", "run", "topic-overwrite")
+    assert {cid: c["pull_errors"] for cid, c in run["consumers"].items()} == {
+        "10.0.0.2@c2": {"SUBSCRIPTION_NOT_EXIST (24)": 120}, "10.0.0.1@c1": {"SUBSCRIPTION_NOT_EXIST (24)": 2}}
+    assert "SUBSCRIPTION_NOT_EXIST (24) x120" in cli("emulator", "run", "topic-overwrite")
+
+
+# ---------------------------------------------------------------------------------------------
+# jsonl and csv are the document's rows, for every command
+
+E = ("--emulator", "tag-overwrite")
+ROWS_OF = {  # command → (kind, the document's list those rows are)
+    ("cluster", "list"): [("broker", "brokers")],
+    ("topic", "list"): [("topic", "topics")],
+    ("topic", "route", "TopicTest2"): [("route", "brokers")],
+    ("topic", "status", "TopicTest2"): [("queue", "queues")],
+    ("group", "list"): [("group", "groups")],
+    ("group", "show", "test-consumer"): [("connection", "connections"), ("subscription", "subscriptions"),
+                                         ("conflict", "subscription_conflicts")],
+    ("group", "progress", "test-consumer"): [("queue", "queues")],
+    ("doctor", "--all", "--fail-on", "never"): [("finding", "findings"), ("skipped", "skipped")],
+}
+
+
+@pytest.mark.parametrize("command", list(ROWS_OF), ids=" ".join)
+def test_jsonl_rows_are_the_document_rows(command: tuple[str, ...]) -> None:
+    document = doc(*E, *command)
+    assert document["errors"] == {}
+    rows = lines(*E, *command)
+    for kind, key in ROWS_OF[command]:
+        mine = [{k: v for k, v in r.items() if k != "kind"} for r in rows if r["kind"] == kind]
+        assert mine == document[key], kind  # nothing dropped, nothing renamed
+    assert {r["kind"] for r in rows} <= {kind for kind, _ in ROWS_OF[command]}
+    for key, value in _walk(document):
+        if key.endswith("_ts"):
+            assert value is None or isinstance(value, int), (key, value)  # epoch ms, never text
+
+
+def _walk(value: Any, key: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [pair for k, v in value.items() for pair in [(k, v), *_walk(v, k)]]
+    if isinstance(value, list):
+        return [pair for v in value for pair in _walk(v, key)]
+    return []
+
+
+def test_multi_table_commands_keep_every_kind() -> None:
+    kinds = [r["kind"] for r in lines("demo")]
+    assert set(kinds) == {"consumer", "tag", "broker_subscription", "subscription", "assignment", "finding"}
+    run = lines("emulator", "run", "tag-overwrite-4q")
+    assert [r["kind"] for r in run].count("tag") == 2
+    findings = [r for r in lines(*E, "doctor", "--all", "--fail-on", "never") if r["kind"] == "finding"]
+    assert findings and all({"detail", "evidence", "fix"} <= set(f) for f in findings)
+
+
+def test_csv_is_one_kind_flattened_explicitly() -> None:
+    text = cli(*E, "group", "show", "test-consumer", "-o", "csv", "--table", "subscription")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert list(rows[0]) == ["topic", "source", "expression", "tags", "sub_version", "subscribed", "differs"]
+    assert rows[0] == {"topic": "TopicTest2", "source": "broker:broker-a", "expression": "tag2", "tags": "tag2",
+                       "sub_version": "1704067201005", "subscribed": "true", "differs": "true"}
+    default = list(csv.DictReader(io.StringIO(cli(*E, "group", "show", "test-consumer", "-o", "csv"))))
+    assert [r["client_id"] for r in default] == ["10.0.0.1@consumer1", "10.0.0.2@consumer2"]
+    doctor = list(csv.DictReader(io.StringIO(cli(*E, "doctor", "--all", "-o", "csv", "--fail-on", "never"))))
+    assert json.loads(doctor[0]["evidence"])["topic"] == "TopicTest2"  # nested: compact JSON in the cell
+    route = list(csv.DictReader(io.StringIO(cli(*E, "topic", "route", "TopicTest2", "-o", "csv"))))
+    assert set(json.loads(route[0]["addrs"])) == {"0"}
+    result = runner.invoke(app, [*E, "group", "show", "test-consumer", "-o", "csv", "--table", "nope"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == "rmqctl: error: no table 'nope' in this command's output"
+
+
+def test_route_addrs_is_an_object_in_json_and_jsonl() -> None:
+    (row,) = lines(*E, "topic", "route", "TopicTest2")
+    assert row["addrs"] == {"0": "127.0.0.1:PORT"}
+    assert doc(*E, "topic", "route", "TopicTest2")["brokers"][0]["addrs"] == row["addrs"]
+    assert re.search(r"0=127\.0\.0\.1:\d+", cli(*E, "topic", "route", "TopicTest2"))
+
+
+def test_same_name_and_value_everywhere() -> None:
+    listed = {g["group"]: g for g in doc("--emulator", "healthy", "group", "list")["groups"]}
+    for group, row in listed.items():
+        shown = doc("--emulator", "healthy", "group", "show", group)
+        assert shown["consume_type"] == row["consume_type"] == "PUSH"
+        assert shown["message_model"] == row["message_model"]
+    header = cli("--emulator", "healthy", "group", "list").splitlines()[0].split()
+    assert header == ["GROUP", "CLIENTS", "CONSUME_TYPE", "MESSAGE_MODEL", "VERSION", "TOTAL_DIFF", "CONSUME_TPS"]
+    assignment = doc(*E, "group", "assignment", "test-consumer")
+    simulated = doc(*E, "rebalance", "simulate", "-g", "test-consumer")
+    assert "unassigned_queues" in assignment and "unassigned_queues" in simulated
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables a person reads
+
+
+def test_tables_fit_columns_and_pipes_get_everything() -> None:
+    wide = cli("--emulator", "healthy", "rebalance", "simulate", "-g", "audit-broadcast")
+    longest = max(len(line) for line in wide.splitlines() if "broker-a/0" in line)
+    assert longest > 80 and "broker-b/3" in wide  # piped, no COLUMNS: full width
+    narrow = cli("--emulator", "healthy", "rebalance", "simulate", "-g", "audit-broadcast",
+                 env={"COLUMNS": "60"})
+    table = narrow.split("\n\n")[0].splitlines()
+    assert all(len(line) <= 60 for line in table), table
+    assert "10.0.0.4@DEFAULT" in narrow and "broker-b/3" in narrow  # the ASSIGNED column wraps
+
+
+def test_colour_on_a_terminal_only_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rmqctl.cli.render import OutputFormat as F
+    from rmqctl.cli.render import Table, View, emit
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    view = View({}, [Table(["severity", "code"], [{"severity": "error", "code": "X"}])])
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    tty = Terminal()
+    emit(view, F.table, tty)
+    assert ANSI.search(tty.getvalue())
+    piped = io.StringIO()
+    emit(view, F.table, piped)
+    assert not ANSI.search(piped.getvalue())
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = Terminal()
+    emit(view, F.table, plain)
+    assert not ANSI.search(plain.getvalue()) and "error" in plain.getvalue()
+
+
+def test_no_headers_sort_and_match() -> None:
+    H = ("--emulator", "healthy")
+    assert cli(*H, "group", "list", "--no-headers").split() [::7] == ["audit-broadcast", "order-service"]
+    by_tps = cli(*H, "group", "list", "--sort", "CONSUME_TPS", "--no-headers").splitlines()
+    assert [line.split()[0] for line in by_tps] == ["audit-broadcast", "order-service"]  # 0.00 < 0.80
+    by_clients = doc(*H, "group", "list", "--sort", "clients")["groups"]
+    assert [g["clients"] for g in by_clients] == [2, 3]
+    matched = doc(*H, "group", "list", "--match", "^order")
+    assert [g["group"] for g in matched["groups"]] == ["order-service"]
+    assert cli(*H, "group", "list", "-o", "csv", "--no-headers").splitlines()[0].startswith("audit-broadcast,")
+    bad = runner.invoke(app, [*H, "group", "list", "--sort", "nope"])
+    assert bad.exit_code == 2 and bad.stderr.startswith("rmqctl: error: --sort: no column 'nope'")
+    bad = runner.invoke(app, [*H, "group", "list", "--match", "("])
+    assert bad.exit_code == 2 and "invalid regular expression" in bad.stderr
+
+
+def test_watch_redraws_with_the_consume_rate_between_samples() -> None:
+    # stall-and-leave at 30 s: a steady ~8 messages per 30 s per queue on PaymentTopic
+    out = cli("--emulator", "stall-and-leave", "--at", "30", "group", "progress", "payment-service",
+              "--watch", "30", "--count", "2")
+    blocks = [b for b in out.split("Every 30s: ") if b]
+    assert len(blocks) == 2 and "sample 2" in blocks[1]
+
+    def row(block: str) -> list[str]:
+        wanted = ["PaymentTopic", "broker-a", "0"]
+        return next(line.split() for line in block.splitlines() if line.split()[:3] == wanted)
+
+    first, second = row(blocks[0]), row(blocks[1])
+    header = next(line.split() for line in blocks[1].splitlines() if line.startswith("TOPIC"))
+    offset, rate = header.index("CONSUMER_OFFSET"), header.index("CONSUME_RATE")
+    assert (first[offset], second[offset]) == ("8", "15")
+    assert second[rate] == "0.23"  # (15 - 8) / 30 s
+    assert first[rate] == "-"  # no earlier sample
+    held = cli("--emulator", "stall-and-leave", "--at", "30", "group", "assignment", "payment-service",
+               "-w", "30", "--count", "2")
+    assert held.count("CONSUME_RATE") == 2
+    bare = cli("--emulator", "stall-and-leave", "group", "assignment", "payment-service", "-w", "--count", "1")
+    assert bare.startswith("Every 2s: ")  # --watch without a value: every 2 s
+
+
+# ---------------------------------------------------------------------------------------------
+# Correctness found by trying it
+
+
+def test_cluster_options_after_the_subcommand() -> None:
+    assert doc("group", "list", "--emulator", "healthy")["groups"][0]["group"] == "audit-broadcast"
+    early = doc("topic", "status", "TopicTest2", "--emulator", "tag-overwrite", "--at", "3")
+    assert [q["max_offset"] for q in early["queues"]] == [0, 0, 0, 0]
+
+
+def test_doctor_unknown_group_is_a_usage_error_never_checked() -> None:
+    for args in (["doctor", "test-consumer", "nosuch"], ["doctor", "--all", "true"]):
+        result = runner.invoke(app, [*E, *args])
+        assert result.exit_code == 2, result.stdout
+        assert result.stdout == "" and "No findings" not in result.stdout
+        assert result.stderr.splitlines()[0].startswith("rmqctl: error: consumer group ")
+        assert "Traceback" not in result.stderr
+
+
+def test_a_group_that_just_started_has_no_orphaned_retry_queue() -> None:
+    early = doc("--emulator", "two-consumers-one-queue", "--at", "0.5", "doctor", "--all")
+    assert early["findings"] == []
+
+
+def test_strategy_names_any_case_and_machine_room_needs_idcs() -> None:
+    base = ("rebalance", "simulate", "--topic", "T", "--brokers", "a=4", "--clients", "2")
+    assert doc(*base, "--strategy", "avg_by_circle") == doc(*base, "--strategy", "AVG_BY_CIRCLE")
+    result = runner.invoke(app, [*base, "--strategy", "machine_room"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0].startswith("rmqctl: error: MACHINE_ROOM needs the consumers' machine rooms")
