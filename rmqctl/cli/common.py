@@ -11,23 +11,24 @@ Must not import textual or pyspark.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from rmqctl import errors
 from rmqctl.cli.render import Console, OutputFormat, View, emit
-from rmqctl.connect import Target, open_source
 from rmqctl.errors import ExitCode
-from rmqctl.source import ClusterSource
+
+if TYPE_CHECKING:  # the wire client loads with the first command that needs it, not with --help
+    from rmqctl.connect import Target
+    from rmqctl.source import ClusterSource
 
 NamesrvOpt = Annotated[
     str | None,
@@ -139,6 +140,8 @@ class RootGroup(TyperGroup):
 
 def target(opts: Settings) -> Target:
     """What the command's options name, for :func:`rmqctl.connect.open_source`."""
+    from rmqctl.connect import Target
+
     return Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
                   emulator=opts.emulator, at=opts.at)
 
@@ -150,11 +153,19 @@ CommandResult = View | tuple[View, Failures]
 def execute(
     opts: Settings, command: Callable[[ClusterSource], Awaitable[CommandResult]]
 ) -> None:
-    """Run one command against its source, render the result, exit 5 when it is partial."""
+    """Run one command against its source, render the result, exit 5 when it is partial.
+
+    The group and topic names the command reads are noted in the names cache (shell completion).
+    """
+    import asyncio
+
+    from rmqctl.connect import open_source
+    from rmqctl.namecache import RecordingSource, key_for
 
     async def main() -> CommandResult:
         async with open_source(target(opts)) as opened:
-            return await command(opened.source)
+            key = key_for(namesrv=opts.namesrv, context=opts.context, emulator=opts.emulator)
+            return await command(RecordingSource(opened.source, key) if key else opened.source)
 
     result = asyncio.run(main())
     view, failures = result if isinstance(result, tuple) else (result, {})
