@@ -107,7 +107,7 @@ _rmqctl_lookup() {
     'V|config view|-o') _rmqctl_r='table json jsonl csv' ;;
     'O|config use-context') _rmqctl_r='--help -h' ;;
     'A|config use-context') _rmqctl_r='@contexts' ;;
-    'O|config set-context') _rmqctl_r='--namesrv -n --timeout --access-key --secret-key --use --help -h' ;;
+    'O|config set-context') _rmqctl_r='--namesrv -n --timeout --access-key --secret-key-prompt --secret-key-stdin --secret-key --use --help -h' ;;
     'V|config set-context|--namesrv') _rmqctl_r='@none' ;;
     'V|config set-context|-n') _rmqctl_r='@none' ;;
     'V|config set-context|--timeout') _rmqctl_r='@none' ;;

@@ -206,7 +206,7 @@ function __rmqctl_lookup
         case 'A|config use-context'
             echo '@contexts'
         case 'O|config set-context'
-            echo '--namesrv -n --timeout --access-key --secret-key --use --help -h'
+            echo '--namesrv -n --timeout --access-key --secret-key-prompt --secret-key-stdin --secret-key --use --help -h'
         case 'V|config set-context|--namesrv'
             echo '@none'
         case 'V|config set-context|-n'
