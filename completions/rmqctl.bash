@@ -240,7 +240,7 @@ _rmqctl_names() {
     if [[ -z $header ]]; then
       [[ $line == '# rmqctl names v1' ]] || return 0
       header=1
-    elif [[ $line =~ ^[%|a-zA-Z0-9_-]+$ && $line == "$_rmqctl_cur"* ]]; then
+    elif [[ $line == "$_rmqctl_cur"* && -n $line && $line != *[!%\|a-zA-Z0-9_-]* ]]; then
       COMPREPLY+=("$line")
     fi
   done < "$file"
