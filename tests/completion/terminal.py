@@ -20,8 +20,10 @@ PROMPT = "PROMPT> "
 SHELLS = ("bash", "zsh", "fish")
 
 
-def shell_command(shell: str, home: Path) -> list[str]:
-    """Start ``shell`` interactive, with no user config, a fixed prompt and rmqctl's completion."""
+def shell_command(shell: str, home: Path, *, sourced: bool = False) -> list[str]:
+    """Start ``shell`` interactive, with no user config, a fixed prompt and rmqctl's completion,
+    installed as the README says: sourced by bash; autoloaded by zsh (from ``$fpath``; sourced
+    after compinit with ``sourced``) and fish (from ``$fish_complete_path``)."""
     exe = shutil.which(shell, path="/usr/bin:/bin:/usr/local/bin")
     assert exe, f"{shell} is not installed"
     if shell == "bash":
@@ -37,16 +39,17 @@ def shell_command(shell: str, home: Path) -> list[str]:
         return [exe, "--noprofile", "--rcfile", str(rc), "-i"]
     if shell == "zsh":
         (home / ".zshrc").write_text(
-            f"fpath=('{COMPLETIONS}' $fpath)\n"
-            "autoload -U compinit && compinit -u -D\n"
-            "unsetopt beep list_ambiguous\n"
-            f"PS1='{PROMPT}'\n"
+            ("" if sourced else f"fpath=('{COMPLETIONS}' $fpath)\n")
+            + "autoload -U compinit && compinit -u -D\n"
+            + (f"source '{COMPLETIONS / '_rmqctl'}'\n" if sourced else "")
+            + "unsetopt beep list_ambiguous\n"
+            + f"PS1='{PROMPT}'\n"
         )
         return [exe, "-i"]
     init = (
         "set -g fish_greeting ''; set -g fish_autosuggestion_enabled 0; "
         f"function fish_prompt; printf '%s' '{PROMPT}'; end; function fish_right_prompt; end; "
-        f"source '{COMPLETIONS / 'rmqctl.fish'}'"
+        f"set -g fish_complete_path '{COMPLETIONS}' $fish_complete_path"
     )
     return [exe, "--no-config", "-i", "-C", init]
 
@@ -54,13 +57,13 @@ def shell_command(shell: str, home: Path) -> list[str]:
 class Terminal:
     """One tmux server (its own socket) running one shell in a 160x50 pane."""
 
-    def __init__(self, shell: str, home: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, shell: str, home: Path, env: Mapping[str, str], *, sourced: bool = False) -> None:
         self.socket = str(home / "tmux.sock")
         self.shell = shell
         full_env = {"HOME": str(home), "TERM": "xterm-256color", "LANG": "C.UTF-8", **env}
-        self._tmux("-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "50", "-s", "t",
+        self._tmux("-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "50", "-s", "t", "-c", str(home),
                    *(f"-e{k}={v}" for k, v in full_env.items()),
-                   shlex.join(shell_command(shell, home)),
+                   shlex.join(shell_command(shell, home, sourced=sourced)),
                    env={k: v for k, v in os.environ.items() if k != "TMUX"})
         self.wait_for(lambda s: s.strip() == PROMPT.strip(), what="the first prompt")
 

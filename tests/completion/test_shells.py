@@ -26,8 +26,9 @@ pytestmark = pytest.mark.timeout(120)
 class Shell:
     """A shell with the completion loaded, its own cache and config dirs, and no programs on PATH."""
 
-    def __init__(self, name: str, tmp: Path, **env: str) -> None:
+    def __init__(self, name: str, tmp: Path, *, sourced: bool = False, **env: str) -> None:
         self.name = name
+        self.sourced = sourced
         self.cache = tmp / "cache" / "rmqctl" / "names"
         self.config = tmp / "config" / "rmqctl" / "config.toml"
         home = tmp / "home"
@@ -37,11 +38,11 @@ class Shell:
         base = {"PATH": str(empty), "XDG_CACHE_HOME": str(tmp / "cache"),
                 "XDG_CONFIG_HOME": str(tmp / "config")}
         self.env = {**base, **env}
-        self.home = home
+        self.home = home  # also the shell's working directory
         self.term: Terminal | None = None
 
     def start(self) -> Shell:
-        self.term = Terminal(self.name, self.home, self.env)
+        self.term = Terminal(self.name, self.home, self.env, sourced=self.sourced)
         return self
 
     def offered(self, typed: str, expected: set[str]) -> None:
@@ -103,6 +104,18 @@ def test_commands_and_subcommands(shell: Shell) -> None:
     shell.offered("rmqctl group ", {"list", "show", "progress", "assignment"})
 
 
+def test_zsh_script_sourced_after_compinit(tmp_path: Path) -> None:
+    """The README's zsh line sources the script instead of putting it on $fpath."""
+    sh = Shell("zsh", tmp_path, sourced=True).start()
+    try:
+        write_cache(sh.cache, "namesrv_10.0.0.1_9876.groups", NAMESRV_GROUPS)
+        sh.offered("rmqctl group ", {"list", "show", "progress", "assignment"})
+        sh.reset()
+        sh.completes_to("rmqctl -n 10.0.0.1:9876 doctor pay", "rmqctl -n 10.0.0.1:9876 doctor payment ")
+    finally:
+        sh.close()
+
+
 def test_options_and_their_values(shell: Shell) -> None:
     shell.completes_to("rmqctl group show --out", "rmqctl group show --output ")
     shell.reset()
@@ -120,6 +133,11 @@ def test_strategy_names(shell: Shell) -> None:
 
 def test_scenario_names(shell: Shell) -> None:
     shell.offered("rmqctl --emulator tag-", {"tag-overwrite", "tag-overwrite-4q"})
+
+
+def test_scenario_files(shell: Shell) -> None:
+    (shell.home / "my-incident.toml").write_text("")
+    shell.completes_to("rmqctl emulator run my-", "rmqctl emulator run my-incident.toml ")
 
 
 # --- names from the cache ---------------------------------------------------------------------
