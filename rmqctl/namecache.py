@@ -1,8 +1,8 @@
 """The names cache: consumer group and topic names seen on each cluster, for shell completion.
 
-Ordinary commands refresh it as a side effect (``group list`` and ``topic list`` replace a
-cluster's list, a group view adds its group and topics; only user topics are kept, not retry,
-DLQ or system topics); the completion scripts read the files
+Ordinary commands refresh it as a side effect: ``group list`` and ``topic list`` replace a
+cluster's list, a group view adds its group and topics, a topic's route adds the topic (only user
+topics are kept, not retry, DLQ or system topics). The completion scripts read the files
 directly, in the shell, so a TAB never runs Python and never touches the network.
 
 Layout, under ``$XDG_CACHE_HOME/rmqctl/names/`` (default ``~/.cache/rmqctl/names/``): one file
@@ -15,8 +15,8 @@ ignore a file whose first line is not the header and every line that is not a va
 name, so a corrupt cache completes nothing. Files are replaced atomically (write, then rename);
 failing to write never fails the command.
 
-Must not import the CLI, textual or pyspark; at module level only the standard library (and
-``rmqctl.config`` lazily, to find the current context).
+Must not import the CLI, textual or pyspark; at module level only the standard library
+(``rmqctl.config`` and ``rmqctl.model`` are imported where needed).
 """
 
 from __future__ import annotations
@@ -160,7 +160,9 @@ class RecordingSource:
         return topics
 
     async def topic_route(self, topic: str) -> TopicRoute:
-        return await self.inner.topic_route(topic)
+        route = await self.inner.topic_route(topic)
+        self._note(TOPICS, self._user_topics([topic]), merge=True)
+        return route
 
     async def topic_status(self, topic: str) -> Partial[TopicStats]:
         return await self.inner.topic_status(topic)

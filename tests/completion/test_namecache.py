@@ -86,6 +86,10 @@ async def test_recording_source_notes_what_commands_read(tmp_path: Path) -> None
     await source.group_view("audit")
     assert (tmp_path / "context_prod.groups").read_text() == HEADER + "audit\nbilling\norders\n"
     assert (tmp_path / "context_prod.topics").read_text() == HEADER + "Audit\nInvoices\nOrders\n"
+    await source.topic_route("Audit")
+    with pytest.raises(errors.NotFound):
+        await source.topic_route("NoSuchTopic")
+    assert (tmp_path / "context_prod.topics").read_text() == HEADER + "Audit\nInvoices\nOrders\n"
     with pytest.raises(errors.NotFound):
         await source.group_view("nosuch")
     assert "nosuch" not in (tmp_path / "context_prod.groups").read_text()
