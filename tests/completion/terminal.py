@@ -10,6 +10,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -58,14 +59,20 @@ class Terminal:
     """One tmux server (its own socket) running one shell in a 160x50 pane."""
 
     def __init__(self, shell: str, home: Path, env: Mapping[str, str], *, sourced: bool = False) -> None:
-        self.socket = str(home / "tmux.sock")
+        # a fresh, short socket path per terminal: a server just killed may still hold the old one
+        self._socket_dir = tempfile.mkdtemp(prefix="rmqctl-tmux-")
+        self.socket = os.path.join(self._socket_dir, "sock")
         self.shell = shell
         full_env = {"HOME": str(home), "TERM": "xterm-256color", "LANG": "C.UTF-8", **env}
-        self._tmux("-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "50", "-s", "t", "-c", str(home),
-                   *(f"-e{k}={v}" for k, v in full_env.items()),
-                   shlex.join(shell_command(shell, home, sourced=sourced)),
-                   env={k: v for k, v in os.environ.items() if k != "TMUX"})
-        self.wait_for(lambda s: s.strip() == PROMPT.strip(), what="the first prompt")
+        try:
+            self._tmux("-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "50", "-s", "t", "-c", str(home),
+                       *(f"-e{k}={v}" for k, v in full_env.items()),
+                       shlex.join(shell_command(shell, home, sourced=sourced)),
+                       env={k: v for k, v in os.environ.items() if k != "TMUX"})
+            self.wait_for(lambda s: s.strip() == PROMPT.strip(), what="the first prompt")
+        except BaseException:
+            self.close()
+            raise
 
     def _tmux(self, *args: str, env: Mapping[str, str] | None = None) -> str:
         proc = subprocess.run(["tmux", "-S", self.socket, *args], capture_output=True, text=True,
@@ -94,6 +101,7 @@ class Terminal:
 
     def close(self) -> None:
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True, timeout=10)
+        shutil.rmtree(self._socket_dir, ignore_errors=True)
 
 
 def listing(screen: str) -> list[str]:
