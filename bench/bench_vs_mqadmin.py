@@ -19,8 +19,8 @@ rmqctl                          mqadmin
 
 Three tools are measured:
 
-* ``rmqctl`` — the console script next to ``sys.executable`` (``/work/venv/bin/rmqctl``), or
-  ``python -m rmqctl.cli.app`` when there is none;
+* ``rmqctl`` — ``python -m rmqctl`` from this checkout (``PYTHONPATH`` set to it, bytecode
+  caching on);
 * ``mqadmin`` — the plain ``org.apache.rocketmq.tools.command.MQAdminStartup``, which is what
   operators run: it prints its answer and then lingers about 3 s until the client's non-daemon
   threads wind down;
@@ -228,6 +228,8 @@ class Runner:
         env = cluster.env()  # ROCKETMQ_HOME = the cluster dir; no NAMESRV_ADDR / JAVA_TOOL_OPTIONS
         env["RMQCTL_CONFIG"] = str(cluster.base_dir / "no-rmqctl-config.toml")  # no user contexts
         env["COLUMNS"] = "200"  # no truncated names in rmqctl's tables
+        env["PYTHONPATH"] = str(ROOT)  # measure this checkout, not an installed copy
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed packages have .pyc files; so does this tree
         self.env = env
 
     def command(self, tool: str, pair: Pair) -> list[str]:
@@ -410,10 +412,8 @@ def print_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
 
 
 def default_rmqctl() -> list[str]:
-    script = Path(sys.executable).parent / "rmqctl"
-    if script.is_file() and os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "rmqctl.cli.app"]
+    """This checkout's rmqctl (``PYTHONPATH`` is set to it), whatever console script is installed."""
+    return [sys.executable, "-m", "rmqctl"]
 
 
 def java_version(java: str) -> str:

@@ -1,5 +1,5 @@
 """``python -m rmqctl``: the same command as the ``rmqctl`` console script."""
 
-from rmqctl.cli.app import main
+from rmqctl.cli import main
 
 main()

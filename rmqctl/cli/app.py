@@ -1,28 +1,25 @@
-"""The ``rmqctl`` command: global options and the command groups composed with ``add_typer``.
+"""The ``rmqctl`` command: global options, and every command group registered by name.
 
-Must not import textual or pyspark at module level (the TUI command imports it lazily).
+Command modules are imported only when their command runs (or when help or the completion
+generator asks for them): :data:`COMMANDS` maps each command's name to ``module:attribute``, a
+``typer.Typer`` (a command group) or a plain function (a single command). Registering a new command
+is one line there. Importing this module loads typer and the shared options, nothing of the core
+that talks to a cluster.
+
+Must not import textual or pyspark, nor any command module at module level.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+import typer.main
 
 from rmqctl import __version__
-from rmqctl.cli import (
-    cluster,
-    config_cmd,
-    demo_cmd,
-    doctor_cmd,
-    emulator_cmd,
-    group,
-    rebalance_cmd,
-    snapshot_cmd,
-    topic,
-)
 from rmqctl.cli.common import (
     AtOpt,
     ContextOpt,
@@ -37,23 +34,59 @@ from rmqctl.cli.common import (
 from rmqctl.cli.render import OutputFormat
 from rmqctl.errors import ExitCode
 
+#: Command name -> ``module:attribute`` (a ``typer.Typer`` group or a command function), in help order.
+COMMANDS: dict[str, str] = {
+    "doctor": "rmqctl.cli.doctor_cmd:doctor",
+    "demo": "rmqctl.cli.demo_cmd:demo",
+    "cluster": "rmqctl.cli.cluster:app",
+    "topic": "rmqctl.cli.topic:app",
+    "group": "rmqctl.cli.group:app",
+    "config": "rmqctl.cli.config_cmd:app",
+    "rebalance": "rmqctl.cli.rebalance_cmd:app",
+    "emulator": "rmqctl.cli.emulator_cmd:app",
+    "snapshot": "rmqctl.cli.snapshot_cmd:app",
+    "completion": "rmqctl.cli.completion:completion",
+}
+
+
+def load_command(name: str, spec: str) -> Any:
+    """The click command for one :data:`COMMANDS` entry, built as ``add_typer``/``command`` would."""
+    module_name, _, attribute = spec.partition(":")
+    target = getattr(importlib.import_module(module_name), attribute)
+    holder = typer.Typer(add_completion=False)
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name)
+    else:
+        holder.command(name)(target)
+    command = typer.main.get_command(holder)
+    commands = getattr(command, "commands", None)
+    return commands[name] if commands is not None and name in commands else command
+
+
+class LazyGroup(RootGroup):
+    """The root group: commands added with ``add_typer``/``command`` plus :data:`COMMANDS`, loaded on use."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        eager = super().list_commands(ctx)
+        return [*eager, *(name for name in COMMANDS if name not in eager)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            command = load_command(cmd_name, COMMANDS[cmd_name])
+            self.add_command(command, cmd_name)
+        return command
+
+
 app = typer.Typer(
     name="rmqctl",
     help="See, explain and emulate Apache RocketMQ consumer groups.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    cls=RootGroup,
+    add_completion=False,
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(cluster.app, name="cluster")
-app.add_typer(topic.app, name="topic")
-app.add_typer(group.app, name="group")
-app.add_typer(config_cmd.app, name="config")
-app.add_typer(rebalance_cmd.app, name="rebalance")
-app.add_typer(emulator_cmd.app, name="emulator")
-app.add_typer(snapshot_cmd.app, name="snapshot")
-app.command("doctor")(doctor_cmd.doctor)
-app.command("demo")(demo_cmd.demo)
 
 
 def _version(value: bool) -> None:

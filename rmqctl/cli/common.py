@@ -11,7 +11,6 @@ Must not import textual or pyspark.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import inspect
@@ -20,17 +19,18 @@ import sys
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
 from rmqctl import errors
 from rmqctl.cli.render import Console, OutputFormat, TableOptions, View, emit
-from rmqctl.config import timeout_problem
-from rmqctl.connect import Target, open_source
 from rmqctl.errors import ExitCode
-from rmqctl.source import ClusterSource
+
+if TYPE_CHECKING:  # the wire client loads with the first command that needs it, not with --help
+    from rmqctl.connect import Target
+    from rmqctl.source import ClusterSource
 
 NamesrvOpt = Annotated[
     str | None,
@@ -46,6 +46,8 @@ OutputOpt = Annotated[
                  case_sensitive=False, show_default=False),
 ]
 def _check_timeout(value: float | None) -> float | None:
+    from rmqctl.config import timeout_problem
+
     problem = None if value is None else timeout_problem(value)
     if problem:
         reject(errors.UsageError(f"--timeout {problem}"))
@@ -225,6 +227,8 @@ class RootGroup(TyperGroup):
 
 def target(opts: Settings) -> Target:
     """What the command's options name, for :func:`rmqctl.connect.open_source`."""
+    from rmqctl.connect import Target
+
     return Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
                   emulator=opts.emulator, at=opts.at, dashboard=opts.dashboard)
 
@@ -236,6 +240,8 @@ async def progress_after(delay: float, label: str) -> AsyncIterator[None]:
     if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
         yield
         return
+    import asyncio
+
     from rich.console import Console as RichConsole
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -262,11 +268,19 @@ CommandResult = View | tuple[View, Failures]
 def execute(
     opts: Settings, command: Callable[[ClusterSource], Awaitable[CommandResult]]
 ) -> None:
-    """Run one command against its source, render the result, exit 5 when it is partial."""
+    """Run one command against its source, render the result, exit 5 when it is partial.
+
+    The group and topic names the command reads are noted in the names cache (shell completion).
+    """
+    import asyncio
+
+    from rmqctl.connect import open_source
+    from rmqctl.namecache import RecordingSource, key_for
 
     async def main() -> CommandResult:
         async with open_source(target(opts)) as opened, progress_after(1.0, opened.label):
-            return await command(opened.source)
+            key = key_for(namesrv=opts.namesrv, context=opts.context, emulator=opts.emulator)
+            return await command(RecordingSource(opened.source, key) if key else opened.source)
 
     result = asyncio.run(main())
     view, failures = result if isinstance(result, tuple) else (result, {})

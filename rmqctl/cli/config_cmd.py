@@ -6,12 +6,14 @@ command module.
 
 from __future__ import annotations
 
+import getpass
+import sys
 from typing import Annotated
 
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import OutputOpt, settings
+from rmqctl.cli.common import OutputOpt, console, settings
 from rmqctl.cli.render import Table, View, emit
 from rmqctl.config import Config
 from rmqctl.connect import parse_namesrv
@@ -48,22 +50,63 @@ def use_context(ctx: typer.Context, name: NameArg) -> None:
     typer.echo(f"Switched to context {name!r}.", err=True)
 
 
+def read_secret_stdin() -> str:
+    """The secret key from the first line of stdin (a pipe, a file, a secret manager's output)."""
+    line = sys.stdin.readline().rstrip("\r\n")
+    if not line:
+        raise errors.UsageError("--secret-key-stdin read no secret key from stdin",
+                                hint="pipe it in: my-vault read rmq/sk | rmqctl config set-context …")
+    return line
+
+
+def prompt_secret(context: str) -> str:
+    """Ask for the secret key on the terminal, without echo."""
+    if not sys.stdin.isatty():
+        raise errors.UsageError("cannot prompt for the secret key: stdin is not a terminal",
+                                hint="pass it with --secret-key-stdin")
+    try:
+        secret = getpass.getpass(f"Secret key for context {context!r}: ", stream=sys.stderr)
+    except EOFError:
+        secret = ""
+    if not secret:
+        raise errors.UsageError("no secret key given")
+    return secret
+
+
 @app.command("set-context")
 def set_context(
     ctx: typer.Context,
     name: NameArg,
     namesrv: Annotated[str | None, typer.Option("--namesrv", "-n", help="Name servers 'h1:9876;h2:9876'.")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Request timeout, seconds.")] = None,
-    access_key: Annotated[str | None, typer.Option("--access-key", help="ACL access key.")] = None,
+    access_key: Annotated[str | None, typer.Option(
+        "--access-key", help="ACL access key (the secret key is then asked for, unless given another way).")] = None,
+    secret_key_prompt: Annotated[bool, typer.Option(
+        "--secret-key-prompt", help="Ask for the ACL secret key on the terminal, without echo.")] = False,
+    secret_key_stdin: Annotated[bool, typer.Option(
+        "--secret-key-stdin", help="Read the ACL secret key from the first line of stdin.")] = False,
     secret_key: Annotated[str | None, typer.Option(
-        "--secret-key", help="ACL secret key (stored with mode 600).")] = None,
+        "--secret-key", help="ACL secret key as an argument: it shows in 'ps' and the shell history; "
+                             "prefer --secret-key-prompt or --secret-key-stdin.")] = None,
     use: Annotated[bool, typer.Option("--use", help="Also make it the current context.")] = False,
 ) -> None:
-    """Create or update a context."""
+    """Create or update a context (stored with mode 600)."""
+    ways = [flag for flag, given in (("--secret-key", secret_key is not None),
+                                     ("--secret-key-prompt", secret_key_prompt),
+                                     ("--secret-key-stdin", secret_key_stdin)) if given]
+    if len(ways) > 1:
+        raise errors.UsageError(f"{' and '.join(ways)} cannot be combined", hint="give the secret key one way")
     if namesrv is not None:
         parse_namesrv(namesrv)
     cfg = Config.load()
     entry = dict(cfg.contexts.get(name, {}))
+    if secret_key is not None:
+        console.warn("--secret-key shows the secret in 'ps' and the shell history; "
+                     "prefer --secret-key-prompt or --secret-key-stdin")
+    elif secret_key_stdin:
+        secret_key = read_secret_stdin()
+    elif secret_key_prompt or (access_key is not None and "secret_key" not in entry and sys.stdin.isatty()):
+        secret_key = prompt_secret(name)
     for key, value in (("namesrv", namesrv), ("timeout", timeout),
                        ("access_key", access_key), ("secret_key", secret_key)):
         if value is not None:

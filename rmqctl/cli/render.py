@@ -26,11 +26,12 @@ import sys
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rmqctl import errors
-from rmqctl.model import format_millis
-from rmqctl.report import RowSet
+
+if TYPE_CHECKING:  # the model and the documents load with the command that renders them
+    from rmqctl.report import RowSet
 
 
 class OutputFormat(str, enum.Enum):
@@ -100,6 +101,8 @@ def cell(key: str, value: Any) -> str:
     if value is None:
         return "-"
     if key.endswith("_ts") and isinstance(value, int) and not isinstance(value, bool):
+        from rmqctl.model import format_millis
+
         return format_millis(value)
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -216,6 +219,8 @@ def _rowsets(view: View) -> list[RowSet]:
     if view.records:
         return view.records
     doc = view.document
+    from rmqctl.report import RowSet
+
     return [RowSet("document", tuple(doc) if isinstance(doc, dict) else ("value",),
                    [doc if isinstance(doc, dict) else {"value": doc}])]
 
