@@ -130,7 +130,13 @@ def test_mqadmin_sees_the_same_incident_on_both(real_cluster: RealCluster, scena
         real = normalized(mqadmin(real_cluster.namesrv_addr, *command))
         emulated = normalized(mqadmin(emulator, *command))
         assert any(topic in line for line in real)
-        assert emulated == real, command[0]
+        if command[0] == "consumerConnection":
+            # mqadmin prints the subscription table from its own hash map: two topics sharing a
+            # bucket keep the order the server sent them in, which the broker takes from the
+            # client's HashSet; compare the rows, not that order
+            assert sorted(emulated) == sorted(real), command[0]
+        else:
+            assert emulated == real, command[0]
 
     routes = []
     for namesrv in (real_cluster.namesrv_addr, emulator):
