@@ -27,6 +27,7 @@ from rmqctl.model import (
     MessageQueue,
     QueueProgress,
     Subscription,
+    java_string_hash,
 )
 
 BLOCKED_AFTER_MS = 60_000
@@ -98,44 +99,115 @@ def _progress(view: GroupView) -> dict[MessageQueue, QueueProgress]:
 # ---------------------------------------------------------------------------------------------
 
 
+#: the label under which, without a message sample, every tag no client names is counted
+OTHER_TAGS = "(any other tag)"
+
+
+def _label(tag: str | None) -> str:
+    return tag if tag is not None else ""
+
+
+def _passes_broker(sub: Subscription, tag: str | None) -> bool:
+    """The broker's pull filter (tag hash codes; an untagged message has code 0)."""
+    if tag == OTHER_TAGS:
+        return sub.is_all or sub.expression_type != "TAG"
+    return sub.accepts_code(java_string_hash(tag) if tag else 0)
+
+
+def _passes_client(sub: Subscription, tag: str | None) -> bool:
+    """The client's own check after the pull (exact tag strings)."""
+    if tag == OTHER_TAGS:
+        return sub.is_all or sub.expression_type != "TAG"
+    return sub.accepts(tag)
+
+
+def tag_conflict_topics(view: GroupView) -> list[str]:
+    """Topics whose clients subscribe with different filters (what message sampling is for)."""
+    out = []
+    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs})
+    for topic in topics:
+        present = [s for cid in view.client_subscriptions if (s := _client_sub(view, cid, topic)) is not None]
+        if len(present) >= 2 and not all(present[0].same_filter(s) for s in present):
+            out.append(topic)
+    return out
+
+
 def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
     view = ctx.view
     out = []
-    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs})
     owners = view.owners()
-    for topic in topics:
+    progress = _progress(view)
+    for topic in tag_conflict_topics(view):
         subs = {cid: _client_sub(view, cid, topic) for cid in view.client_subscriptions}
         present = {cid: s for cid, s in subs.items() if s is not None}
-        if len(present) < 2:
-            continue
-        reference = next(iter(present.values()))
-        if all(reference.same_filter(s) for s in present.values()):
-            continue
         stored, per_broker = _stored(view, topic)
-        tags = sorted({t for s in present.values() for t in s.tags} | (set(stored.tags) if stored else set()))
+        stored_by_broker = {b: t[topic] for b, t in view.broker_subscriptions.items() if topic in t}
+        named = sorted({t for s in present.values() for t in s.tags} | (set(stored.tags) if stored else set()))
+        samples = {mq: s for mq, s in view.tag_samples.items() if mq.topic == topic}
+        sampled = bool(samples)
+        universe: list[str | None]
+        if sampled:
+            seen = {m.tag for s in samples.values() for m in s.messages}
+            universe = sorted(set(named) | seen, key=lambda t: (t is None, t or ""))
+        else:
+            universe = [*named, OTHER_TAGS]
         queue_rows = []
-        lost_everywhere = set(tags)
+        delivered_anywhere: set[str | None] = set()
+        received: dict[str, dict[str, int]] = {cid: {} for cid in present}
+        dropped: dict[str, dict[str, int]] = {cid: {} for cid in present}
+        filtered: dict[str, int] = {}
+        pending: dict[str, int] = {}
         for mq in _queues_by_topic(view, topic):
             holders = owners.get(mq, [])
             owner = holders[0] if holders else None
             own = subs.get(owner) if owner else None
-            lost_broker = [t for t in tags if not stored.accepts(t)] if stored else []
-            lost_client = [t for t in tags if stored is not None and stored.accepts(t) and own is not None
-                           and not own.accepts(t)]
-            delivered = [t for t in tags if t not in lost_broker and t not in lost_client and own]
-            lost_everywhere -= set(delivered)
-            queue_rows.append({
+            filt = stored_by_broker.get(mq.broker_name, stored)
+            lost_broker = [t for t in universe if filt is not None and not _passes_broker(filt, t)]
+            lost_client = [t for t in universe if filt is not None and own is not None
+                           and _passes_broker(filt, t) and not _passes_client(own, t)]
+            delivered = [t for t in universe if filt is not None and own is not None
+                         and t not in lost_broker and t not in lost_client]
+            delivered_anywhere.update(delivered)
+            row: dict[str, Any] = {
                 **_q(mq), "owner": owner, "owner_expression": _expr(own) if owner else None,
-                "filtered_by_broker": lost_broker, "dropped_by_client": lost_client,
-                "delivered_tags": delivered,
-            })
+                "filtered_by_broker": [_label(t) for t in lost_broker],
+                "dropped_by_client": [_label(t) for t in lost_client],
+                "delivered_tags": [_label(t) for t in delivered],
+            }
+            sample = samples.get(mq)
+            p = progress.get(mq)
+            if sample is not None:
+                done_below = p.consumer_offset if p is not None and p.known else sample.from_offset
+                counts: dict[str, dict[str, int]] = {}
+                for m in sample.messages:
+                    tag = m.tag
+                    if m.offset >= done_below:
+                        kind = "pending"
+                        pending[_label(tag)] = pending.get(_label(tag), 0) + 1
+                    elif tag in lost_broker:
+                        kind = "filtered_by_broker"
+                        filtered[_label(tag)] = filtered.get(_label(tag), 0) + 1
+                    elif tag in lost_client and owner is not None:
+                        kind = "dropped_by_client"
+                        dropped[owner][_label(tag)] = dropped[owner].get(_label(tag), 0) + 1
+                    elif owner is not None and tag in delivered:
+                        kind = "delivered"
+                        received[owner][_label(tag)] = received[owner].get(_label(tag), 0) + 1
+                    else:
+                        kind = "pending"
+                        pending[_label(tag)] = pending.get(_label(tag), 0) + 1
+                    slot = counts.setdefault(_label(tag), {})
+                    slot[kind] = slot.get(kind, 0) + 1
+                row["sample"] = {"from_offset": sample.from_offset, "to_offset": sample.to_offset,
+                                 "counts": dict(sorted(counts.items()))}
+            queue_rows.append(row)
+        lost_everywhere = [t for t in universe if t not in delivered_anywhere]
         winners = _holder_of_stored(view, stored) if stored else []
-        losers = sorted(cid for cid, s in present.items()
-                        if stored is None or not s.same_filter(stored))
+        losers = sorted(cid for cid, s in present.items() if stored is None or not s.same_filter(stored))
         starved = sorted(
             cid for cid in losers
-            if not any(stored is not None and stored.accepts(t) and present[cid].accepts(t)
-                       for t in (present[cid].tags or tags))
+            if not any(stored is not None and _passes_broker(stored, t) and _passes_client(present[cid], t)
+                       for t in universe)
         )
         held = f" and currently holds {_expr(stored)!r}" if stored else ""
         if stored and winners:
@@ -150,23 +222,47 @@ def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
         if starved:
             detail += f" {', '.join(starved)} can receive nothing at all."
         if lost_everywhere:
-            detail += (f" Messages tagged {', '.join(sorted(lost_everywhere))} are never consumed by "
-                       f"anyone in this group.")
+            names = [f"every tag other than {', '.join(named)}" if t == OTHER_TAGS and named
+                     else "every tag" if t == OTHER_TAGS else repr(_label(t)) for t in lost_everywhere]
+            detail += f" Messages tagged {', '.join(names)} are never consumed by anyone in this group."
+        if sampled:
+            total = sum(len(s.messages) for s in samples.values())
+            basis = (f"Tags are those of a sample of {total} recent message(s) (up to "
+                     f"{max(s.to_offset - s.from_offset for s in samples.values())} per queue, read "
+                     f"back without committing).")
+        else:
+            basis = (f"No message sample was taken, so tags no client names are counted together "
+                     f"as {OTHER_TAGS!r}.")
+        detail += " " + basis
+        wants_all = any(s.is_all for s in present.values())
+        union = sorted({t for s in present.values() for t in s.tags})
+        suggestion = SUB_ALL if wants_all or not union else " || ".join(union)
+        evidence: dict[str, Any] = {
+            "topic": topic,
+            "client_expressions": {c: _expr(s) for c, s in sorted(present.items())},
+            "broker_expression": per_broker,
+            "broker_holds_from": winners,
+            "losing_clients": losers,
+            "starved_clients": starved,
+            "tags_never_consumed": [_label(t) for t in lost_everywhere],
+            "sampled": sampled,
+            "tag_basis": "sample" if sampled else "named tags plus every other tag",
+            "queues": queue_rows,
+        }
+        if sampled:
+            evidence["counts"] = {
+                "received_by_client": {c: dict(sorted(v.items())) for c, v in sorted(received.items())},
+                "dropped_by_client": {c: dict(sorted(v.items())) for c, v in sorted(dropped.items())},
+                "filtered_by_broker": dict(sorted(filtered.items())),
+                "pending": dict(sorted(pending.items())),
+            }
         out.append(_finding(
             ctx, "SUBSCRIPTION_TAG_CONFLICT", "error",
             f"Clients of {view.group} subscribe {topic} with different tags",
-            detail,
-            {"topic": topic,
-             "client_expressions": {c: _expr(s) for c, s in sorted(present.items())},
-             "broker_expression": per_broker,
-             "broker_holds_from": winners,
-             "losing_clients": losers,
-             "starved_clients": starved,
-             "tags_never_consumed": sorted(lost_everywhere),
-             "queues": queue_rows},
-            f"Give every client of {view.group} the same subscription for {topic} (e.g. "
-            f"{' || '.join(tags) if tags else SUB_ALL!r}), or put clients that need different tags "
-            f"into separate consumer groups; then restart them so the broker stores one expression.",
+            detail, evidence,
+            f"Give every client of {view.group} the same subscription for {topic} ({suggestion!r}, "
+            f"which narrows no client's), or put clients that need different tags into separate "
+            f"consumer groups; then restart them so the broker stores one expression.",
         ))
     return out
 
