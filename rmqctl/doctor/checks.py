@@ -41,6 +41,8 @@ class CheckContext:
     view: GroupView
     previous: GroupView | None = None
     now_ms: int = 0
+    #: the view is a second sample taken because the first showed a rebalance in progress
+    resampled: bool = False
 
     @property
     def clustering(self) -> bool:
@@ -292,6 +294,7 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
     progress = _progress(view)
     all_topics = sorted(set().union(*topic_sets.values()))
     per_topic: list[dict[str, Any]] = []
+    stuck_held = _unpullable_held(ctx)
     for topic in all_topics:
         non_subscribers = sorted(c for c, ts in topic_sets.items() if topic not in ts)
         if not non_subscribers:
@@ -305,19 +308,31 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
             "never_pulled_queues": [
                 {**_q(mq), "allocated_to": next((c for c in non_subscribers
                                                  if mq in expected.get(c, [])), None),
-                 "diff": progress[mq].diff if mq in progress else None}
+                 "diff": progress[mq].lag if mq in progress else None}
                 for mq in orphaned
             ],
+            "unpullable_queues": [{**_q(mq), "owner": next(iter(view.owners().get(mq, [])), None),
+                                   "diff": progress[mq].lag if mq in progress else None, "reason": why}
+                                  for mq, why in stuck_held.items() if mq.topic == topic],
         })
     stuck = sum(len(t["never_pulled_queues"]) for t in per_topic)
     lag = sum(q["diff"] or 0 for t in per_topic for q in t["never_pulled_queues"])
+    unknown = sum(1 for t in per_topic for q in t["never_pulled_queues"] if q["diff"] is None)
+    lag_text = f"{lag} now" + (f", unknown for {unknown} queue(s)" if unknown else "")
+    held_text = ""
+    if stuck_held:
+        held_text = (f" {len(stuck_held)} queue(s) are held but cannot be pulled now "
+                     f"({', '.join(f'{mq.topic}/{mq.broker_name}/{mq.queue_id}' for mq in stuck_held)}): "
+                     f"their topic is missing from the broker's table, so every pull fails while "
+                     f"messages wait.")
     detail = (
         f"Clients of group {view.group} subscribe different topics "
         f"({'; '.join(f'{c}: {sorted(ts)}' for c, ts in sorted(topic_sets.items()))}). The broker "
         f"keeps the topic set of whichever client heartbeated last, so the others' pulls fail with "
         f"'the consumer's subscription not exist' and progress comes in bursts. Every client also "
         f"takes part in every topic's allocation, so {stuck} queue(s) are allocated to clients that "
-        f"never subscribed them: nobody pulls them and their lag ({lag} now) only grows."
+        f"never subscribed them: nobody pulls them and their lag ({lag_text}) only grows."
+        + held_text
     )
     return [_finding(
         ctx, "SUBSCRIPTION_TOPIC_CONFLICT", "error",
@@ -327,6 +342,32 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
         "Use one consumer group per distinct topic set: every client of a group must subscribe "
         "exactly the same topics (and expressions).",
     )]
+
+
+def _unpullable_held(ctx: CheckContext) -> dict[MessageQueue, str]:
+    """Held queues that cannot be pulled: their topic is missing from the broker's table now, or
+    (two samples) the same client held them both times, messages waited and the consumer offset
+    did not move while the client cached nothing."""
+    view = ctx.view
+    out = dict(view.unpullable())
+    if ctx.previous is None:
+        return out
+    before = _progress(ctx.previous)
+    before_owners = ctx.previous.owners()
+    owners = view.owners()
+    cached = {mq: pq.cached_msg_count for info in view.running_infos.values()
+              for mq, pq in info.mq_table.items() if not pq.dropped}
+    for p in view.progress:
+        old = before.get(p.queue)
+        if old is None or not p.known or not old.known or p.queue in out:
+            continue
+        holders = owners.get(p.queue)
+        if not holders or before_owners.get(p.queue) != holders or cached.get(p.queue, 0) > 0:
+            continue
+        if p.diff > 0 and old.diff > 0 and p.consumer_offset == old.consumer_offset:
+            out[p.queue] = (f"held by {holders[0]}, but its consumer offset stayed at "
+                            f"{p.consumer_offset} while {p.diff} message(s) waited and nothing was cached")
+    return dict(sorted(out.items()))
 
 
 def broker_subscription_divergence(ctx: CheckContext) -> list[Finding]:
@@ -409,15 +450,18 @@ def orphaned_queues(ctx: CheckContext) -> list[Finding]:
                {t for table in view.broker_subscriptions.values() for t in table}]
     if not orphans:
         return []
-    lag = sum(progress[mq].diff for mq in orphans if mq in progress)
+    lags = {mq: progress[mq].lag if mq in progress else None for mq in orphans}
+    lag = sum(v for v in lags.values() if v is not None)
+    unknown = sorted(mq for mq, v in lags.items() if v is None)
+    # A lag that could not be read may be anything: it never makes the verdict milder.
+    backlog = f"{lag} message(s) now" + (f", unknown for {len(unknown)} queue(s)" if unknown else "")
     return [_finding(
-        ctx, "ORPHANED_QUEUES", "error" if lag > 0 else "warning",
+        ctx, "ORPHANED_QUEUES", "error" if lag > 0 or unknown else "warning",
         f"{len(orphans)} queue(s) of {view.group} are held by no client",
         f"While the group is online, {len(orphans)} queue(s) are held by none of its clients, so "
-        f"nobody pulls them; their backlog ({lag} message(s) now) grows until the allocation "
-        f"changes.",
-        {"queues": [{**_q(mq), "diff": progress[mq].diff if mq in progress else None}
-                    for mq in orphans], "total_diff": lag},
+        f"nobody pulls them; their backlog ({backlog}) grows until the allocation changes.",
+        {"queues": [{**_q(mq), "diff": lags[mq]} for mq in orphans], "total_diff": lag,
+         "unknown_diff_queues": [_q(mq) for mq in unknown]},
         "Look for the cause among the other findings (different topic sets, duplicate client ids, "
         "a CONFIG/MACHINE_ROOM strategy); restarting the clients forces a fresh rebalance.",
     )]
@@ -611,6 +655,74 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
     )]
 
 
+def consume_failures(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    retry = RETRY_PREFIX + view.group
+    owners = view.assignments()
+    clients: list[dict[str, Any]] = []
+    for cid, info in sorted(view.running_infos.items()):
+        failing = {t: st for t, st in sorted(info.status.items()) if st.failing}
+        if not failing:
+            continue
+        clients.append({
+            "client": cid,
+            "consume_ok_tps": round(info.consume_ok_tps, 2),
+            "consume_failed_tps": round(info.consume_failed_tps, 2),
+            "consume_failed_msgs": info.consume_failed_msgs,
+            "topics": {t: {"consume_ok_tps": round(st.consume_ok_tps, 2),
+                           "consume_failed_tps": round(st.consume_failed_tps, 2),
+                           "consume_failed_msgs": st.consume_failed_msgs} for t, st in failing.items()},
+            "queues": [_q(mq) for mq in owners.get(cid, []) if mq.topic in failing],
+        })
+    # Every failed message is written back to the group's retry topic: its growth is the traffic.
+    now_retry = {p.queue: p.broker_offset for p in view.progress if p.queue.topic == retry and p.known}
+    grown = 0
+    if ctx.previous is not None:
+        before = {p.queue: p.broker_offset for p in ctx.previous.progress if p.queue.topic == retry and p.known}
+        grown = sum(max(0, now_retry[q] - before[q]) for q in now_retry if q in before)
+    if not clients and grown <= 0:
+        return []
+    names = ", ".join(str(c["client"]) for c in clients) or "a client"
+    detail = (f"The listener of {names} reports failed consumptions (RECONSUME_LATER or an exception): "
+              f"each failed message is sent back to {retry} and redelivered after a growing delay "
+              f"(10 s up to 2 h); after 16 failures it goes to the dead-letter queue.")
+    if grown > 0:
+        detail += f" {grown} message(s) were written to {retry} between the two samples."
+    return [_finding(
+        ctx, "CONSUME_FAILURES", "warning",
+        f"Clients of {view.group} fail to consume messages",
+        detail,
+        {"clients": clients, "retry_topic": retry,
+         "retry_messages_written": sum(now_retry.values()), "retry_growth": grown if ctx.previous else None},
+        "Find why the listener returns RECONSUME_LATER or throws (application logs of the clients "
+        "named); messages keep coming back until it succeeds or they reach the DLQ.",
+    )]
+
+
+def rebalance_in_progress(ctx: CheckContext) -> list[Finding]:
+    state = ctx.view.rebalance_in_progress()
+    if state is None:
+        return []
+    shared, unheld = state["shared"], state["unheld"]
+    owners = ctx.view.owners()
+    return [_finding(
+        ctx, "REBALANCE_IN_PROGRESS", "info",
+        f"Rebalance in progress in {ctx.view.group}",
+        f"{len(shared)} queue(s) are held by two clients and {len(unheld)} by none, in topics every "
+        f"client subscribes: the clients are still moving to the allocation of the new membership. "
+        + ("The doctor sampled again and the holdings had still not settled, so allocation findings "
+           "are reported as they stand." if ctx.resampled else
+           "Allocation findings (idle, orphaned, uneven) are held back until a later sample."),
+        {"shared_queues": [{**_q(mq), "holders": owners.get(mq, [])} for mq in shared],
+         "unheld_queues": [_q(mq) for mq in unheld], "resampled": ctx.resampled},
+        "Wait one rebalance period (20 s; at once when the broker notifies) and check again.",
+    )]
+
+
+#: findings about who holds what: held back while a rebalance is visibly in progress
+ALLOCATION_CODES = frozenset({"IDLE_CONSUMERS", "ORPHANED_QUEUES", "UNEVEN_ALLOCATION"})
+
+
 CHECKS: Sequence[tuple[str, Check]] = (
     ("SUBSCRIPTION_TAG_CONFLICT", subscription_tag_conflict),
     ("SUBSCRIPTION_TOPIC_CONFLICT", subscription_topic_conflict),
@@ -625,18 +737,29 @@ CHECKS: Sequence[tuple[str, Check]] = (
     ("RETRY_BACKLOG", retry_backlog),
     ("DLQ_BACKLOG", dlq_backlog),
     ("LAG_NOT_ADVANCING", lag_not_advancing),
+    ("CONSUME_FAILURES", consume_failures),
+    ("REBALANCE_IN_PROGRESS", rebalance_in_progress),
 )
 
 CODES = tuple(code for code, _ in CHECKS)
 
 
 def run_checks(view: GroupView, previous: GroupView | None = None, *,
-               now_ms: int | None = None, only: Iterable[str] | None = None) -> list[Finding]:
-    """Every finding for one group, most severe first."""
-    ctx = CheckContext(view, previous, now_ms if now_ms is not None else view.sampled_at)
+               now_ms: int | None = None, only: Iterable[str] | None = None,
+               resampled: bool = False) -> list[Finding]:
+    """Every finding for one group, most severe first.
+
+    While holdings overlap or leave gaps after a membership change (a rebalance in progress),
+    allocation findings are held back and REBALANCE_IN_PROGRESS says why; with ``resampled``
+    (the caller already sampled again once) they are reported as they stand.
+    """
+    ctx = CheckContext(view, previous, now_ms if now_ms is not None else view.sampled_at, resampled)
     wanted = set(only) if only else None
+    moving = view.rebalance_in_progress() is not None
     findings: list[Finding] = []
     for code, check in CHECKS:
+        if moving and not resampled and code in ALLOCATION_CODES:
+            continue
         if wanted is None or code in wanted:
             findings.extend(check(ctx))
     return sorted(findings, key=lambda f: -SEVERITY_RANK[f.severity])

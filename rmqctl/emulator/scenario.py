@@ -36,6 +36,7 @@ seconds of scenario time. The keys below are a public contract::
     post_subscription = false        # postSubscriptionWhenPull
     count = 1                        # N identical clients ("{n}" in client_id numbers them)
     consume_ms = 0                   # time the listener takes per message
+    consume_result = "SUCCESS"       # or RECONSUME_LATER: every message fails and is retried
     ip = "10.0.0.7"                  # optional, used to build the default client id
 
     [[produce]]
@@ -80,6 +81,8 @@ CONSUME_FROM_WHERE = (
     "CONSUME_FROM_MAX_OFFSET",
 )
 SCALE_PREFIX = "scale"
+#: what a simulated listener may return (``ConsumeConcurrentlyStatus``)
+CONSUME_RESULTS = ("SUCCESS", "RECONSUME_LATER")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,8 @@ class ConsumerSpec:
     instance_name: str | None = None
     consume_ms: int = 0
     consume_threads: int = 20
+    #: what the listener returns for every message: SUCCESS or RECONSUME_LATER
+    consume_result: str = "SUCCESS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +364,7 @@ _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
 _CONSUMER_KEYS = ("group", "subscriptions", "client_id", "start", "stop", "strategy",
                   "strategy_options", "message_model", "consume_from_where", "sub_version",
                   "post_subscription", "ip", "instance_name", "count", "consume_ms",
-                  "consume_threads")
+                  "consume_threads", "consume_result")
 _PRODUCE_KEYS = ("at", "topic", "tag", "count", "queue", "broker", "interval", "producer", "keys")
 
 
@@ -542,6 +547,8 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
         instance = check.string(raw["instance_name"], [*path, "instance_name"]) if "instance_name" in raw else None
         consume_ms = check.integer(raw.get("consume_ms", 0), [*path, "consume_ms"], minimum=0)
         threads = check.integer(raw.get("consume_threads", 20), [*path, "consume_threads"], minimum=1, maximum=1000)
+        consume_result = check.choice(raw.get("consume_result", "SUCCESS"), [*path, "consume_result"],
+                                      CONSUME_RESULTS)
         for n in range(1, count + 1):
             cid = client_id.replace("{n}", str(n)) if client_id else None
             out.append(
@@ -550,7 +557,7 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
                     strategy=strategy, strategy_options=tuple(sorted(options.items())),
                     message_model=model, consume_from_where=cfw, sub_version=sub_version,
                     post_subscription=post, ip=ip, instance_name=instance, consume_ms=consume_ms,
-                    consume_threads=threads,
+                    consume_threads=threads, consume_result=consume_result,
                 )
             )
     return tuple(out)

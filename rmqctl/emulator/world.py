@@ -156,9 +156,11 @@ class EmulatedCluster:
         self.messages.append(message)
 
     def record_delivery(self, consumer: SimulatedConsumer, message: StoredMessage) -> None:
-        groups = self.delivered.get(message.seq)
+        # a retry copy that is finally consumed delivers the original message
+        seq = message.origin_seq if message.origin_seq is not None else message.seq
+        groups = self.delivered.get(seq)
         if groups is None:
-            self.delivered[message.seq] = {consumer.group}
+            self.delivered[seq] = {consumer.group}
         else:
             groups.add(consumer.group)
 
