@@ -83,9 +83,12 @@ def _client_sub(view: GroupView, cid: str, topic: str) -> Subscription | None:
 
 def _holder_of_stored(view: GroupView, stored: Subscription) -> list[str]:
     """Clients whose own subscription is exactly what the broker keeps (same text and version)."""
-    return [cid for cid, subs in view.client_subscriptions.items()
-            for s in subs if s.topic == stored.topic and s.expression == stored.expression
-            and s.sub_version == stored.sub_version]
+    same = [(cid, s) for cid, subs in view.client_subscriptions.items()
+            for s in subs if s.topic == stored.topic and s.expression == stored.expression]
+    exact = [cid for cid, s in same if s.sub_version == stored.sub_version]
+    # A client's version moves on with each allocation change after the broker stored a greater
+    # one, so when no version matches, the clients with the very same expression are the source.
+    return exact or [cid for cid, _ in same]
 
 
 def _queues_by_topic(view: GroupView, topic: str) -> list[MessageQueue]:
