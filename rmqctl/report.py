@@ -96,14 +96,23 @@ def group_show(view: GroupView) -> dict[str, Any]:
             cid: [_sub_dict(s) for s in subs] for cid, subs in view.client_subscriptions.items()
         },
         "client_strategies": {cid: ri.strategy for cid, ri in sorted(view.running_infos.items())},
+        "client_consume": {
+            cid: {"consume_ok_tps": round(ri.consume_ok_tps, 2),
+                  "consume_failed_tps": round(ri.consume_failed_tps, 2),
+                  "consume_failed_msgs": ri.consume_failed_msgs}
+            for cid, ri in sorted(view.running_infos.items())
+        },
         "subscription_conflicts": subscription_conflicts(view),
         "errors": {name: str(err) for name, err in view.errors.items()},
     }
 
 
 def group_progress(view: GroupView) -> list[dict[str, Any]]:
-    """``group progress -o json``: one row per queue, retry queues included."""
-    return [p.as_dict() for p in view.progress]
+    """``group progress -o json``: one row per queue, retry queues included; a held queue whose
+    pulls fail now carries ``unpullable`` (the reason); unknown numbers are null."""
+    stuck = view.unpullable()
+    return [{**p.as_dict(), **({"unpullable": stuck[p.queue]} if p.queue in stuck else {})}
+            for p in view.progress]
 
 
 def group_assignment(view: GroupView) -> dict[str, Any]:
@@ -118,8 +127,16 @@ def group_assignment(view: GroupView) -> dict[str, Any]:
             {**mq.as_dict(), "clients": cids} for mq, cids in sorted(owners.items()) if len(cids) > 1
         ],
         "idle_clients": [cid for cid, qs in assignments.items() if not qs],
+        "rebalance_in_progress": _rebalance_doc(view),
         "errors": {name: str(err) for name, err in view.errors.items()},
     }
+
+
+def _rebalance_doc(view: GroupView) -> dict[str, Any] | None:
+    state = view.rebalance_in_progress()
+    if state is None:
+        return None
+    return {"shared": queues_as_dicts(state["shared"]), "unheld": queues_as_dicts(state["unheld"])}
 
 
 def group_summary(summary: GroupSummary) -> dict[str, Any]:

@@ -54,7 +54,8 @@ def show(
         view = await source.group_view(group)
         doc = report.group_show(view)
         conn_rows = [
-            {**c.as_dict(), "strategy": doc["client_strategies"].get(c.client_id)}
+            {**c.as_dict(), "strategy": doc["client_strategies"].get(c.client_id),
+             **doc["client_consume"].get(c.client_id, {})}
             for c in view.connections
         ]
         sub_rows = [
@@ -69,7 +70,8 @@ def show(
         ]
         tables = [
             Table([("client_id", "CLIENT_ID"), ("client_addr", "CLIENT_ADDR"),
-                   ("language", "LANGUAGE"), ("version", "VERSION"), ("strategy", "STRATEGY")],
+                   ("language", "LANGUAGE"), ("version", "VERSION"), ("strategy", "STRATEGY"),
+                   ("consume_ok_tps", "CONSUME_TPS"), ("consume_failed_tps", "FAILED_TPS")],
                   conn_rows, title=f"Group {group}: {len(conn_rows)} client(s)"),
             Table([("topic", "TOPIC"), ("source", "SOURCE"), ("expression", "EXPRESSION"),
                    ("sub_version", "SUB_VERSION"), ("mark", "")], sub_rows, title="Subscriptions"),
@@ -101,14 +103,18 @@ def progress(
         rows = report.group_progress(view)
         table_rows = [
             {**row, "last_consumed": format_millis(row["last_consumed_ts"]),
-             "owner": row["owner"] or "N/A"}
+             "owner": row["owner"] or "N/A",
+             **({"diff": "unknown"} if row["diff"] is None else {}),
+             "note": "pulls fail: topic missing from the broker's table" if row.get("unpullable") else ""}
             for row in rows
         ]
         columns = [("topic", "TOPIC"), ("broker", "BROKER"), ("queue_id", "QID"),
                    ("broker_offset", "BROKER_OFFSET"), ("consumer_offset", "CONSUMER_OFFSET"),
                    ("pull_offset", "PULL_OFFSET"), ("diff", "DIFF"), ("inflight", "INFLIGHT"),
-                   ("last_consumed", "LAST_CONSUMED"), ("owner", "OWNER")]
-        footer = [f"Consume Diff Total: {view.total_diff}",
+                   ("last_consumed", "LAST_CONSUMED"), ("owner", "OWNER"), ("note", "")]
+        unknown = view.unknown_lag_queues
+        footer = [f"Consume Diff Total: {view.total_diff}"
+                  + (f" (unknown for {len(unknown)} queue(s))" if unknown else ""),
                   f"Consume Inflight Total: {view.total_inflight}"]
         return View(rows, [Table(columns, table_rows)], footer), dict(view.errors)
 
@@ -139,6 +145,11 @@ def assignment(
         columns = [("client_id", "CLIENT_ID"), ("topic", "TOPIC"), ("broker", "BROKER"),
                    ("queue_id", "QID"), ("note", "NOTE")]
         footer = [f"{len(doc['assignments'])} client(s), {len(doc['unassigned'])} queue(s) held by nobody"]
+        moving = doc["rebalance_in_progress"]
+        if moving:
+            footer.append(f"Rebalance in progress: {len(moving['shared'])} queue(s) held by two clients and "
+                          f"{len(moving['unheld'])} by none while clients move to the new allocation; "
+                          f"check again in a few seconds.")
         return View(doc, [Table(columns, rows)], footer), dict(view.errors)
 
     execute(opts, run)

@@ -247,3 +247,41 @@ async def test_scale_down_mid_rebalance_gives_no_false_allocation_finding() -> N
         settled = await opened.source.group_view(G)
         assert settled.rebalance_in_progress() is None
         assert sorted(len([q for q in v if q.topic == "S"]) for v in settled.assignments().values()) == [4, 4]
+
+
+def test_cli_says_unpullable_unknown_and_rebalance_in_progress(tmp_path: Any) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from rmqctl.cli.app import app
+
+    runner = CliRunner()
+    scale = tmp_path / "scale.toml"
+    scale.write_text(SCALE_DOWN)
+    result = runner.invoke(app, ["--emulator", str(scale), "--at", "40.5", "group", "assignment", G])
+    assert result.exit_code == 0, result.output
+    assert "Rebalance in progress" in result.stdout
+    at_40 = ["--emulator", str(scale), "--at", "40.5"]
+    doc = json.loads(runner.invoke(app, [*at_40, "group", "assignment", G, "-o", "json"]).stdout)
+    assert doc["rebalance_in_progress"]["unheld"]
+    at_50 = ["--emulator", str(scale), "--at", "50"]
+    settled = json.loads(runner.invoke(app, [*at_50, "group", "assignment", G, "-o", "json"]).stdout)
+    assert settled["rebalance_in_progress"] is None
+
+    failing = tmp_path / "reconsume.toml"
+    failing.write_text(RECONSUME)
+    at_fail = ["--emulator", str(failing), "--at", "40"]
+    show = json.loads(runner.invoke(app, [*at_fail, "group", "show", G, "-o", "json"]).stdout)
+    assert show["client_consume"]["10.0.0.9@F"]["consume_failed_tps"] > 0
+    text = runner.invoke(app, ["--emulator", str(failing), "--at", "40", "group", "show", G]).stdout
+    assert "FAILED_TPS" in text
+
+    star = tmp_path / "star.toml"
+    star.write_text(star_plus_tags(C))
+    out = runner.invoke(app, ["--emulator", str(star), "--at", "60", "doctor", G, "--no-sample", "-o", "json"])
+    (tag,) = [f for f in json.loads(out.stdout)["findings"] if f["code"] == "SUBSCRIPTION_TAG_CONFLICT"]
+    assert tag["evidence"]["sampled"] is False
+    out = runner.invoke(app, ["--emulator", str(star), "--at", "60", "doctor", G, "-o", "json"])
+    (tag,) = [f for f in json.loads(out.stdout)["findings"] if f["code"] == "SUBSCRIPTION_TAG_CONFLICT"]
+    assert tag["evidence"]["sampled"] is True
