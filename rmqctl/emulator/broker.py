@@ -60,6 +60,8 @@ FLAG_CLASS_FILTER = 0x8
 
 #: ``MessageStoreConfig.messageDelayLevel`` in seconds (level 1 is the first)
 DELAY_LEVELS_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+#: ``BrokerConfig.shortPollingTimeMills``: how long an empty pull is held without long polling
+SHORT_POLLING_MS = 1_000
 #: ``BrokerConfig.channelExpiredTimeout``
 CHANNEL_EXPIRED_MS = 120_000
 #: ``DefaultMessageStore.getMessage`` scans at most this many consume-queue entries per pull
@@ -319,6 +321,9 @@ class BrokerState:
         self.group_configs: dict[str, SubscriptionGroupConfig] = {}
         self.group_version = [0, scheduler.now_ms]
         self.auto_create_subscription_group = True
+        #: ``longPollingEnable``; without it an empty pull is held ``shortPollingTimeMills`` and
+        #: arriving messages do not wake it (the hold service re-checks it when that time is up)
+        self.long_polling = True
         #: ``topic@group`` offsets, stored as (topic, group) -> {queueId: offset}
         self.offsets: dict[tuple[str, str], dict[int, int]] = {}
         self.pull_offsets: dict[tuple[str, str], dict[int, int]] = {}
@@ -775,6 +780,9 @@ class BrokerState:
             # Long polling: hold the request until a message that passes THIS filter arrives, or
             # the client's suspend timeout (15 s for push consumers) runs out.
             held = _Suspended(channel, header, respond, sub)
+            if not self.long_polling:
+                held.timer = self.scheduler.call_later(SHORT_POLLING_MS, self._timeout, held)
+                return
             held.timer = self.scheduler.call_later(max(1, header.suspend_timeout_ms), self._timeout, held)
             waiting = self._suspended.setdefault((header.topic, header.queue_id), [])
             if len(waiting) > 64:

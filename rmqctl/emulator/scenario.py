@@ -11,6 +11,7 @@ seconds of scenario time. The keys below are a public contract::
     [[brokers]]                      # default: one broker "broker-a"
     name = "broker-a"
     cluster = "DefaultCluster"       # optional
+    long_polling = true              # optional; false: empty pulls are held 1 s (short polling)
 
     [[topics]]
     name = "TopicTest2"
@@ -89,6 +90,8 @@ CONSUME_RESULTS = ("SUCCESS", "RECONSUME_LATER")
 class BrokerSpec:
     name: str
     cluster: str = DEFAULT_CLUSTER
+    #: ``longPollingEnable``: false holds an empty pull only ``shortPollingTimeMills`` (1 s)
+    long_polling: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,7 +359,7 @@ def _kind(value: Any) -> str:
 
 
 _TOP_KEYS = ("name", "description", "duration", "brokers", "topics", "groups", "consumers", "produce")
-_BROKER_KEYS = ("name", "cluster")
+_BROKER_KEYS = ("name", "cluster", "long_polling")
 _TOPIC_KEYS = ("name", "queues", "read_queues", "write_queues", "perm", "brokers", "order")
 _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
                "consume_broadcast_enable", "consume_message_orderly",
@@ -409,7 +412,8 @@ def _brokers(check: _Checker, doc: Mapping[str, Any]) -> tuple[BrokerSpec, ...]:
         if any(b.name == name for b in out):
             raise check.fail([*path, "name"], f"broker {name!r} is declared twice")
         cluster = check.string(raw.get("cluster", DEFAULT_CLUSTER), [*path, "cluster"])
-        out.append(BrokerSpec(name, cluster))
+        long_polling = check.boolean(raw.get("long_polling", True), [*path, "long_polling"])
+        out.append(BrokerSpec(name, cluster, long_polling))
     return tuple(out) or (BrokerSpec("broker-a"),)
 
 

@@ -74,6 +74,7 @@ class EmulatedCluster:
         self.brokers: dict[str, BrokerState] = {}
         for spec in scenario.brokers:
             broker = BrokerState(spec.name, spec.cluster, self.scheduler)
+            broker.long_polling = spec.long_polling
             if record_history:
                 broker.on_subscription_change = self._on_subscription_change
             self.brokers[spec.name] = broker
