@@ -177,6 +177,11 @@ async def test_a_held_queue_whose_pulls_fail_is_named() -> None:
         named = [q for t in topic.evidence["topics"] for q in t["unpullable_queues"]]
         assert [(q["topic"], q["queue_id"], q["owner"]) for q in named] == [("T2", c_queue.queue_id, C)]
         assert named[0]["diff"] == 2
+        # group progress marks it too
+        from rmqctl.report import group_progress
+
+        (row,) = [r for r in group_progress(view) if r["topic"] == "T2" and r["queue_id"] == c_queue.queue_id]
+        assert "subscription not exist" in row["unpullable"]
 
 
 RECONSUME = f"""
