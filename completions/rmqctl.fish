@@ -30,7 +30,7 @@ function __rmqctl_lookup
         case 'V||--dashboard'
             echo '@none'
         case 'O|doctor'
-            echo '--all -a --interval --fail-on --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h'
+            echo '--all -a --interval --fail-on --no-sample --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h'
         case 'V|doctor|--interval'
             echo '@none'
         case 'V|doctor|--fail-on'

@@ -17,9 +17,10 @@ the TUI or pyspark.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from typing import Protocol, runtime_checkable
 
 from rmqctl import errors
 from rmqctl.fanout import fan_out
@@ -33,7 +34,9 @@ from rmqctl.model import (
     GroupView,
     MessageQueue,
     QueueProgress,
+    SampledMessage,
     SubscriptionGroupConfig,
+    TagSample,
     TopicOffset,
     TopicRoute,
     TopicStats,
@@ -57,6 +60,110 @@ class BrokerReads(Protocol):
     async def topic_stats(self, address: str, topic: str) -> TopicStats: ...
 
     async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]: ...
+
+
+@runtime_checkable
+class QueueReads(Protocol):
+    """Per-queue reads that fill what consume stats leaves out and sample messages read-only.
+    A back end without them still builds views: the rows stay missing and nothing is sampled."""
+
+    async def query_consumer_offset(self, address: str, group: str, topic: str, queue_id: int) -> int | None: ...
+
+    async def pull_by_offset(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[SampledMessage]: ...
+
+
+#: messages read back per queue when sampling tags (one pull: the broker answers at most 32)
+SAMPLE_PER_QUEUE = 32
+
+
+async def _fill_missing_rows(
+    reads: BrokerReads, masters: Mapping[str, str], group: str, stats_by_broker: Mapping[str, ConsumeStats],
+    topic_queues: Mapping[str, tuple[MessageQueue, ...]], owners: Mapping[MessageQueue, str],
+) -> list[QueueProgress]:
+    """Rows for the queues consume stats left out although the broker answered it.
+
+    The broker drops a topic from ConsumeStats while the topic is absent from the group's
+    subscription table, which, in a group whose clients subscribe different topics, flips with
+    every heartbeat. The offsets are still there: the consumer offset comes from the broker's
+    offset table (QUERY_CONSUMER_OFFSET, per queue) and the broker offset from topic stats. A
+    topic none of whose queues has a committed offset is left out, as ConsumeStats would; a queue
+    whose offsets cannot be read gets a row marked ``unknown``.
+    """
+    if not isinstance(reads, QueueReads):
+        return []
+    listed = {mq for s in stats_by_broker.values() for mq in s.offsets}
+    wanted: dict[tuple[str, str], list[MessageQueue]] = {}
+    for topic, queues in topic_queues.items():
+        for mq in queues:
+            if mq not in listed and mq.broker_name in stats_by_broker and mq.broker_name in masters:
+                wanted.setdefault((mq.broker_name, topic), []).append(mq)
+
+    async def one(broker: str, topic: str, queues: list[MessageQueue]) -> list[QueueProgress]:
+        addr = masters[broker]
+        try:
+            stats = await reads.topic_stats(addr, topic)
+            committed = await asyncio.gather(
+                *(reads.query_consumer_offset(addr, group, topic, mq.queue_id) for mq in queues))
+        except errors.RmqctlError:
+            return [QueueProgress(mq, 0, 0, None, 0, owners.get(mq), offsets_from="unknown") for mq in queues]
+        if all(c is None for c in committed):
+            return []  # the group never committed on this topic here: ConsumeStats would not list it
+        max_offsets = {o.queue.queue_id: o.max_offset for o in stats.offsets}
+        rows = []
+        for mq, offset in zip(queues, committed):
+            if mq.queue_id not in max_offsets:
+                rows.append(QueueProgress(mq, 0, 0, None, 0, owners.get(mq), offsets_from="unknown"))
+                continue
+            consumer = max(0, offset if offset is not None else 0)  # -1 shows as 0, as in ConsumeStats
+            rows.append(QueueProgress(mq, max_offsets[mq.queue_id], consumer, None, 0, owners.get(mq),
+                                      offsets_from="offset_table"))
+        return rows
+
+    results = await asyncio.gather(*(one(b, t, qs) for (b, t), qs in sorted(wanted.items())))
+    return [row for rows in results for row in rows]
+
+
+async def sample_tags(
+    reads: BrokerReads, masters: Mapping[str, str], view: GroupView, topics: Iterable[str],
+    *, per_queue: int = SAMPLE_PER_QUEUE,
+) -> GroupView:
+    """``view`` with :attr:`GroupView.tag_samples` for every queue of ``topics``: the last
+    ``per_queue`` messages of each, pulled by offset under the tools group (nothing committed).
+    Queues that cannot be read are left out (their error goes into ``errors`` as
+    ``sample:<broker>``)."""
+    if not isinstance(reads, QueueReads):
+        return view
+    progress = {p.queue: p for p in view.progress}
+    wanted = [mq for t in sorted(set(topics)) for mq in view.topic_queues.get(t, ()) if mq.broker_name in masters]
+
+    async def one(mq: MessageQueue) -> TagSample | errors.RmqctlError:
+        addr = masters[mq.broker_name]
+        row = progress.get(mq)
+        try:
+            end = row.broker_offset if row is not None and row.known else await _max_offset(reads, addr, mq)
+            start = max(0, end - per_queue)
+            messages = await reads.pull_by_offset(addr, mq.broker_name, mq.topic, mq.queue_id, start, per_queue)
+        except errors.RmqctlError as exc:
+            return exc
+        kept = tuple(m for m in messages if start <= m.offset < end)
+        return TagSample(mq, start, end, kept)
+
+    results = await asyncio.gather(*(one(mq) for mq in wanted))
+    samples = {}
+    failures = dict(view.errors)
+    for mq, result in zip(wanted, results):
+        if isinstance(result, TagSample):
+            samples[mq] = result
+        else:
+            failures[f"sample:{mq.broker_name}"] = result
+    return dataclasses.replace(view, tag_samples=samples, errors=failures)
+
+
+async def _max_offset(reads: BrokerReads, addr: str, mq: MessageQueue) -> int:
+    stats = await reads.topic_stats(addr, mq.topic)
+    return next((o.max_offset for o in stats.offsets if o.queue.queue_id == mq.queue_id), 0)
 
 
 async def _connections(
@@ -177,6 +284,11 @@ async def build_group_view(
             raise route
         topic_queues[topic] = tuple(route.read_queues())
 
+    progress = _merge_progress(stats_by_broker, owners)
+    extra = await _fill_missing_rows(reads, masters, group, stats_by_broker, topic_queues, owners)
+    if extra:
+        progress = tuple(sorted((*progress, *extra), key=lambda r: r.queue))
+
     first = next(iter(sorted(conns_by_broker.items())), None)
     cc0 = first[1] if first else None
     return GroupView(
@@ -185,7 +297,7 @@ async def build_group_view(
         duplicate_clients={cid: tuple(sorted(a)) for cid, a in sorted(duplicates.items())},
         broker_subscriptions={b: dict(cc.subscriptions) for b, cc in sorted(conns_by_broker.items())},
         running_infos=dict(sorted(infos.items())),
-        progress=_merge_progress(stats_by_broker, owners),
+        progress=progress,
         consume_type=cc0.consume_type if cc0 else None,
         message_model=cc0.message_model if cc0 else None,
         consume_from_where=cc0.consume_from_where if cc0 else None,

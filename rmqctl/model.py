@@ -388,6 +388,23 @@ class ProcessQueueInfo:
     last_consume_timestamp: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ConsumeStatus:
+    """One topic's row of a client's ``statusTable`` (``ConsumeStatus``): rates over the last
+    minute, and failed messages over the last hour, as the Java client's stats manager keeps them."""
+
+    pull_rt: float = 0.0
+    pull_tps: float = 0.0
+    consume_rt: float = 0.0
+    consume_ok_tps: float = 0.0
+    consume_failed_tps: float = 0.0
+    consume_failed_msgs: int = 0
+
+    @property
+    def failing(self) -> bool:
+        return self.consume_failed_tps > 0 or self.consume_failed_msgs > 0
+
+
 #: Strategy name (Java ``getName()``) → the simple name of the Java class that implements it.
 STRATEGY_CLASSES: Mapping[str, str] = {
     "AVG": "AllocateMessageQueueAveragely",
@@ -410,6 +427,23 @@ class ConsumerRunningInfo:
     properties: Mapping[str, str]
     subscriptions: tuple[Subscription, ...]
     mq_table: Mapping[MessageQueue, ProcessQueueInfo]
+    #: topic → the client's consume/pull rates for it (``statusTable``)
+    status: Mapping[str, ConsumeStatus] = field(default_factory=dict)
+
+    @property
+    def consume_ok_tps(self) -> float:
+        """Messages consumed successfully per second, every topic together."""
+        return sum(s.consume_ok_tps for s in self.status.values())
+
+    @property
+    def consume_failed_tps(self) -> float:
+        """Messages whose listener failed (RECONSUME_LATER or an exception) per second."""
+        return sum(s.consume_failed_tps for s in self.status.values())
+
+    @property
+    def consume_failed_msgs(self) -> int:
+        """Failed consumptions over the last hour, every topic together."""
+        return sum(s.consume_failed_msgs for s in self.status.values())
 
     @property
     def consume_type(self) -> str | None:
@@ -505,11 +539,26 @@ class QueueProgress:
     pull_offset: int | None
     last_timestamp: int
     owner: str | None = None
+    #: where the offsets come from: ``consume_stats`` (208), ``offset_table`` (the broker's offset
+    #: table and topic stats, read per queue because consume stats left the topic out while it
+    #: was absent from the group's subscription table) or ``unknown`` (neither could be read)
+    offsets_from: str = "consume_stats"
+
+    @property
+    def known(self) -> bool:
+        """False when the offsets could not be read: the numbers of this row mean nothing."""
+        return self.offsets_from != "unknown"
 
     @property
     def diff(self) -> int:
-        """Lag in messages, as mqadmin's ``#Diff`` (broker offset − consumer offset)."""
+        """Lag in messages, as mqadmin's ``#Diff`` (broker offset − consumer offset); 0 for a row
+        whose offsets are unknown, so use :attr:`lag` wherever "unknown" must not read as 0."""
         return self.broker_offset - self.consumer_offset
+
+    @property
+    def lag(self) -> int | None:
+        """Lag in messages, or ``None`` when the offsets could not be read."""
+        return self.diff if self.known else None
 
     @property
     def inflight(self) -> int:
@@ -524,18 +573,53 @@ class QueueProgress:
         return self.last_timestamp or None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        known = self.known
+        out: dict[str, Any] = {
             "topic": self.queue.topic,
             "broker": self.queue.broker_name,
             "queue_id": self.queue.queue_id,
-            "broker_offset": self.broker_offset,
-            "consumer_offset": self.consumer_offset,
-            "pull_offset": self.pull_offset,
-            "diff": self.diff,
-            "inflight": self.inflight,
+            "broker_offset": self.broker_offset if known else None,
+            "consumer_offset": self.consumer_offset if known else None,
+            "pull_offset": self.pull_offset if known else None,
+            "diff": self.lag,
+            "inflight": self.inflight if known else None,
             "last_consumed_ts": self.last_timestamp or None,
             "owner": self.owner,
         }
+        if self.offsets_from != "consume_stats":
+            out["offsets_from"] = self.offsets_from
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SampledMessage:
+    """One message read back by offset (tools group, nothing committed), for tag accounting."""
+
+    queue: MessageQueue
+    offset: int
+    tag: str | None
+    reconsume_times: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TagSample:
+    """The recent messages of one queue, read by offset: ``[from_offset, to_offset)``."""
+
+    queue: MessageQueue
+    from_offset: int
+    to_offset: int
+    messages: tuple[SampledMessage, ...] = ()
+
+    def tag_counts(self, below: int | None = None, at_or_above: int | None = None) -> dict[str | None, int]:
+        """Messages per tag, optionally only below / at or above an offset."""
+        out: dict[str | None, int] = {}
+        for m in self.messages:
+            if below is not None and m.offset >= below:
+                continue
+            if at_or_above is not None and m.offset < at_or_above:
+                continue
+            out[m.tag] = out.get(m.tag, 0) + 1
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,6 +650,9 @@ class GroupView:
     #: data this source cannot supply (a field such as ``pull_offset`` → why); shown as
     #: "unavailable", never as zero, and the doctor skips the checks that need it
     unavailable: Mapping[str, str] = field(default_factory=dict)
+    #: recent messages per queue of topics whose clients subscribe different tags (read back by
+    #: offset, nothing committed); empty when not sampled (``--no-sample``) or not needed
+    tag_samples: Mapping[MessageQueue, TagSample] = field(default_factory=dict)
 
     @property
     def online(self) -> bool:
@@ -659,6 +746,56 @@ class GroupView:
         """Queues of the group's topics that no online client reports holding."""
         owners = self.owners()
         return [mq for mq in self.known_queues() if mq not in owners]
+
+    @property
+    def unknown_lag_queues(self) -> list[MessageQueue]:
+        """Queues whose offsets could not be read (their lag is unknown, not 0)."""
+        return [p.queue for p in self.progress if not p.known]
+
+    def rebalance_in_progress(self) -> dict[str, list[MessageQueue]] | None:
+        """Queues held by two clients (``shared``) or by none (``unheld``) in topics every client
+        subscribes: with a strategy that always covers every queue once (AVG, AVG_BY_CIRCLE,
+        CONSISTENT_HASH) and unique client ids, that only happens while clients are still moving
+        to a new allocation after a membership change. ``None`` when the holdings look settled."""
+        if not self.running_infos or self.duplicate_clients or len(self.running_infos) < len(self.client_ids):
+            return None
+        if self.message_model == "BROADCASTING" or any(
+            i.message_model == "BROADCASTING" or i.consume_orderly for i in self.running_infos.values()
+        ):
+            return None
+        if self.strategy not in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
+            return None
+        subs = self.client_subscriptions
+        common = set.intersection(*({s.topic for s in ss} for ss in subs.values())) if subs else set()
+        common.add(RETRY_PREFIX + self.group)
+        owners = self.owners()
+        shared = sorted(mq for mq, holders in owners.items() if len(holders) > 1 and mq.topic in common)
+        # A group that just started: the broker creates %RETRY%<group> on the first heartbeat and
+        # the clients allocate it only after their next route poll (up to 30 s), so until an
+        # offset exists for it nobody holding it is not a rebalance.
+        with_offsets = {p.queue for p in self.progress}
+        unheld = sorted(mq for t in common for mq in self.topic_queues.get(t, ()) if mq not in owners
+                        and (mq in with_offsets or not mq.topic.startswith(RETRY_PREFIX)))
+        if not shared and not unheld:
+            return None
+        return {"shared": shared, "unheld": unheld}
+
+    def unpullable(self) -> dict[MessageQueue, str]:
+        """Held queues whose pulls fail now: the queue's broker keeps no subscription for its topic
+        in the group's table (push consumers then get SUBSCRIPTION_NOT_EXIST, code 24, on every
+        pull) while messages wait or the lag is unknown. Queue → the reason, in plain words."""
+        out: dict[MessageQueue, str] = {}
+        progress = {p.queue: p for p in self.progress}
+        for mq in self.owners():
+            table = self.broker_subscriptions.get(mq.broker_name)
+            if table is None or mq.topic in table or mq.topic.startswith(RETRY_PREFIX):
+                continue
+            row = progress.get(mq)
+            lag = row.lag if row is not None else None
+            if lag is None or lag > 0:
+                out[mq] = (f"{mq.topic} is missing from {mq.broker_name}'s subscription table of the "
+                           f"group: pulls fail with 'the consumer's subscription not exist' (24)")
+        return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True, slots=True)

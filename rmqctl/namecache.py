@@ -27,7 +27,7 @@ import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rmqctl.model import BrokerRuntime, ClusterInfo, GroupSummary, GroupView, TopicRoute, TopicStats
@@ -137,6 +137,10 @@ class RecordingSource:
         self.key = key
         self.directory = directory
         self._cluster: ClusterInfo | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        # optional capabilities of the wrapped source (e.g. ``sample_messages``) stay visible
+        return getattr(self.inner, name)
 
     def _note(self, kind: str, names: Iterable[str], *, merge: bool) -> None:
         write_names(self.key, kind, names, merge=merge, directory=self.directory)

@@ -156,6 +156,20 @@ class GroupShowDoc(TypedDict):
     unavailable: NotRequired[dict[str, str]]
 
 
+#: a connection row of ``group show``; the consume numbers come from the client's running info
+CONNECTION_COLUMNS = ("client_id", "client_addr", "language", "version", "strategy", "consume_ok_tps",
+                      "consume_failed_tps", "consume_failed_msgs")
+
+
+def _consume_numbers(view: GroupView, client_id: str) -> dict[str, Any]:
+    info = view.running_infos.get(client_id)
+    if info is None:
+        return {"consume_ok_tps": None, "consume_failed_tps": None, "consume_failed_msgs": None}
+    return {"consume_ok_tps": round(info.consume_ok_tps, 2),
+            "consume_failed_tps": round(info.consume_failed_tps, 2),
+            "consume_failed_msgs": info.consume_failed_msgs}
+
+
 def group_show(view: GroupView) -> GroupShowDoc:
     """``group show``: connections, stored and own subscriptions side by side, conflicts."""
     strategies = {cid: ri.strategy for cid, ri in sorted(view.running_infos.items())}
@@ -165,7 +179,8 @@ def group_show(view: GroupView) -> GroupShowDoc:
         consume_type=consume_type(view.consume_type),
         message_model=view.message_model,
         consume_from_where=view.consume_from_where,
-        connections=[{**c.as_dict(), "strategy": strategies.get(c.client_id)} for c in view.connections],
+        connections=[{**c.as_dict(), "strategy": strategies.get(c.client_id), **_consume_numbers(view, c.client_id)}
+                     for c in view.connections],
         broker_subscriptions={
             broker: [_sub_dict(s) for _, s in sorted(table.items())]
             for broker, table in sorted(view.broker_subscriptions.items())
@@ -192,7 +207,7 @@ def group_show(view: GroupView) -> GroupShowDoc:
 
 def group_show_rows(doc: GroupShowDoc) -> list[RowSet]:
     return [
-        RowSet("connection", ("client_id", "client_addr", "language", "version", "strategy"), doc["connections"]),
+        RowSet("connection", CONNECTION_COLUMNS, doc["connections"]),
         RowSet("subscription", ("topic", "source", "expression", "tags", "sub_version", "subscribed", "differs"),
                doc["subscriptions"]),
         RowSet("conflict", ("code", "severity", "topics", "title"), doc["subscription_conflicts"]),
@@ -207,13 +222,14 @@ def group_show_rows(doc: GroupShowDoc) -> list[RowSet]:
 #: fields of a progress row that a source may be unable to supply (see GroupView.unavailable)
 PROGRESS_FIELDS = ("pull_offset", "inflight", "last_consumed_ts", "owner")
 PROGRESS_COLUMNS = ("topic", "broker", "queue_id", "broker_offset", "consumer_offset", "pull_offset",
-                    "diff", "inflight", "last_consumed_ts", "owner")
+                    "diff", "inflight", "last_consumed_ts", "owner", "unpullable")
 
 
 class GroupProgressDoc(TypedDict):
     group: str
     queues: list[dict[str, Any]]
     total_diff: int
+    unknown_diff_queues: int
     total_inflight: int | None
     errors: Errors
     unavailable: NotRequired[dict[str, str]]
@@ -223,15 +239,21 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
     """``group progress``: one row per queue, retry queues included.
 
     A field the source cannot supply is ``null`` in every row and named, with why, in the
-    document's ``unavailable``."""
+    document's ``unavailable``; a number the brokers did not report (a topic left out of the
+    consume stats and not in the offset table) is ``null`` too, never 0, and ``total_diff``
+    sums the known rows while ``unknown_diff_queues`` counts the others."""
     missing = {k: v for k, v in view.unavailable.items() if k in PROGRESS_FIELDS}
+    stuck = view.unpullable()
     rows = []
     for p in view.progress:
         row = p.as_dict()
         row.update(dict.fromkeys(missing))
+        # a held queue whose pulls fail: why (its topic is missing from the broker's table)
+        row["unpullable"] = stuck.get(p.queue)
         rows.append(row)
     doc = GroupProgressDoc(
         group=view.group, queues=rows, total_diff=view.total_diff,
+        unknown_diff_queues=len(view.unknown_lag_queues),
         total_inflight=None if "inflight" in view.unavailable else view.total_inflight,
         errors=errors_doc(view.errors))
     if view.unavailable:
@@ -254,6 +276,9 @@ class GroupAssignmentDoc(TypedDict):
     unassigned_queues: list[QueueDict]
     held_twice: list[HeldTwiceDict]
     idle_clients: list[str]
+    #: right after a membership change: queues two clients hold and queues nobody holds while
+    #: the clients move to the new allocation (``null`` when the holdings look settled)
+    rebalance_in_progress: dict[str, Any] | None
     errors: Errors
     unavailable: NotRequired[dict[str, str]]
 
@@ -274,6 +299,7 @@ def group_assignment(view: GroupView) -> GroupAssignmentDoc:
         held_twice=[HeldTwiceDict(topic=mq.topic, broker=mq.broker_name, queue_id=mq.queue_id, clients=cids)
                     for mq, cids in view.held_twice().items()],
         idle_clients=[cid for cid, qs in assignments.items() if not qs],
+        rebalance_in_progress=_rebalance_doc(view),
         errors=errors_doc(view.errors),
     )
     if view.unavailable:
@@ -306,6 +332,13 @@ def group_assignment_rows(doc: GroupAssignmentDoc) -> list[RowSet]:
 
 GROUP_LIST_COLUMNS = ("group", "clients", "online", "consume_type", "message_model", "version",
                       "total_diff", "consume_tps")
+
+
+def _rebalance_doc(view: GroupView) -> dict[str, Any] | None:
+    state = view.rebalance_in_progress()
+    if state is None:
+        return None
+    return {"shared": queues_as_dicts(state["shared"]), "unheld": queues_as_dicts(state["unheld"])}
 
 
 def group_summary(summary: GroupSummary) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from rmqctl import errors
 from rmqctl.clock import Clock
-from rmqctl.groupview import build_group_view, summarize_group
+from rmqctl.groupview import build_group_view, sample_tags, summarize_group
 from rmqctl.model import (
     RETRY_PREFIX,
     SYSTEM_GROUPS,
@@ -192,3 +192,8 @@ class RemotingSource:
         return await build_group_view(
             self.admin, await self.masters(), group, running_info=running_info
         )
+
+    async def sample_messages(self, view: GroupView, topics: list[str]) -> GroupView:
+        """``view`` with the recent messages of ``topics`` read back by offset (read-only: pulled
+        under the tools group, nothing committed), for counting what each tag went through."""
+        return await sample_tags(self.admin, await self.masters(), view, topics)

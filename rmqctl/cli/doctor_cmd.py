@@ -39,6 +39,8 @@ def doctor(
         show_default=False)] = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this level.",
                                             case_sensitive=False)] = FailOn.error,
+    no_sample: Annotated[bool, typer.Option(
+        "--no-sample", help="Do not read back recent messages (read-only) to count real tags.")] = False,
 ) -> None:
     """Diagnose consumer groups: findings with codes, evidence, impact and the fix."""
     if not groups and not all_:
@@ -57,7 +59,7 @@ def doctor(
                     hint="--all already checks every group; name groups only to check them alone")
             names = sorted(set(names) | set(listed.value))
             failures.update(listed.errors)
-        diagnosis = await diagnose(source, names, interval=interval, strict=not all_)
+        diagnosis = await diagnose(source, names, interval=interval, strict=not all_, sample=not no_sample)
         findings = list(diagnosis.findings)
         failures.update(diagnosis.errors)
         verdict["findings"] = findings

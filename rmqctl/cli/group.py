@@ -78,7 +78,8 @@ def show(
             for row in doc["subscriptions"]
         ]
         tables = [
-            Table(["client_id", "client_addr", "language", "version", "strategy"], doc["connections"],
+            Table(["client_id", "client_addr", "language", "version", "strategy", "consume_ok_tps",
+                   "consume_failed_tps"], doc["connections"],
                   title=f"Group {group}: {_count(len(doc['connections']), 'client')}",
                   flexible=("client_id", "version")),
             Table(["topic", "source", "expression", "sub_version", ("mark", "")], sub_rows,
@@ -111,15 +112,19 @@ def progress_view(view: GroupView, rates: dict[tuple[str, str, int], float] | No
         for name in report.PROGRESS_FIELDS:
             if name in view.unavailable:
                 shown[name] = UNAVAILABLE
+        if row["diff"] is None:
+            shown["diff"] = "unknown"
+        shown["note"] = "pulls fail: topic missing from the broker's table" if row["unpullable"] else ""
         if rates is not None:
             shown["consume_rate"] = rates.get((row["topic"], row["broker"], row["queue_id"]))
         table_rows.append(shown)
-    columns: list[str] = ["topic", "broker", "queue_id", "broker_offset", "consumer_offset", "pull_offset",
-                          "diff", "inflight", "last_consumed_ts", "owner"]
+    columns: list[Any] = ["topic", "broker", "queue_id", "broker_offset", "consumer_offset", "pull_offset",
+                          "diff", "inflight", "last_consumed_ts", "owner", ("note", "")]
     if rates is not None:
         columns.insert(7, "consume_rate")
     inflight = doc["total_inflight"]
-    footer = [f"Total diff: {doc['total_diff']}",
+    unknown = doc["unknown_diff_queues"]
+    footer = [f"Total diff: {doc['total_diff']}" + (f" (unknown for {_count(unknown, 'queue')})" if unknown else ""),
               f"Total inflight: {UNAVAILABLE if inflight is None else inflight}"]
     by_reason: dict[str, list[str]] = {}
     for name, why in sorted(view.unavailable.items()):
@@ -177,6 +182,11 @@ def assignment_view(view: GroupView, rates: dict[tuple[str, str, int], float] | 
               + (f", {_count(n_twice, 'queue')} held twice" if n_twice else "")]
     for q in doc["held_twice"]:
         footer.append(f"held twice: {q['topic']}@{q['broker']}/{q['queue_id']} by {' and '.join(q['clients'])}")
+    moving = doc["rebalance_in_progress"]
+    if moving:
+        footer.append(f"Rebalance in progress: {_count(len(moving['shared']), 'queue')} held by two clients and "
+                      f"{len(moving['unheld'])} by none while clients move to the new allocation; "
+                      "check again in a few seconds.")
     return View(doc, [Table(columns, rows, flexible=("client_id", "topic"))], footer,
                 report.group_assignment_rows(doc))
 

@@ -8,17 +8,34 @@ many groups through the watch service and checks each. Codes are documented in
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rmqctl import errors
 from rmqctl.clock import Clock
-from rmqctl.doctor.checks import CODES, run_checks, skipped_checks
-from rmqctl.model import SEVERITY_RANK, Finding
+from rmqctl.doctor.checks import CODES, run_checks, skipped_checks, tag_conflict_topics
+from rmqctl.model import SEVERITY_RANK, Finding, GroupView
 from rmqctl.source import ClusterSource
 from rmqctl.watch import Watcher
 
 __all__ = ["CODES", "SEVERITY_RANK", "Diagnosis", "diagnose", "run_checks", "skipped_checks"]
+
+#: seconds between the sample that showed a rebalance in progress and the one taken again
+REBALANCE_WAIT = 3.0
+
+
+async def _sampled(source: ClusterSource, view: GroupView) -> GroupView:
+    """``view`` with tag samples of its conflicting topics, when the source can read messages."""
+    topics = tag_conflict_topics(view)
+    sample_messages = getattr(source, "sample_messages", None)
+    if not topics or sample_messages is None:
+        return view
+    try:
+        sampled: GroupView = await sample_messages(view, topics)
+    except errors.RmqctlError as exc:
+        return dataclasses.replace(view, errors={**view.errors, "sample": exc})
+    return sampled
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,17 +57,29 @@ async def diagnose(
     interval: float | None = None,
     clock: Clock | None = None,
     strict: bool = True,
+    sample: bool = True,
+    rebalance_wait: float = REBALANCE_WAIT,
 ) -> Diagnosis:
     """Check ``groups``; with ``interval``, take two samples that far apart (the lag checks).
 
     A group that does not exist raises :class:`~rmqctl.errors.NotFound` (with ``strict=False``,
     for groups just listed from the cluster, it is reported among the errors instead); any other
     error of one group among several is reported and the others are still checked.
+
+    When a group's holdings show a rebalance in progress, every group is sampled once more
+    ``rebalance_wait`` seconds later before allocation findings are reported. With ``sample``
+    (and a source that can), the recent messages of topics whose clients subscribe different
+    tags are read back by offset, read-only, so tag findings count real tags.
     """
     watcher = Watcher(source, groups, interval=interval or 1.0, clock=clock)
     rounds = [r async for r in watcher.rounds(2 if interval else 1)]
     last = rounds[-1]
     first = last.previous
+    resampled = False
+    if any(v.rebalance_in_progress() is not None for v in last.current.views.values()):
+        await watcher.clock.sleep(rebalance_wait)
+        last = await watcher.poll()  # lag checks still compare with the first sample
+        resampled = True
     for group, exc in last.current.errors.items():
         if len(groups) == 1 or (strict and isinstance(exc, errors.NotFound)):
             raise exc
@@ -62,7 +91,9 @@ async def diagnose(
         if view is None:
             continue
         before = first.views.get(group) if first is not None else None
-        findings += run_checks(view, before)
+        if sample:
+            view = await _sampled(source, view)
+        findings += run_checks(view, before, resampled=resampled)
         if skips := skipped_checks(view):
             skipped[group] = skips
         failures.update({f"{group}/{k}": v for k, v in view.errors.items()})

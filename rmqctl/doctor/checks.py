@@ -27,6 +27,7 @@ from rmqctl.model import (
     MessageQueue,
     QueueProgress,
     Subscription,
+    java_string_hash,
 )
 
 BLOCKED_AFTER_MS = 60_000
@@ -40,6 +41,8 @@ class CheckContext:
     view: GroupView
     previous: GroupView | None = None
     now_ms: int = 0
+    #: the view is a second sample taken because the first showed a rebalance in progress
+    resampled: bool = False
 
     @property
     def clustering(self) -> bool:
@@ -96,9 +99,12 @@ def _client_sub(view: GroupView, cid: str, topic: str) -> Subscription | None:
 
 def _holder_of_stored(view: GroupView, stored: Subscription) -> list[str]:
     """Clients whose own subscription is exactly what the broker keeps (same text and version)."""
-    return [cid for cid, subs in view.client_subscriptions.items()
-            for s in subs if s.topic == stored.topic and s.expression == stored.expression
-            and s.sub_version == stored.sub_version]
+    same = [(cid, s) for cid, subs in view.client_subscriptions.items()
+            for s in subs if s.topic == stored.topic and s.expression == stored.expression]
+    exact = [cid for cid, s in same if s.sub_version == stored.sub_version]
+    # A client's version moves on with each allocation change after the broker stored a greater
+    # one, so when no version matches, the clients with the very same expression are the source.
+    return exact or [cid for cid, _ in same]
 
 
 def _queues_by_topic(view: GroupView, topic: str) -> list[MessageQueue]:
@@ -114,44 +120,115 @@ def _progress(view: GroupView) -> dict[MessageQueue, QueueProgress]:
 # ---------------------------------------------------------------------------------------------
 
 
+#: the label under which, without a message sample, every tag no client names is counted
+OTHER_TAGS = "(any other tag)"
+
+
+def _label(tag: str | None) -> str:
+    return tag if tag is not None else ""
+
+
+def _passes_broker(sub: Subscription, tag: str | None) -> bool:
+    """The broker's pull filter (tag hash codes; an untagged message has code 0)."""
+    if tag == OTHER_TAGS:
+        return sub.is_all or sub.expression_type != "TAG"
+    return sub.accepts_code(java_string_hash(tag) if tag else 0)
+
+
+def _passes_client(sub: Subscription, tag: str | None) -> bool:
+    """The client's own check after the pull (exact tag strings)."""
+    if tag == OTHER_TAGS:
+        return sub.is_all or sub.expression_type != "TAG"
+    return sub.accepts(tag)
+
+
+def tag_conflict_topics(view: GroupView) -> list[str]:
+    """Topics whose clients subscribe with different filters (what message sampling is for)."""
+    out = []
+    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs})
+    for topic in topics:
+        present = [s for cid in view.client_subscriptions if (s := _client_sub(view, cid, topic)) is not None]
+        if len(present) >= 2 and not all(present[0].same_filter(s) for s in present):
+            out.append(topic)
+    return out
+
+
 def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
     view = ctx.view
     out = []
-    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs})
     owners = view.owners()
-    for topic in topics:
+    progress = _progress(view)
+    for topic in tag_conflict_topics(view):
         subs = {cid: _client_sub(view, cid, topic) for cid in view.client_subscriptions}
         present = {cid: s for cid, s in subs.items() if s is not None}
-        if len(present) < 2:
-            continue
-        reference = next(iter(present.values()))
-        if all(reference.same_filter(s) for s in present.values()):
-            continue
         stored, per_broker = _stored(view, topic)
-        tags = sorted({t for s in present.values() for t in s.tags} | (set(stored.tags) if stored else set()))
+        stored_by_broker = {b: t[topic] for b, t in view.broker_subscriptions.items() if topic in t}
+        named = sorted({t for s in present.values() for t in s.tags} | (set(stored.tags) if stored else set()))
+        samples = {mq: s for mq, s in view.tag_samples.items() if mq.topic == topic}
+        sampled = bool(samples)
+        universe: list[str | None]
+        if sampled:
+            seen = {m.tag for s in samples.values() for m in s.messages}
+            universe = sorted(set(named) | seen, key=lambda t: (t is None, t or ""))
+        else:
+            universe = [*named, OTHER_TAGS]
         queue_rows = []
-        lost_everywhere = set(tags)
+        delivered_anywhere: set[str | None] = set()
+        received: dict[str, dict[str, int]] = {cid: {} for cid in present}
+        dropped: dict[str, dict[str, int]] = {cid: {} for cid in present}
+        filtered: dict[str, int] = {}
+        pending: dict[str, int] = {}
         for mq in _queues_by_topic(view, topic):
             holders = owners.get(mq, [])
             owner = holders[0] if holders else None
             own = subs.get(owner) if owner else None
-            lost_broker = [t for t in tags if not stored.accepts(t)] if stored else []
-            lost_client = [t for t in tags if stored is not None and stored.accepts(t) and own is not None
-                           and not own.accepts(t)]
-            delivered = [t for t in tags if t not in lost_broker and t not in lost_client and own]
-            lost_everywhere -= set(delivered)
-            queue_rows.append({
+            filt = stored_by_broker.get(mq.broker_name, stored)
+            lost_broker = [t for t in universe if filt is not None and not _passes_broker(filt, t)]
+            lost_client = [t for t in universe if filt is not None and own is not None
+                           and _passes_broker(filt, t) and not _passes_client(own, t)]
+            delivered = [t for t in universe if filt is not None and own is not None
+                         and t not in lost_broker and t not in lost_client]
+            delivered_anywhere.update(delivered)
+            row: dict[str, Any] = {
                 **_q(mq), "owner": owner, "owner_expression": _expr(own) if owner else None,
-                "filtered_by_broker": lost_broker, "dropped_by_client": lost_client,
-                "delivered_tags": delivered,
-            })
+                "filtered_by_broker": [_label(t) for t in lost_broker],
+                "dropped_by_client": [_label(t) for t in lost_client],
+                "delivered_tags": [_label(t) for t in delivered],
+            }
+            sample = samples.get(mq)
+            p = progress.get(mq)
+            if sample is not None:
+                done_below = p.consumer_offset if p is not None and p.known else sample.from_offset
+                counts: dict[str, dict[str, int]] = {}
+                for m in sample.messages:
+                    tag = m.tag
+                    if m.offset >= done_below:
+                        kind = "pending"
+                        pending[_label(tag)] = pending.get(_label(tag), 0) + 1
+                    elif tag in lost_broker:
+                        kind = "filtered_by_broker"
+                        filtered[_label(tag)] = filtered.get(_label(tag), 0) + 1
+                    elif tag in lost_client and owner is not None:
+                        kind = "dropped_by_client"
+                        dropped[owner][_label(tag)] = dropped[owner].get(_label(tag), 0) + 1
+                    elif owner is not None and tag in delivered:
+                        kind = "delivered"
+                        received[owner][_label(tag)] = received[owner].get(_label(tag), 0) + 1
+                    else:
+                        kind = "pending"
+                        pending[_label(tag)] = pending.get(_label(tag), 0) + 1
+                    slot = counts.setdefault(_label(tag), {})
+                    slot[kind] = slot.get(kind, 0) + 1
+                row["sample"] = {"from_offset": sample.from_offset, "to_offset": sample.to_offset,
+                                 "counts": dict(sorted(counts.items()))}
+            queue_rows.append(row)
+        lost_everywhere = [t for t in universe if t not in delivered_anywhere]
         winners = _holder_of_stored(view, stored) if stored else []
-        losers = sorted(cid for cid, s in present.items()
-                        if stored is None or not s.same_filter(stored))
+        losers = sorted(cid for cid, s in present.items() if stored is None or not s.same_filter(stored))
         starved = sorted(
             cid for cid in losers
-            if not any(stored is not None and stored.accepts(t) and present[cid].accepts(t)
-                       for t in (present[cid].tags or tags))
+            if not any(stored is not None and _passes_broker(stored, t) and _passes_client(present[cid], t)
+                       for t in universe)
         )
         held = f" and currently holds {_expr(stored)!r}" if stored else ""
         if stored and winners:
@@ -166,23 +243,47 @@ def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
         if starved:
             detail += f" {', '.join(starved)} can receive nothing at all."
         if lost_everywhere:
-            detail += (f" Messages tagged {', '.join(sorted(lost_everywhere))} are never consumed by "
-                       f"anyone in this group.")
+            names = [f"every tag other than {', '.join(named)}" if t == OTHER_TAGS and named
+                     else "every tag" if t == OTHER_TAGS else repr(_label(t)) for t in lost_everywhere]
+            detail += f" Messages tagged {', '.join(names)} are never consumed by anyone in this group."
+        if sampled:
+            total = sum(len(s.messages) for s in samples.values())
+            basis = (f"Tags are those of a sample of {total} recent message(s) (up to "
+                     f"{max(s.to_offset - s.from_offset for s in samples.values())} per queue, read "
+                     f"back without committing).")
+        else:
+            basis = (f"No message sample was taken, so tags no client names are counted together "
+                     f"as {OTHER_TAGS!r}.")
+        detail += " " + basis
+        wants_all = any(s.is_all for s in present.values())
+        union = sorted({t for s in present.values() for t in s.tags})
+        suggestion = SUB_ALL if wants_all or not union else " || ".join(union)
+        evidence: dict[str, Any] = {
+            "topic": topic,
+            "client_expressions": {c: _expr(s) for c, s in sorted(present.items())},
+            "broker_expression": per_broker,
+            "broker_holds_from": winners,
+            "losing_clients": losers,
+            "starved_clients": starved,
+            "tags_never_consumed": [_label(t) for t in lost_everywhere],
+            "sampled": sampled,
+            "tag_basis": "sample" if sampled else "named tags plus every other tag",
+            "queues": queue_rows,
+        }
+        if sampled:
+            evidence["counts"] = {
+                "received_by_client": {c: dict(sorted(v.items())) for c, v in sorted(received.items())},
+                "dropped_by_client": {c: dict(sorted(v.items())) for c, v in sorted(dropped.items())},
+                "filtered_by_broker": dict(sorted(filtered.items())),
+                "pending": dict(sorted(pending.items())),
+            }
         out.append(_finding(
             ctx, "SUBSCRIPTION_TAG_CONFLICT", "error",
             f"Clients of {view.group} subscribe {topic} with different tags",
-            detail,
-            {"topic": topic,
-             "client_expressions": {c: _expr(s) for c, s in sorted(present.items())},
-             "broker_expression": per_broker,
-             "broker_holds_from": winners,
-             "losing_clients": losers,
-             "starved_clients": starved,
-             "tags_never_consumed": sorted(lost_everywhere),
-             "queues": queue_rows},
-            f"Give every client of {view.group} the same subscription for {topic} (e.g. "
-            f"{' || '.join(tags) if tags else SUB_ALL!r}), or put clients that need different tags "
-            f"into separate consumer groups; then restart them so the broker stores one expression.",
+            detail, evidence,
+            f"Give every client of {view.group} the same subscription for {topic} ({suggestion!r}, "
+            f"which narrows no client's), or put clients that need different tags into separate "
+            f"consumer groups; then restart them so the broker stores one expression.",
         ))
     return out
 
@@ -212,6 +313,7 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
     progress = _progress(view)
     all_topics = sorted(set().union(*topic_sets.values()))
     per_topic: list[dict[str, Any]] = []
+    stuck_held = _unpullable_held(ctx)
     for topic in all_topics:
         non_subscribers = sorted(c for c, ts in topic_sets.items() if topic not in ts)
         if not non_subscribers:
@@ -225,19 +327,31 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
             "never_pulled_queues": [
                 {**_q(mq), "allocated_to": next((c for c in non_subscribers
                                                  if mq in expected.get(c, [])), None),
-                 "diff": progress[mq].diff if mq in progress else None}
+                 "diff": progress[mq].lag if mq in progress else None}
                 for mq in orphaned
             ],
+            "unpullable_queues": [{**_q(mq), "owner": next(iter(view.owners().get(mq, [])), None),
+                                   "diff": progress[mq].lag if mq in progress else None, "reason": why}
+                                  for mq, why in stuck_held.items() if mq.topic == topic],
         })
     stuck = sum(len(t["never_pulled_queues"]) for t in per_topic)
     lag = sum(q["diff"] or 0 for t in per_topic for q in t["never_pulled_queues"])
+    unknown = sum(1 for t in per_topic for q in t["never_pulled_queues"] if q["diff"] is None)
+    lag_text = _backlog_text(lag, unknown)
+    held_text = ""
+    if stuck_held:
+        held_text = (f" {_n(len(stuck_held), 'queue')} {_are(len(stuck_held))} held but cannot be pulled now "
+                     f"({', '.join(f'{mq.topic}/{mq.broker_name}/{mq.queue_id}' for mq in stuck_held)}): "
+                     f"their topic is missing from the broker's table, so every pull fails while "
+                     f"messages wait.")
     detail = (
         f"Clients of group {view.group} subscribe different topics "
         f"({'; '.join(f'{c}: {_and(sorted(ts))}' for c, ts in sorted(topic_sets.items()))}). The broker "
         f"keeps the topic set of whichever client heartbeated last, so the others' pulls fail with "
         f"'the consumer's subscription not exist' and progress comes in bursts. Every client also "
         f"takes part in every topic's allocation, so {_n(stuck, 'queue')} {_are(stuck)} allocated to clients that "
-        f"never subscribed them: nobody pulls them and their lag ({lag} now) only grows."
+        f"never subscribed them: nobody pulls them and their lag ({lag_text}) only grows."
+        + held_text
     )
     return [_finding(
         ctx, "SUBSCRIPTION_TOPIC_CONFLICT", "error",
@@ -247,6 +361,32 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
         "Use one consumer group per distinct topic set: every client of a group must subscribe "
         "exactly the same topics (and expressions).",
     )]
+
+
+def _unpullable_held(ctx: CheckContext) -> dict[MessageQueue, str]:
+    """Held queues that cannot be pulled: their topic is missing from the broker's table now, or
+    (two samples) the same client held them both times, messages waited and the consumer offset
+    did not move while the client cached nothing."""
+    view = ctx.view
+    out = dict(view.unpullable())
+    if ctx.previous is None:
+        return out
+    before = _progress(ctx.previous)
+    before_owners = ctx.previous.owners()
+    owners = view.owners()
+    cached = {mq: pq.cached_msg_count for info in view.running_infos.values()
+              for mq, pq in info.mq_table.items() if not pq.dropped}
+    for p in view.progress:
+        old = before.get(p.queue)
+        if old is None or not p.known or not old.known or p.queue in out:
+            continue
+        holders = owners.get(p.queue)
+        if not holders or before_owners.get(p.queue) != holders or cached.get(p.queue, 0) > 0:
+            continue
+        if p.diff > 0 and old.diff > 0 and p.consumer_offset == old.consumer_offset:
+            out[p.queue] = (f"held by {holders[0]}, but its consumer offset stayed at "
+                            f"{p.consumer_offset} while {p.diff} message(s) waited and nothing was cached")
+    return dict(sorted(out.items()))
 
 
 def broker_subscription_divergence(ctx: CheckContext) -> list[Finding]:
@@ -336,16 +476,19 @@ def orphaned_queues(ctx: CheckContext) -> list[Finding]:
     orphans = [mq for mq in orphans if not (mq.topic.startswith(RETRY_PREFIX) and mq not in progress)]
     if not orphans:
         return []
-    lag = sum(progress[mq].diff for mq in orphans if mq in progress)
+    lags = {mq: progress[mq].lag if mq in progress else None for mq in orphans}
+    lag = sum(v for v in lags.values() if v is not None)
+    unknown = sorted(mq for mq, v in lags.items() if v is None)
+    # A lag that could not be read may be anything: it never makes the verdict milder.
+    backlog = _backlog_text(lag, len(unknown))
     return [_finding(
-        ctx, "ORPHANED_QUEUES", "error" if lag > 0 else "warning",
+        ctx, "ORPHANED_QUEUES", "error" if lag > 0 or unknown else "warning",
         f"{_n(len(orphans), 'queue')} of {view.group} {_are(len(orphans))} held by no client",
         f"While the group is online, {_n(len(orphans), 'queue')} {_are(len(orphans))} held by none of its "
-        f"clients, so nobody pulls {'it' if len(orphans) == 1 else 'them'}; the backlog "
-        f"({_n(lag, 'message')} now) grows until the allocation "
-        f"changes.",
-        {"queues": [{**_q(mq), "diff": progress[mq].diff if mq in progress else None}
-                    for mq in orphans], "total_diff": lag},
+        f"clients, so nobody pulls {'it' if len(orphans) == 1 else 'them'}; the backlog ({backlog}) grows "
+        f"until the allocation changes.",
+        {"queues": [{**_q(mq), "diff": lags[mq]} for mq in orphans], "total_diff": lag,
+         "unknown_diff_queues": [_q(mq) for mq in unknown]},
         "Look for the cause among the other findings (different topic sets, duplicate client ids, "
         "a CONFIG/MACHINE_ROOM strategy); restarting the clients forces a fresh rebalance.",
     )]
@@ -541,6 +684,14 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
     )]
 
 
+def _backlog_text(known: int, unknown_queues: int) -> str:
+    """A backlog in words; queues whose offsets could not be read are said to be unknown, never 0."""
+    if not unknown_queues:
+        return f"{_n(known, 'message')} now"
+    unknown = f"unknown for {_n(unknown_queues, 'queue')}"
+    return f"{_n(known, 'message')} now, {unknown}" if known else unknown
+
+
 def queue_held_twice(ctx: CheckContext) -> list[Finding]:
     """Queues two clients of a CLUSTERING group report holding at the same time."""
     view = ctx.view
@@ -566,6 +717,74 @@ def queue_held_twice(ctx: CheckContext) -> list[Finding]:
     )]
 
 
+def consume_failures(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    retry = RETRY_PREFIX + view.group
+    owners = view.assignments()
+    clients: list[dict[str, Any]] = []
+    for cid, info in sorted(view.running_infos.items()):
+        failing = {t: st for t, st in sorted(info.status.items()) if st.failing}
+        if not failing:
+            continue
+        clients.append({
+            "client": cid,
+            "consume_ok_tps": round(info.consume_ok_tps, 2),
+            "consume_failed_tps": round(info.consume_failed_tps, 2),
+            "consume_failed_msgs": info.consume_failed_msgs,
+            "topics": {t: {"consume_ok_tps": round(st.consume_ok_tps, 2),
+                           "consume_failed_tps": round(st.consume_failed_tps, 2),
+                           "consume_failed_msgs": st.consume_failed_msgs} for t, st in failing.items()},
+            "queues": [_q(mq) for mq in owners.get(cid, []) if mq.topic in failing],
+        })
+    # Every failed message is written back to the group's retry topic: its growth is the traffic.
+    now_retry = {p.queue: p.broker_offset for p in view.progress if p.queue.topic == retry and p.known}
+    grown = 0
+    if ctx.previous is not None:
+        before = {p.queue: p.broker_offset for p in ctx.previous.progress if p.queue.topic == retry and p.known}
+        grown = sum(max(0, now_retry[q] - before[q]) for q in now_retry if q in before)
+    if not clients and grown <= 0:
+        return []
+    names = ", ".join(str(c["client"]) for c in clients) or "a client"
+    detail = (f"The listener of {names} reports failed consumptions (RECONSUME_LATER or an exception): "
+              f"each failed message is sent back to {retry} and redelivered after a growing delay "
+              f"(10 s up to 2 h); after 16 failures it goes to the dead-letter queue.")
+    if grown > 0:
+        detail += f" {grown} message(s) were written to {retry} between the two samples."
+    return [_finding(
+        ctx, "CONSUME_FAILURES", "warning",
+        f"Clients of {view.group} fail to consume messages",
+        detail,
+        {"clients": clients, "retry_topic": retry,
+         "retry_messages_written": sum(now_retry.values()), "retry_growth": grown if ctx.previous else None},
+        "Find why the listener returns RECONSUME_LATER or throws (application logs of the clients "
+        "named); messages keep coming back until it succeeds or they reach the DLQ.",
+    )]
+
+
+def rebalance_in_progress(ctx: CheckContext) -> list[Finding]:
+    state = ctx.view.rebalance_in_progress()
+    if state is None:
+        return []
+    shared, unheld = state["shared"], state["unheld"]
+    owners = ctx.view.owners()
+    return [_finding(
+        ctx, "REBALANCE_IN_PROGRESS", "info",
+        f"Rebalance in progress in {ctx.view.group}",
+        f"{len(shared)} queue(s) are held by two clients and {len(unheld)} by none, in topics every "
+        f"client subscribes: the clients are still moving to the allocation of the new membership. "
+        + ("The doctor sampled again and the holdings had still not settled, so allocation findings "
+           "are reported as they stand." if ctx.resampled else
+           "Allocation findings (idle, orphaned, uneven) are held back until a later sample."),
+        {"shared_queues": [{**_q(mq), "holders": owners.get(mq, [])} for mq in shared],
+         "unheld_queues": [_q(mq) for mq in unheld], "resampled": ctx.resampled},
+        "Wait one rebalance period (20 s; at once when the broker notifies) and check again.",
+    )]
+
+
+#: findings about who holds what: held back while a rebalance is visibly in progress
+ALLOCATION_CODES = frozenset({"IDLE_CONSUMERS", "ORPHANED_QUEUES", "UNEVEN_ALLOCATION", "QUEUE_HELD_TWICE"})
+
+
 CHECKS: Sequence[tuple[str, Check]] = (
     ("SUBSCRIPTION_TAG_CONFLICT", subscription_tag_conflict),
     ("SUBSCRIPTION_TOPIC_CONFLICT", subscription_topic_conflict),
@@ -581,6 +800,8 @@ CHECKS: Sequence[tuple[str, Check]] = (
     ("DLQ_BACKLOG", dlq_backlog),
     ("LAG_NOT_ADVANCING", lag_not_advancing),
     ("QUEUE_HELD_TWICE", queue_held_twice),
+    ("CONSUME_FAILURES", consume_failures),
+    ("REBALANCE_IN_PROGRESS", rebalance_in_progress),
 )
 
 CODES = tuple(code for code, _ in CHECKS)
@@ -612,14 +833,21 @@ def skipped_checks(view: GroupView) -> dict[str, str]:
 
 
 def run_checks(view: GroupView, previous: GroupView | None = None, *,
-               now_ms: int | None = None, only: Iterable[str] | None = None) -> list[Finding]:
-    """Every finding for one group, most severe first."""
-    ctx = CheckContext(view, previous, now_ms if now_ms is not None else view.sampled_at)
+               now_ms: int | None = None, only: Iterable[str] | None = None,
+               resampled: bool = False) -> list[Finding]:
+    """Every finding for one group, most severe first.
+
+    While holdings overlap or leave gaps after a membership change (a rebalance in progress),
+    allocation findings are held back and REBALANCE_IN_PROGRESS says why; with ``resampled``
+    (the caller already sampled again once) they are reported as they stand.
+    """
+    ctx = CheckContext(view, previous, now_ms if now_ms is not None else view.sampled_at, resampled)
     wanted = set(only) if only else None
     skipped = skipped_checks(view)
+    moving = view.rebalance_in_progress() is not None
     findings: list[Finding] = []
     for code, check in CHECKS:
-        if code in skipped:
+        if code in skipped or (moving and not resampled and code in ALLOCATION_CODES):
             continue
         if wanted is None or code in wanted:
             findings.extend(check(ctx))

@@ -37,6 +37,7 @@ from typing import Protocol
 from rmqctl.emulator.clock import Scheduler, Timer
 from rmqctl.model import (
     BROKER_BUILTIN_GROUPS,
+    DLQ_PREFIX,
     RETRY_PREFIX,
     SUB_ALL,
     Subscription,
@@ -57,6 +58,10 @@ FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 FLAG_CLASS_FILTER = 0x8
 
+#: ``MessageStoreConfig.messageDelayLevel`` in seconds (level 1 is the first)
+DELAY_LEVELS_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+#: ``BrokerConfig.shortPollingTimeMills``: how long an empty pull is held without long polling
+SHORT_POLLING_MS = 1_000
 #: ``BrokerConfig.channelExpiredTimeout``
 CHANNEL_EXPIRED_MS = 120_000
 #: ``DefaultMessageStore.getMessage`` scans at most this many consume-queue entries per pull
@@ -126,6 +131,11 @@ class StoredMessage:
     body: bytes = b""
     keys: str | None = None
     producer: str = "default"
+    #: how often the message was consumed and sent back (``reconsumeTimes``)
+    reconsume_times: int = 0
+    #: for a retry or dead-letter copy: the topic and emulator sequence number of the original
+    origin_topic: str | None = None
+    origin_seq: int | None = None
 
 
 @dataclass(slots=True)
@@ -311,6 +321,9 @@ class BrokerState:
         self.group_configs: dict[str, SubscriptionGroupConfig] = {}
         self.group_version = [0, scheduler.now_ms]
         self.auto_create_subscription_group = True
+        #: ``longPollingEnable``; without it an empty pull is held ``shortPollingTimeMills`` and
+        #: arriving messages do not wake it (the hold service re-checks it when that time is up)
+        self.long_polling = True
         #: ``topic@group`` offsets, stored as (topic, group) -> {queueId: offset}
         self.offsets: dict[tuple[str, str], dict[int, int]] = {}
         self.pull_offsets: dict[tuple[str, str], dict[int, int]] = {}
@@ -389,7 +402,8 @@ class BrokerState:
 
     def put_message(self, topic: str, queue_id: int, tag: str | None, *, seq: int, msg_id: str,
                     born_ms: int | None = None, body: bytes = b"", keys: str | None = None,
-                    producer: str = "default") -> StoredMessage:
+                    producer: str = "default", reconsume_times: int = 0, origin_topic: str | None = None,
+                    origin_seq: int | None = None) -> StoredMessage:
         """Append to a consume queue and wake long-polling pulls whose filter matches it."""
         now = self.scheduler.now_ms
         queue = self._queues.setdefault((topic, queue_id), [])
@@ -397,7 +411,7 @@ class BrokerState:
         code = java_string_hash(tag) if tag else 0
         message = StoredMessage(topic, queue_id, len(queue), tag, code, now,
                                 born_ms if born_ms is not None else now, msg_id, seq, body, keys,
-                                producer)
+                                producer, reconsume_times, origin_topic, origin_seq)
         queue.append(message)
         self.put_total += 1
         self.put_bytes += 200 + len(body)
@@ -603,6 +617,37 @@ class BrokerState:
         groups.update(g for (t, g) in self.offsets if t == topic)
         return sorted(groups)
 
+    # -- consumer send-back -----------------------------------------------------------------
+
+    def send_back(self, group: str, message: StoredMessage, seq: int, max_reconsume_times: int = 16) -> str:
+        """``consumerSendMsgBack`` for a message the listener failed: a copy goes to
+        ``%RETRY%group`` after delay level ``3 + reconsumeTimes`` (10 s, 30 s, 1 min …), or to
+        ``%DLQ%group`` once it failed ``max_reconsume_times`` times. Returns the target topic."""
+        origin = message.origin_topic or message.topic
+        origin_seq = message.origin_seq if message.origin_seq is not None else message.seq
+        times = message.reconsume_times
+        if times >= max_reconsume_times:
+            target = DLQ_PREFIX + group
+            if target not in self.topics:
+                self.create_topic(target, 1, 1)
+            self.put_message(target, 0, message.tag, seq=seq, msg_id=message.msg_id, body=message.body,
+                             keys=message.keys, reconsume_times=times, origin_topic=origin, origin_seq=origin_seq)
+            return target
+        target = RETRY_PREFIX + group
+        if target not in self.topics:
+            self.create_topic(target, 1, 1)
+        level = min(3 + times, len(DELAY_LEVELS_S))
+        self.scheduler.call_later(
+            DELAY_LEVELS_S[level - 1] * 1000, self._put_retry, target, message, seq, times + 1, origin, origin_seq)
+        return target
+
+    def _put_retry(self, target: str, message: StoredMessage, seq: int, times: int, origin: str,
+                   origin_seq: int) -> None:
+        queues = self.topics[target].write_queue_nums if target in self.topics else 1
+        self.put_message(target, seq % max(1, queues), message.tag, seq=seq, msg_id=message.msg_id,
+                         body=message.body, keys=message.keys, reconsume_times=times, origin_topic=origin,
+                         origin_seq=origin_seq)
+
     # -- pulls ------------------------------------------------------------------------------
 
     def pull(self, channel: Channel | None, header: PullRequestHeader, respond: PullResponder) -> None:
@@ -735,6 +780,9 @@ class BrokerState:
             # Long polling: hold the request until a message that passes THIS filter arrives, or
             # the client's suspend timeout (15 s for push consumers) runs out.
             held = _Suspended(channel, header, respond, sub)
+            if not self.long_polling:
+                held.timer = self.scheduler.call_later(SHORT_POLLING_MS, self._timeout, held)
+                return
             held.timer = self.scheduler.call_later(max(1, header.suspend_timeout_ms), self._timeout, held)
             waiting = self._suspended.setdefault((header.topic, header.queue_id), [])
             if len(waiting) > 64:

@@ -213,6 +213,8 @@ class SimulatedConsumer:
         self.local_offsets: dict[MessageQueue, int] = {}
         self.channels: dict[str, InProcessChannel] = {}
         self.received_by_tag: dict[str, int] = {}
+        #: messages the broker delivered that the client's own tag filter dropped, per tag
+        self.dropped_by_tag: dict[str, int] = {}
         self.received_total = 0
         #: every message the listener received, in order
         self.deliveries: list[StoredMessage] = []
@@ -227,6 +229,10 @@ class SimulatedConsumer:
         self._busy_threads = 0
         self._pull_rate: dict[str, MinuteRate] = {}
         self._consume_rate: dict[str, MinuteRate] = {}
+        self._failed_rate: dict[str, MinuteRate] = {}
+        #: when each failed consumption happened, per queue topic (the last hour is reported)
+        self._failed_times: dict[str, deque[int]] = {}
+        self.consume_failures = 0
         tag = _identity(client_id)
         self._ids = {name: _identity(f"{name}/{client_id}") for name in
                      ("strategy", "listener", "offset", "impl")}
@@ -562,6 +568,10 @@ class SimulatedConsumer:
         if code == ResponseCode.SUCCESS:
             sub = self.subscriptions.get(pq.mq.topic)
             keep = [m for m in result.messages if sub is not None and sub.accepts(m.tag)]
+            for message in result.messages:
+                if sub is None or not sub.accepts(message.tag):
+                    tag = message.tag or ""
+                    self.dropped_by_tag[tag] = self.dropped_by_tag.get(tag, 0) + 1
             pq.next_offset = result.next_begin_offset
             if keep:
                 self._submit(pq, keep)
@@ -636,15 +646,31 @@ class SimulatedConsumer:
         if pq.dropped:
             return  # "the message queue not be able to consume, because it's dropped"
         now = self.scheduler.now_ms
-        self.ctx.record_delivery(self, message)
+        failed = self.spec.consume_result == "RECONSUME_LATER"
+        if not failed:
+            self.ctx.record_delivery(self, message)
         tag = message.tag or ""
         self.received_by_tag[tag] = self.received_by_tag.get(tag, 0) + 1
         self.received_total += 1
         self.deliveries.append(message)
-        rate = self._consume_rate.get(message.topic)
-        if rate is None:
+        if failed:
+            # ``processConsumeResult``: every message of the batch is sent back to the broker
+            # (``%RETRY%group`` after a delay, the DLQ after 16 tries); the stats count it as failed
+            # under the topic of the queue it came from. The offset then moves on as for a success.
+            self.consume_failures += 1
+            failures = self._failed_rate.get(pq.mq.topic)
+            if failures is None:
+                failures = self._failed_rate[pq.mq.topic] = MinuteRate()
+            failures.add(now, 1)
+            self._failed_times.setdefault(pq.mq.topic, deque()).append(now)
+            broker = self.ctx.brokers.get(pq.mq.broker_name)
+            if broker is not None:
+                broker.send_back(self.group, message, self.ctx.next_seq())
+        rate = self._consume_rate.get(message.topic) if not failed else None
+        if rate is None and not failed:
             rate = self._consume_rate[message.topic] = MinuteRate()
-        rate.add(now, 1)
+        if rate is not None:
+            rate.add(now, 1)
         pq.last_consume_ms = now
         pq.cached.pop(message.queue_offset, None)
         # ``ProcessQueue.removeMessage``: the first offset still in flight, or max + 1.
@@ -805,13 +831,17 @@ class SimulatedConsumer:
         for topic in sorted(self.subscriptions):
             pull = self._pull_rate.get(topic)
             consume = self._consume_rate.get(topic)
+            failed = self._failed_rate.get(topic)
+            times = self._failed_times.get(topic)
+            while times and times[0] <= now - 3_600_000:
+                times.popleft()
             out[topic] = (
                 1.0 if pull else 0.0,
                 pull.tps(now) if pull else 0.0,
-                float(self.spec.consume_ms) if consume else 0.0,
+                float(self.spec.consume_ms) if consume or failed else 0.0,
                 consume.tps(now) if consume else 0.0,
-                0.0,
-                0,
+                failed.tps(now) if failed else 0.0,
+                len(times) if times else 0,
             )
         return out
 

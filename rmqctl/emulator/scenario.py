@@ -11,6 +11,7 @@ seconds of scenario time. The keys below are a public contract::
     [[brokers]]                      # default: one broker "broker-a"
     name = "broker-a"
     cluster = "DefaultCluster"       # optional
+    long_polling = true              # optional; false: empty pulls are held 1 s (short polling)
 
     [[topics]]
     name = "TopicTest2"
@@ -37,6 +38,7 @@ seconds of scenario time. The keys below are a public contract::
     post_subscription = false        # postSubscriptionWhenPull
     count = 1                        # N identical clients ("{n}" in client_id numbers them)
     consume_ms = 0                   # time the listener takes per message
+    consume_result = "SUCCESS"       # or RECONSUME_LATER: every message fails and is retried
     ip = "10.0.0.7"                  # optional, used to build the default client id
 
     [[produce]]
@@ -82,12 +84,16 @@ CONSUME_FROM_WHERE = (
     "CONSUME_FROM_MAX_OFFSET",
 )
 SCALE_PREFIX = "scale"
+#: what a simulated listener may return (``ConsumeConcurrentlyStatus``)
+CONSUME_RESULTS = ("SUCCESS", "RECONSUME_LATER")
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerSpec:
     name: str
     cluster: str = DEFAULT_CLUSTER
+    #: ``longPollingEnable``: false holds an empty pull only ``shortPollingTimeMills`` (1 s)
+    long_polling: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +143,8 @@ class ConsumerSpec:
     #: scenario time at which the listener hangs for good: the client keeps its queues and its
     #: heartbeats, pulls until flow control stops it, and consumes and commits nothing more
     stall: float | None = None
+    #: what the listener returns for every message: SUCCESS or RECONSUME_LATER
+    consume_result: str = "SUCCESS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +376,7 @@ def _kind(value: Any) -> str:
 
 
 _TOP_KEYS = ("name", "description", "duration", "brokers", "topics", "groups", "consumers", "produce")
-_BROKER_KEYS = ("name", "cluster")
+_BROKER_KEYS = ("name", "cluster", "long_polling")
 _TOPIC_KEYS = ("name", "queues", "read_queues", "write_queues", "perm", "brokers", "order")
 _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
                "consume_broadcast_enable", "consume_message_orderly",
@@ -376,7 +384,7 @@ _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
 _CONSUMER_KEYS = ("group", "subscriptions", "client_id", "start", "stop", "strategy",
                   "strategy_options", "message_model", "consume_from_where", "sub_version",
                   "post_subscription", "ip", "instance_name", "count", "consume_ms",
-                  "consume_threads", "stall")
+                  "consume_threads", "stall", "consume_result")
 _PRODUCE_KEYS = ("at", "topic", "tag", "count", "queue", "broker", "interval", "producer", "keys")
 
 
@@ -421,7 +429,8 @@ def _brokers(check: _Checker, doc: Mapping[str, Any]) -> tuple[BrokerSpec, ...]:
         if any(b.name == name for b in out):
             raise check.fail([*path, "name"], f"broker {name!r} is declared twice")
         cluster = check.string(raw.get("cluster", DEFAULT_CLUSTER), [*path, "cluster"])
-        out.append(BrokerSpec(name, cluster))
+        long_polling = check.boolean(raw.get("long_polling", True), [*path, "long_polling"])
+        out.append(BrokerSpec(name, cluster, long_polling))
     return tuple(out) or (BrokerSpec("broker-a"),)
 
 
@@ -560,6 +569,8 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
         instance = check.string(raw["instance_name"], [*path, "instance_name"]) if "instance_name" in raw else None
         consume_ms = check.integer(raw.get("consume_ms", 0), [*path, "consume_ms"], minimum=0)
         threads = check.integer(raw.get("consume_threads", 20), [*path, "consume_threads"], minimum=1, maximum=1000)
+        consume_result = check.choice(raw.get("consume_result", "SUCCESS"), [*path, "consume_result"],
+                                      CONSUME_RESULTS)
         for n in range(1, count + 1):
             cid = client_id.replace("{n}", str(n)) if client_id else None
             out.append(
@@ -568,7 +579,7 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
                     strategy=strategy, strategy_options=tuple(sorted(options.items())),
                     message_model=model, consume_from_where=cfw, sub_version=sub_version,
                     post_subscription=post, ip=ip, instance_name=instance, consume_ms=consume_ms,
-                    consume_threads=threads, stall=stall,
+                    consume_threads=threads, stall=stall, consume_result=consume_result,
                 )
             )
     return tuple(out)

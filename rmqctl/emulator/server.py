@@ -416,6 +416,8 @@ def encode_message(
         props["KEYS"] = message.keys
     props["UNIQ_KEY"] = message.msg_id
     props["WAIT"] = "true"
+    if message.origin_topic:
+        props["RETRY_TOPIC"] = message.origin_topic  # the client restores the original topic
     properties = "".join(f"{k}\x01{v}\x02" for k, v in props.items()).encode("utf-8")
     topic = message.topic.encode("utf-8")
     body = message.body
@@ -432,7 +434,7 @@ def encode_message(
         ">iiiiqqiq", MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, message.queue_id, 0,
         message.queue_offset, physical, 0, message.born_timestamp,
     ) + host(born_host) + struct.pack(">q", message.store_timestamp) + host(store_host) + struct.pack(
-        ">iq", 0, 0)
+        ">iq", message.reconsume_times, 0)
     rest = (struct.pack(">i", len(body)) + body + struct.pack(">b", len(topic)) + topic
             + struct.pack(">h", len(properties)) + properties)
     total = 4 + len(fixed) + len(rest)

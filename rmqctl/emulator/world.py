@@ -83,6 +83,7 @@ class EmulatedCluster:
         self.brokers: dict[str, BrokerState] = {}
         for spec in scenario.brokers:
             broker = BrokerState(spec.name, spec.cluster, self.scheduler)
+            broker.long_polling = spec.long_polling
             if record_history:
                 broker.on_subscription_change = self._on_subscription_change
             self.brokers[spec.name] = broker
@@ -167,9 +168,11 @@ class EmulatedCluster:
         self.messages.append(message)
 
     def record_delivery(self, consumer: SimulatedConsumer, message: StoredMessage) -> None:
-        groups = self.delivered.get(message.seq)
+        # a retry copy that is finally consumed delivers the original message
+        seq = message.origin_seq if message.origin_seq is not None else message.seq
+        groups = self.delivered.get(seq)
         if groups is None:
-            self.delivered[message.seq] = {consumer.group}
+            self.delivered[seq] = {consumer.group}
         else:
             groups.add(consumer.group)
 

@@ -27,6 +27,7 @@ from rmqctl.model import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    SampledMessage,
     SubscriptionGroupConfig,
     TopicRoute,
     TopicStats,
@@ -36,12 +37,17 @@ from rmqctl.remoting.acl import Credentials
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.connection import ConnectionPool, RequestHandler, split_address
 from rmqctl.remoting.frame import RemotingCommand
+from rmqctl.remoting.messages import decode_messages
 
 _KNOWN_CODES = frozenset(int(c) for c in ResponseCode)
 
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 5.0
+#: the group mqadmin's message tools pull under; built into every broker and never committed for
+TOOLS_GROUP = "TOOLS_CONSUMER"
+#: ``PullSysFlag.SUBSCRIPTION``: the pull carries its own expression (no commit, no suspend)
+_PULL_FLAG_SUBSCRIPTION = 0x4
 DEFAULT_CONCURRENCY = 16
 
 
@@ -255,6 +261,50 @@ class AdminClient:
         return await self.fetch(
             address, RequestCode.GET_BROKER_RUNTIME_INFO, None, lambda r: bodies.kv_table(r.body)
         )
+
+    # -- read-only offset and message reads ------------------------------------------------------
+
+    async def query_consumer_offset(self, address: str, group: str, topic: str, queue_id: int) -> int | None:
+        """QUERY_CONSUMER_OFFSET (14): the offset the broker's offset table holds for ``group``
+        on one queue, or ``None`` when nothing was ever committed (asked with
+        ``setZeroIfNotFound=false`` so "never committed" is not mistaken for 0)."""
+        response = await self.call(
+            address, RequestCode.QUERY_CONSUMER_OFFSET,
+            {"consumerGroup": group, "topic": topic, "queueId": queue_id, "setZeroIfNotFound": False},
+            accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return None
+        try:
+            return int(response.ext_fields.get("offset", ""))
+        except ValueError as exc:
+            raise errors.ProtocolError(f"QUERY_CONSUMER_OFFSET answered no offset from {address}") from exc
+
+    async def max_offset(self, address: str, topic: str, queue_id: int) -> int:
+        """GET_MAX_OFFSET (30): the next offset to be written in one queue."""
+        response = await self.call(address, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id})
+        try:
+            return int(response.ext_fields.get("offset", ""))
+        except ValueError as exc:
+            raise errors.ProtocolError(f"GET_MAX_OFFSET answered no offset from {address}") from exc
+
+    async def pull_by_offset(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[SampledMessage]:
+        """PULL_MESSAGE (11) from ``offset`` under :data:`TOOLS_GROUP` with its own ``*``
+        expression, like mqadmin's message tools: no commit flag, no long polling, so no consumer
+        group's offsets or subscriptions are touched. Returns at most ``max_nums`` messages."""
+        response = await self.call(
+            address, RequestCode.PULL_MESSAGE,
+            {"consumerGroup": TOOLS_GROUP, "topic": topic, "queueId": queue_id, "queueOffset": offset,
+             "maxMsgNums": max_nums, "sysFlag": _PULL_FLAG_SUBSCRIPTION, "commitOffset": 0,
+             "suspendTimeoutMillis": 0, "subscription": "*", "subVersion": 0, "expressionType": "TAG"},
+            accept=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+                    ResponseCode.PULL_OFFSET_MOVED),
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return []
+        return decode_messages(response.body, broker_name)[:max_nums]
 
 
 def _as_is(response: RemotingCommand) -> RemotingCommand:

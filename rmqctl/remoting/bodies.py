@@ -22,6 +22,7 @@ from rmqctl.model import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatus,
     MessageQueue,
     OffsetEntry,
     ProcessQueueInfo,
@@ -319,7 +320,19 @@ def consumer_running_info(client_id: str, body: bytes) -> ConsumerRunningInfo:
         message_queue(k): process_queue_info(_obj(v, "ProcessQueueInfo"))
         for k, v in _obj(data.get("mqTable"), "mqTable").items()
     }
-    return ConsumerRunningInfo(client_id, props, subs, dict(sorted(table.items())))
+    status = {
+        str(topic): ConsumeStatus(
+            pull_rt=_float(row.get("pullRT"), "ConsumeStatus.pullRT"),
+            pull_tps=_float(row.get("pullTPS"), "ConsumeStatus.pullTPS"),
+            consume_rt=_float(row.get("consumeRT"), "ConsumeStatus.consumeRT"),
+            consume_ok_tps=_float(row.get("consumeOKTPS"), "ConsumeStatus.consumeOKTPS"),
+            consume_failed_tps=_float(row.get("consumeFailedTPS"), "ConsumeStatus.consumeFailedTPS"),
+            consume_failed_msgs=_int(row.get("consumeFailedMsgs"), "ConsumeStatus.consumeFailedMsgs"),
+        )
+        for topic, value in _obj(data.get("statusTable") or {}, "statusTable").items()
+        for row in (_obj(value, "ConsumeStatus"),)
+    }
+    return ConsumerRunningInfo(client_id, props, subs, dict(sorted(table.items())), dict(sorted(status.items())))
 
 
 def subscription_groups(body: bytes) -> dict[str, SubscriptionGroupConfig]:

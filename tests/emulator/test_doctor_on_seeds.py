@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from rmqctl.cli.app import app
 from rmqctl.doctor import run_checks
+from rmqctl.doctor.checks import tag_conflict_topics
 from rmqctl.emulator.embedded import embedded_cluster
 from rmqctl.model import Finding
 from rmqctl.remoting.admin import AdminClient
@@ -26,7 +27,10 @@ async def diagnose(scenario: str) -> tuple[dict[str, Any], dict[str, list[Findin
         try:
             findings = {}
             for group in (await source.groups()).value:
-                findings[group] = run_checks(await source.group_view(group))
+                view = await source.group_view(group)
+                # read back the conflicting topics' messages (read-only), as the doctor does
+                view = await source.sample_messages(view, tag_conflict_topics(view))
+                findings[group] = run_checks(view)
             return cluster.report(), findings
         finally:
             await source.close()

@@ -61,7 +61,7 @@ def test_group_progress_document() -> None:
     def row(topic: str, qid: int, offset: int, owner: str, last: int | None) -> dict[str, Any]:
         return {"topic": topic, "broker": "broker-a", "queue_id": qid, "broker_offset": offset,
                 "consumer_offset": offset, "pull_offset": offset, "diff": 0, "inflight": 0,
-                "last_consumed_ts": last, "owner": owner}
+                "last_consumed_ts": last, "owner": owner, "unpullable": None}
 
     c1, c2, at6 = "10.0.0.1@consumer1", "10.0.0.2@consumer2", EPOCH_MS + 6000
     assert doc("--emulator", "tag-overwrite", "group", "progress", "test-consumer") == {
@@ -70,6 +70,7 @@ def test_group_progress_document() -> None:
                    row("TopicTest2", 0, 5, c1, at6), row("TopicTest2", 1, 5, c1, at6),
                    row("TopicTest2", 2, 5, c2, at6), row("TopicTest2", 3, 5, c2, at6)],
         "total_diff": 0,
+        "unknown_diff_queues": 0,
         "total_inflight": 0,
         "errors": {},
     }
@@ -88,6 +89,7 @@ def test_group_assignment_document() -> None:
         "unassigned_queues": [],
         "held_twice": [],
         "idle_clients": [],
+        "rebalance_in_progress": None,
         "errors": {},
     }
 

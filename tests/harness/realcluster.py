@@ -1261,6 +1261,11 @@ class ScenarioClientsProcess:
             cmd["id"] = id
         return dict(self.request(cmd)["subscriptions"])
 
+    def pin_sub_version(self, id: str, topic: str, version: int) -> None:
+        """Set the consumer's subVersion of ``topic`` and heartbeat at once: the broker then stores
+        this client's expression as long as no client sends a greater version."""
+        self.request({"cmd": "pin_sub_version", "id": id, "topic": topic, "version": version})
+
     def wait_until(self, predicate: Callable[[], T | None], timeout: float = 30.0, interval: float = 0.2,
                    message: str | Callable[[], str] | None = None) -> T:
         """Same as the module-level :func:`wait_until`; fails fast if the JVM died."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from rmqctl.doctor import run_checks
+from rmqctl.doctor.checks import tag_conflict_topics
 from rmqctl.model import Finding, GroupView
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.source import RemotingSource
@@ -24,7 +25,9 @@ def group_view(cluster: RealCluster, group: str) -> GroupView:
     async def read() -> GroupView:
         source = RemotingSource(AdminClient([cluster.namesrv_addr], timeout=10))
         try:
-            return await source.group_view(group)
+            view = await source.group_view(group)
+            # the doctor reads back conflicting topics' messages (read-only) to count real tags
+            return await source.sample_messages(view, tag_conflict_topics(view))
         finally:
             await source.close()
 

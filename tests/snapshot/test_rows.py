@@ -24,12 +24,13 @@ async def test_topic_overwrite_rows_name_the_owner_that_does_not_subscribe(tmp_p
         assert (row["owner"], row["owner_subscribed"], row["broker_offset"]) == (owner, subscribed, 2)
     assert rows[("topicA", 2)]["consumer_offset"] == 0 and rows[("topicA", 2)]["last_consumed_ts"] is None
     # The broker's stored table holds topicA only (the last heartbeat was c1's), so its consume
-    # stats leave topicB out: the routes still name its queues, the topic offsets give the
-    # broker side, and the committed offset is unknown (null), not zero.
-    for queue_id, owner, subscribed in [(0, c1, False), (1, c1, False), (2, c2, True), (3, c2, True)]:
+    # stats leave topicB out: the rows come from the broker's offset table and topic stats — c2
+    # committed 0 on q0/q1 before c1 joined and took them, and consumed q2/q3 to the end.
+    for queue_id, owner, subscribed, committed in [(0, c1, False, 0), (1, c1, False, 0), (2, c2, True, 2),
+                                                   (3, c2, True, 2)]:
         row = rows[("topicB", queue_id)]
         assert (row["owner"], row["owner_subscribed"]) == (owner, subscribed)
-        assert row["broker_offset"] == 2 and row["consumer_offset"] is None and row["error"] is None
+        assert row["broker_offset"] == 2 and row["consumer_offset"] == committed and row["error"] is None
         assert row["broker_last_ts"] is not None
 
 

@@ -122,6 +122,9 @@ def test_running_info_from_a_real_java_consumer(load: Loader) -> None:
         MessageQueue("GoldenTopic", mq.broker_name, q) for mq in info.mq_table for q in range(4)}
     assert [s.topic for s in info.user_subscriptions()] == ["GoldenTopic"]
     assert info.start_timestamp > 0
+    # statusTable: one row per subscribed topic, retry topic included; an idle client fails nothing
+    assert set(info.status) == {"GoldenTopic", "%RETRY%GoldenGroup"}
+    assert info.consume_failed_tps == 0 and info.consume_failed_msgs == 0
 
 
 def test_subscription_groups_runtime_and_lists(load: Loader, server_version: str) -> None:

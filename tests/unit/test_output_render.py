@@ -36,7 +36,11 @@ def test_assignment_marks_queues_held_twice() -> None:
 
 
 def test_doctor_names_queues_held_twice() -> None:
-    (finding,) = [f for f in run_checks(held_twice_view()) if f.code == "QUEUE_HELD_TWICE"]
+    # one sample: two holders may be a rebalance under way, so the verdict waits
+    first = {f.code for f in run_checks(held_twice_view())}
+    assert "REBALANCE_IN_PROGRESS" in first and "QUEUE_HELD_TWICE" not in first
+    # still held twice after the doctor sampled again: reported
+    (finding,) = [f for f in run_checks(held_twice_view(), resampled=True) if f.code == "QUEUE_HELD_TWICE"]
     assert finding.severity == "error"
     assert finding.title == "1 queue of test-consumer is held by two clients at once"
     assert "TopicTest@broker-a/1 by 10.0.0.1@consumer1 and 10.0.0.2@consumer2" in finding.detail

@@ -175,6 +175,8 @@ public final class ScenarioClients {
                 return assignments(req);
             case "subscriptions":
                 return subscriptions(req);
+            case "pin_sub_version":
+                return pinSubVersion(req);
             case "shutdown":
                 shutdownAll();
                 return ok();
@@ -579,6 +581,29 @@ public final class ScenarioClients {
         Map<String, Object> r = ok();
         r.put("subscriptions", all);
         return r;
+    }
+
+    /**
+     * Sets the subVersion of one topic's SubscriptionData and heartbeats every broker at once, so
+     * which client's expression the broker stores is decided by the test, not by a millisecond race
+     * (the broker keeps the strictly greatest version it ever received for a topic).
+     */
+    private Map<String, Object> pinSubVersion(Map<String, Object> req) throws Exception {
+        String id = required(req, "id");
+        String topic = required(req, "topic");
+        long version = num(req, "version", 0);
+        ConsumerHolder h = consumers.get(id);
+        if (h == null) {
+            throw new IllegalArgumentException("no consumer with id " + id);
+        }
+        Object sd = h.consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getSubscriptionInner().get(topic);
+        if (sd == null) {
+            throw new IllegalArgumentException("consumer " + id + " does not subscribe " + topic);
+        }
+        sd.getClass().getMethod("setSubVersion", long.class).invoke(sd, version);
+        Object factory = h.consumer.getDefaultMQPushConsumerImpl().getmQClientFactory();
+        factory.getClass().getMethod("sendHeartbeatToAllBrokerWithLock").invoke(factory);
+        return ok();
     }
 
     /**
