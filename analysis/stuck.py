@@ -6,10 +6,11 @@ time window pushed down to the ``date=`` partitions and the Parquet row groups) 
 numbers, plus a summary per group:
 
 ``OK``                consumer moving, or caught up
-``IDLE``              no new messages in the window: never stuck, whatever the commit age
+``IDLE``              no new messages in the window and nothing left to consume: never stuck
 ``LAGGING``           consumer moving but never caught up and lag grew; or its committed offset is held
                       by one in-flight message while pulls continue (heals within consumeTimeout)
-``STALLED``           owner present, committed offset frozen while the broker offset advanced
+``STALLED``           owner present, committed offset frozen while there was something to consume
+                      (the broker offset advanced, or a backlog stayed untouched)
 ``ORPHANED``          same, but nobody owns the queue or the owner does not subscribe the topic
 ``REWOUND``           the committed offset went back and has not caught up again
 ``INSUFFICIENT_DATA`` fewer snapshots than ``--min-snapshots`` (in the window, or since the owner changed)
@@ -116,8 +117,9 @@ def mark_progress(th: Thresholds) -> Transform:
 
     Adds ``lag``, ``rn`` (position in the window), ``seg_start`` (the first snapshot under the
     current owner: ts, offsets, lag, rn, the previous owner and whether the owner changed),
-    ``run_start`` (the first snapshot since the consumer offset last moved: ts, broker offset,
-    pull offset, rn), ``caught_up_rn`` (last position with lag within the allowed lag) and
+    ``run_start`` (the first snapshot of the current frozen run: since the consumer offset last
+    moved, the owner changed or the consumer was last caught up; ts, broker offset, pull offset,
+    lag, rn), ``caught_up_rn`` (last position with lag within the allowed lag) and
     ``rewind`` (ts, offset before, offset after) where the consumer offset went back.
     Rows a broker failed to answer are removed first: a gap, not a zero.
     """
@@ -127,29 +129,37 @@ def mark_progress(th: Thresholds) -> Transform:
         so_far = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
         answered = df.where(
             F.col("error").isNull() & F.col("broker_offset").isNotNull() & F.col("consumer_offset").isNotNull()
-        ).drop("error")
+        ).drop("error").withColumn(
+            "lag", F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0))
+        )
         step = answered.select(
             "*",
-            F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0)).alias("lag"),
             F.row_number().over(by_time).alias("rn"),
             F.lag("owner").over(by_time).alias("prev_owner"),
             F.lag("consumer_offset").over(by_time).alias("prev_co"),
+            F.lag("lag").over(by_time).alias("prev_lag"),
         )
         owner_changed = (F.col("rn") > 1) & ~F.col("owner").eqNullSafe(F.col("prev_owner"))
-        offset_moved = (F.col("rn") == 1) | owner_changed | (F.col("consumer_offset") != F.col("prev_co"))
+        # a "frozen run" starts where the consumer offset last moved, the owner changed, or right after a
+        # snapshot where the consumer was caught up (it had nothing to do until then)
+        run_starts = (
+            (F.col("rn") == 1) | owner_changed | (F.col("consumer_offset") != F.col("prev_co"))
+            | (F.col("prev_lag") <= _allowed_lag(th))
+        )
         seg_start = F.struct(
             F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
             F.col("lag"), F.col("rn"), F.col("prev_owner"), owner_changed.alias("changed"),
         )
         run_start = F.struct(
-            F.col("ts"), F.col("broker_offset").alias("bo"), F.col("pull_offset").alias("pull"), F.col("rn"),
+            F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
+            F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"),
         )
         rewind = F.struct(F.col("ts"), F.col("prev_co").alias("before"), F.col("consumer_offset").alias("after"))
         return step.select(
             "*",
             F.last(F.when((F.col("rn") == 1) | owner_changed, seg_start), ignorenulls=True)
             .over(so_far).alias("seg_start"),
-            F.last(F.when(offset_moved, run_start), ignorenulls=True).over(so_far).alias("run_start"),
+            F.last(F.when(run_starts, run_start), ignorenulls=True).over(so_far).alias("run_start"),
             F.max(F.when(F.col("lag") <= _allowed_lag(th), F.col("rn"))).over(so_far).alias("caught_up_rn"),
             F.when(F.col("consumer_offset") < F.col("prev_co"), rewind).alias("rewind"),
         )
@@ -218,7 +228,10 @@ def judge(th: Thresholds) -> Transform:
         advanced_while_frozen = last["bo"] > run["bo"]
         pulled_while_frozen = F.coalesce(last["pull"] > run["pull"], F.lit(False))
         orphan = last["owner"].isNull() | (last["subscribed"] == F.lit(False))
-        stuck_shape = (frozen_n >= th.min_snapshots) & advanced_while_frozen
+        stuck_shape = frozen_n >= th.min_snapshots
+        work = F.when(
+            advanced_while_frozen, F.format_string("while broker offset rose %d -> %d", run["bo"], last["bo"])
+        ).otherwise(F.format_string("with a backlog of %d and no new messages", run["lag"]))
         behind_ms = F.when(last["lag"] == 0, F.lit(0)).otherwise(
             F.unix_millis(last["broker_last_ts"]) - F.unix_millis(last["last_consumed_ts"])
         )
@@ -237,7 +250,7 @@ def judge(th: Thresholds) -> Transform:
                 "consumer offset went back from %d to %d at %s and has not caught up (now %d, was %d)",
                 F.col("rewind.before"), F.col("rewind.after"), _clock(F.col("rewind.ts")), last["co"],
                 F.col("co_max"))),
-            (last["bo"] == first["bo"], "IDLE", "no-new-messages", F.format_string(
+            ((last["bo"] == first["bo"]) & (last["lag"] <= allowed), "IDLE", "no-new-messages", F.format_string(
                 "no new messages: broker offset stayed at %d over %d snapshots; lag %d",
                 last["bo"], n_window, last["lag"])),
             (last["lag"] <= allowed, "OK", "caught-up", F.format_string(
@@ -247,15 +260,13 @@ def judge(th: Thresholds) -> Transform:
                 "owner changed to %s at %s; only %d snapshot(s) since, %d needed",
                 owner_text, _clock(seg["ts"]), seg_n, F.lit(th.min_snapshots))),
             (orphan & stuck_shape & last["owner"].isNull(), "ORPHANED", "no-owner", F.format_string(
-                "no owner: consumer offset frozen at %d since %s (%d snapshots) while broker offset rose "
-                "%d -> %d; lag %d -> %d, %s behind",
-                last["co"], _clock(run["ts"]), frozen_n, run["bo"], last["bo"], seg["lag"], last["lag"],
-                _duration(behind_ms))),
+                "no owner: consumer offset frozen at %d since %s (%d snapshots) %s; lag %d -> %d, %s behind",
+                last["co"], _clock(run["ts"]), frozen_n, work, run["lag"], last["lag"], _duration(behind_ms))),
             (orphan & stuck_shape, "ORPHANED", "owner-not-subscribed", F.format_string(
-                "owner %s does not subscribe %s: consumer offset frozen at %d since %s (%d snapshots) while "
-                "broker offset rose %d -> %d; lag %d -> %d, %s behind",
-                owner_text, F.col("topic"), last["co"], _clock(run["ts"]), frozen_n, run["bo"], last["bo"],
-                seg["lag"], last["lag"], _duration(behind_ms))),
+                "owner %s does not subscribe %s: consumer offset frozen at %d since %s (%d snapshots) %s; "
+                "lag %d -> %d, %s behind",
+                owner_text, F.col("topic"), last["co"], _clock(run["ts"]), frozen_n, work, run["lag"], last["lag"],
+                _duration(behind_ms))),
             (stuck_shape & pulled_while_frozen & (frozen_ms <= th.consume_timeout_ms), "LAGGING",
              "offset-pinned", F.format_string(
                 "committed offset held at %d since %s by an in-flight message while pulls go on "
@@ -267,10 +278,10 @@ def judge(th: Thresholds) -> Transform:
                 "retry queue frozen at %d for %s (under the %s retry threshold); lag %d",
                 last["co"], _duration(frozen_ms), _duration(F.lit(th.retry_min_stall_ms)), last["lag"])),
             (stuck_shape, "STALLED", "frozen", F.format_string(
-                "consumer offset frozen at %d since %s (%d snapshots, %s) while broker offset rose %d -> %d "
-                "under owner %s%s; lag %d -> %d, %s behind",
-                last["co"], _clock(run["ts"]), frozen_n, _duration(frozen_ms), run["bo"], last["bo"],
-                owner_text, owner_moved, seg["lag"], last["lag"], _duration(behind_ms))),
+                "consumer offset frozen at %d since %s (%d snapshots, %s) %s under owner %s%s; "
+                "lag %d -> %d, %s behind",
+                last["co"], _clock(run["ts"]), frozen_n, _duration(frozen_ms), work, owner_text, owner_moved,
+                run["lag"], last["lag"], _duration(behind_ms))),
             ((last["caught_up_rn"].isNull() | (last["caught_up_rn"] < seg["rn"])) & (last["lag"] > seg["lag"]),
              "LAGGING", "lag-growing", F.format_string(
                 "consumer moving (%d -> %d) but lag grew %d -> %d and never got within %d; %s behind",
@@ -295,14 +306,13 @@ def judge(th: Thresholds) -> Transform:
         reason = F.when(no_data, no_data_reason).otherwise(reason)
 
         judged = df.select("*", status.alias("status"), rule.alias("rule"), reason.alias("reason"))
-        # the span a verdict speaks about: the part under the current owner for the rules that judge
-        # the owner, the whole window for the others
-        on_segment = F.col("rule").isin(
-            "owner-changed", "no-owner", "owner-not-subscribed", "offset-pinned", "retry-threshold", "frozen",
-            "lag-growing", "moving")
+        # the span a verdict speaks about: the frozen run for the stuck rules, the part under the current
+        # owner for the moving ones, the whole window for the others
+        on_segment = F.col("rule").isin("owner-changed", "lag-growing", "moving")
+        on_run = F.col("rule").isin("no-owner", "owner-not-subscribed", "offset-pinned", "retry-threshold", "frozen")
 
         def start(field: str) -> Column:
-            return F.when(on_segment, seg[field]).otherwise(first[field])
+            return F.when(on_run, run[field]).when(on_segment, seg[field]).otherwise(first[field])
 
         return judged.select(
             *QUEUE_KEY,
@@ -311,7 +321,7 @@ def judge(th: Thresholds) -> Transform:
             "reason",
             start("ts").alias("window_start"),
             last["ts"].alias("window_end"),
-            F.when(on_segment, seg_n).otherwise(n_window).cast("int").alias("snapshots"),
+            F.when(on_run, frozen_n).when(on_segment, seg_n).otherwise(n_window).cast("int").alias("snapshots"),
             n_window.cast("int").alias("window_snapshots"),
             n_missing.cast("int").alias("missing_snapshots"),
             last["owner"].alias("owner"),
@@ -324,6 +334,7 @@ def judge(th: Thresholds) -> Transform:
             start("lag").alias("lag_start"),
             last["lag"].alias("lag_end"),
             behind_ms.alias("lag_time_ms"),
+            first["lag"].alias("window_lag_start"),
             run["ts"].alias("frozen_since"),
         )
 
@@ -350,7 +361,7 @@ def summarize_groups(verdicts: DataFrame) -> DataFrame:
         F.max(F.struct(rank[F.col("status")], F.col("status"))).alias("worst"),
         F.count(F.lit(1)).cast("int").alias("queues"),
         F.count_if(F.col("status").isin(*STUCK_STATUSES)).cast("int").alias("stuck_queues"),
-        F.coalesce(F.sum(F.when(judged, F.col("lag_start"))), F.lit(0)).cast("long").alias("total_lag_start"),
+        F.coalesce(F.sum(F.when(judged, F.col("window_lag_start"))), F.lit(0)).cast("long").alias("total_lag_start"),
         F.coalesce(F.sum(F.when(judged, F.col("lag_end"))), F.lit(0)).cast("long").alias("total_lag_end"),
         F.min("window_start").alias("window_start"),
         F.max("window_end").alias("window_end"),
