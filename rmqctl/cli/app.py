@@ -11,6 +11,7 @@ import typer
 
 from rmqctl import __version__
 from rmqctl.cli import (
+    analyze_cmd,
     cluster,
     config_cmd,
     demo_cmd,
@@ -44,6 +45,7 @@ app.add_typer(group.app, name="group")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(rebalance_cmd.app, name="rebalance")
 app.add_typer(emulator_cmd.app, name="emulator")
+app.add_typer(analyze_cmd.app, name="analyze")
 app.command("doctor")(doctor_cmd.doctor)
 app.command("demo")(demo_cmd.demo)
 
