@@ -83,13 +83,13 @@ def row(
 
 
 def series(
-    broker: Sequence[int | None], consumer: Sequence[int | None], start: int = 0, **kw: Any,
+    broker_offsets: Sequence[int | None], consumer_offsets: Sequence[int | None], start: int = 0, **kw: Any,
 ) -> list[dict[str, Any]]:
     """Rows for consecutive rounds from two offset series (None in both = the broker failed that round)."""
     rows = []
-    for k, (b, c) in enumerate(zip(broker, consumer, strict=True)):
+    for k, (b, c) in enumerate(zip(broker_offsets, consumer_offsets, strict=True)):
         if b is None and c is None:
-            rows.append(row(start + k, None, None, error="CONNECTION: broker-a unreachable", **kw))
+            rows.append(row(start + k, None, None, error="CONNECTION: broker unreachable", **kw))
         else:
             rows.append(row(start + k, b, c, **kw))
     return rows
