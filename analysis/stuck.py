@@ -543,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allowed-lag", type=int, default=Thresholds.allowed_lag)
     p.add_argument("--retry-allowed-lag", type=int, default=Thresholds.retry_allowed_lag)
     p.add_argument("--master", default="local[*]", help="local[*] or spark://HOST:PORT")
-    p.add_argument("--driver-memory", default="1g")
+    p.add_argument("--driver-memory", default="512m")
     p.add_argument("--executor-memory", default="512m")
     p.add_argument("--shuffle-partitions", type=int, default=8)
     p.add_argument("-o", "--output", default="table", choices=["table", "json", "jsonl", "csv", "parquet"])
@@ -637,70 +637,99 @@ def render(document: dict[str, Any], fmt: str) -> str:
                                           "total_lag_end", "lag_trend")))
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What to read and how to judge it, settled before any Spark session exists."""
+
+    root: Path
+    files: tuple[SnapshotFile, ...]
+    since_ms: int | None
+    until_ms: int | None
+    window_ms: int
+    thresholds: Thresholds
+    output: str
+    out: str | None
+
+
+def plan(args: argparse.Namespace, warn: Callable[[str], None]) -> Plan:
+    """Check the options and pick the whole snapshot files of the window's date partitions."""
+    th = Thresholds(min_snapshots=max(1, args.min_snapshots), allowed_lag=args.allowed_lag,
+                    retry_allowed_lag=args.retry_allowed_lag)
+    window_ms = parse_duration_ms(args.window)
+    until_ms = parse_time_ms(args.until) if args.until else None
+    since_ms = parse_time_ms(args.since) if args.since else None
+    if since_ms is not None and until_ms is not None and since_ms > until_ms:
+        raise JobError("--since is after --until")
+    if args.output == "parquet" and not args.out:
+        raise JobError("-o parquet needs --out DIR")
+    root = Path(args.directory)
+    first_date = _utc_date(since_ms) if since_ms is not None else (
+        _utc_date(until_ms - window_ms) if until_ms is not None else None)
+    files = list_snapshot_files(root, first_date, _utc_date(until_ms) if until_ms is not None else None, warn)
+    if since_ms is None and until_ms is None and files:
+        # the default window ends at the newest snapshot: only the newest days can hold it
+        newest = max(f.date for f in files)
+        files = [f for f in files if f.date >= newest - dt.timedelta(days=1 + window_ms // 86_400_000)]
+    if not files:
+        raise JobError(f"no snapshot files under {root} for the requested window")
+    return Plan(root, tuple(files), since_ms, until_ms, window_ms, th, args.output, args.out)
+
+
+def run(spark: SparkSession, job: Plan) -> int:
+    """Read, judge and write; 1 when a queue is STALLED or ORPHANED, else 0."""
+    until_ms = job.until_ms
+    if until_ms is None:
+        newest = max(f.date for f in job.files)
+        latest = read_snapshots(spark, [f for f in job.files if f.date == newest]).select(
+            F.unix_millis(F.max("ts"))).first()
+        if latest is None or latest[0] is None:
+            raise JobError(f"no snapshots under {job.root}")
+        until_ms = int(latest[0])
+    since_ms = job.since_ms if job.since_ms is not None else until_ms - job.window_ms
+    verdicts = diagnose(read_snapshots(spark, job.files), since_ms, until_ms, job.thresholds).cache()
+    try:
+        groups = summarize_groups(verdicts)
+        document: dict[str, Any] | None = None
+        if job.output == "parquet":
+            assert job.out is not None
+            for_output(verdicts).write.mode("overwrite").parquet(str(Path(job.out) / "queues"))
+            for_output(groups).write.mode("overwrite").parquet(str(Path(job.out) / "groups"))
+            statuses = {r[0] for r in verdicts.select("status").distinct().collect()}
+        else:
+            queues = _rows(for_output(verdicts).orderBy(*QUEUE_KEY))
+            document = {
+                "since": _iso(since_ms), "until": _iso(until_ms), "since_ts": since_ms, "until_ts": until_ms,
+                "queues": queues, "groups": _rows(for_output(groups).orderBy("cluster", "group")),
+            }
+            statuses = {q["status"] for q in queues}
+    finally:
+        verdicts.unpersist()
+    if not statuses:
+        raise JobError(f"no snapshots under {job.root} between {_iso(since_ms)} and {_iso(until_ms)}")
+    if document is not None:
+        _write_text(job.out, render(document, job.output))
+    return 1 if statuses & set(STUCK_STATUSES) else 0
+
+
+def warn(message: str) -> None:
+    """A one-line warning on stderr (the rmqctl command forwards these)."""
+    sys.stderr.write(f"rmqctl: warning: {message}\n")
+    sys.stderr.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; exit 0 (nothing stuck), 1 (a queue is STALLED or ORPHANED) or 2 (bad input, no snapshots)."""
     args = build_parser().parse_args(argv)
-
-    def warn(message: str) -> None:
-        sys.stderr.write(f"rmqctl: warning: {message}\n")
-        sys.stderr.flush()
-
     try:
-        th = Thresholds(min_snapshots=max(1, args.min_snapshots), allowed_lag=args.allowed_lag,
-                        retry_allowed_lag=args.retry_allowed_lag)
-        window_ms = parse_duration_ms(args.window)
-        until_ms = parse_time_ms(args.until) if args.until else None
-        since_ms = parse_time_ms(args.since) if args.since else None
-        if since_ms is not None and until_ms is not None and since_ms > until_ms:
-            raise JobError("--since is after --until")
-        if args.output == "parquet" and not args.out:
-            raise JobError("-o parquet needs --out DIR")
-        root = Path(args.directory)
-        files = list_snapshot_files(
-            root, _utc_date(since_ms) if since_ms is not None else None,
-            _utc_date(until_ms) if until_ms is not None else None, warn)
-        if until_ms is None and since_ms is None and files:
-            # default window: only the newest day(s) can hold the last --window of snapshots
-            newest = max(f.date for f in files)
-            files = [f for f in files if f.date >= newest - dt.timedelta(days=1 + window_ms // 86_400_000)]
-        if not files:
-            raise JobError(f"no snapshot files under {root} for the requested window")
+        job = plan(args, warn)
         spark = build_session(args.master, args.driver_memory, args.executor_memory, args.shuffle_partitions)
         try:
-            snapshots = read_snapshots(spark, files)
-            if until_ms is None:
-                newest_day = [f for f in files if f.date == max(x.date for x in files)]
-                latest = read_snapshots(spark, newest_day).select(F.unix_millis(F.max("ts"))).first()
-                if latest is None or latest[0] is None:
-                    raise JobError(f"no snapshots under {root}")
-                until_ms = int(latest[0])
-            if since_ms is None:
-                since_ms = until_ms - window_ms
-            verdicts = diagnose(snapshots, since_ms, until_ms, th).cache()
-            groups = summarize_groups(verdicts)
-            if args.output == "parquet":
-                for_output(verdicts).write.mode("overwrite").parquet(str(Path(args.out) / "queues"))
-                for_output(groups).write.mode("overwrite").parquet(str(Path(args.out) / "groups"))
-                statuses = {r[0] for r in verdicts.select("status").distinct().collect()}
-                document: dict[str, Any] | None = None
-            else:
-                order = [F.col(c) for c in QUEUE_KEY]
-                queues = _rows(for_output(verdicts).orderBy(*order))
-                document = {
-                    "since": _iso(since_ms), "until": _iso(until_ms), "since_ts": since_ms, "until_ts": until_ms,
-                    "queues": queues, "groups": _rows(for_output(groups).orderBy("cluster", "group")),
-                }
-                statuses = {q["status"] for q in queues}
-            if not statuses:
-                raise JobError(f"no snapshots under {root} between {_iso(since_ms)} and {_iso(until_ms)}")
-            if document is not None:
-                _write_text(args.out, render(document, args.output))
+            return run(spark, job)
         finally:
             spark.stop()
     except JobError as exc:
         sys.stderr.write(f"rmqctl: error: {exc}\n")
         return 2
-    return 1 if statuses & set(STUCK_STATUSES) else 0
 
 
 def _iso(ms: int) -> str:

@@ -74,13 +74,14 @@ class JobOptions:
     allowed_lag: int = 0
     retry_allowed_lag: int = 10
     master: str = "local[*]"
+    driver_memory: str = "512m"
 
 
 def job_arguments(directory: Path, options: JobOptions, output: str, out: str | None) -> list[str]:
     """The job's own command line (shared by the run and by ``--print-submit``)."""
     args = [str(directory), "--window", options.window, "--min-snapshots", str(options.min_snapshots),
             "--allowed-lag", str(options.allowed_lag), "--retry-allowed-lag", str(options.retry_allowed_lag),
-            "--master", options.master, "-o", output]
+            "--master", options.master, "--driver-memory", options.driver_memory, "-o", output]
     if options.since:
         args += ["--since", options.since]
     if options.until:
@@ -177,6 +178,9 @@ def stuck(
                                                    help="The same for %RETRY% queues.")] = 10,
     master: Annotated[str, typer.Option("--master", help="Spark master: local[*] or spark://HOST:PORT.")]
     = "local[*]",
+    driver_memory: Annotated[str, typer.Option("--driver-memory",
+                                               help="Heap of the Spark driver (local mode: the whole job).")]
+    = "512m",
     output: Annotated[AnalyzeFormat | None, typer.Option("--output", "-o", case_sensitive=False,
                                                          help="table, json, jsonl, csv or parquet.",
                                                          show_default=False)] = None,
@@ -196,7 +200,8 @@ def stuck(
         if fmt is AnalyzeFormat.parquet and out is None:
             raise errors.UsageError("-o parquet needs --out DIR")
         options = JobOptions(window=window, since=since, until=until, min_snapshots=min_snapshots,
-                             allowed_lag=allowed_lag, retry_allowed_lag=retry_allowed_lag, master=master)
+                             allowed_lag=allowed_lag, retry_allowed_lag=retry_allowed_lag, master=master,
+                             driver_memory=driver_memory)
         if print_submit:
             submit_fmt = fmt.value if fmt is not AnalyzeFormat.table or out else "table"
             typer.echo(submit_command(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,3 +113,66 @@ def write_snapshots(root: Path, rows: Sequence[dict[str, Any]], *, name: str = "
             table = pa.Table.from_pylist(part[k:k + chunk], schema=schema)
             pq.write_table(table, folder / f"{name}-{k // chunk}.parquet")
     return root
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def incident_rows() -> list[dict[str, Any]]:
+    """Group ``orders`` on TopicA@broker-a over 12:00–12:10: queue 0 healthy, queue 1 stalled under c2,
+    queue 2 orphaned when c3 left at 12:02:30; plus a broadcasting group that must not show up."""
+    rows: list[dict[str, Any]] = []
+    for i in range(21):
+        broker = 100 + 10 * i
+        rows.append(row(i, broker, broker, group="orders", topic="TopicA", queue_id=0, owner="c1"))
+        rows.append(row(i, broker, 100, group="orders", topic="TopicA", queue_id=1, owner="c2"))
+        rows.append(row(i, broker, broker if i < 5 else 140, group="orders", topic="TopicA", queue_id=2,
+                        owner="c3" if i < 5 else None))
+        rows.append(row(i, broker, 100, group="audit", topic="TopicA", queue_id=0, model="BROADCASTING"))
+    return rows
+
+
+INCIDENT_VERDICTS = [
+    # group, topic, broker, queue_id, status, owner, snapshots, lag_start, lag_end, window_start, window_start_ts
+    ("orders", "TopicA", "broker-a", 0, "OK", "c1", 21, 0, 0, "2026-03-01T12:00:00.000Z", 1772366400000),
+    ("orders", "TopicA", "broker-a", 1, "STALLED", "c2", 20, 10, 200, "2026-03-01T12:00:30.000Z", 1772366430000),
+    ("orders", "TopicA", "broker-a", 2, "ORPHANED", None, 16, 10, 160, "2026-03-01T12:02:30.000Z", 1772366550000),
+]
+"""The verdicts for :func:`incident_rows`, by hand; every window ends at 12:10:00 (1772367000000)."""
+
+
+def verdict_tuples(queues: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    keys = ("group", "topic", "broker", "queue_id", "status", "owner", "snapshots", "lag_start", "lag_end",
+            "window_start", "window_start_ts")
+    return [tuple(q[k] for k in keys) for q in queues]
+
+
+def corrupt_files(folder: Path) -> tuple[Path, Path]:
+    """Drop a corrupt and a truncated Parquet file (and a temp file being written) into a partition."""
+    good = sorted(folder.glob("*.parquet"))[0].read_bytes()
+    corrupt = folder / "corrupt.parquet"
+    corrupt.write_bytes(b"this is not parquet at all, just bytes" * 10)
+    truncated = folder / "truncated.parquet"
+    truncated.write_bytes(good[: len(good) // 2])
+    (folder / "part-9.parquet.tmp").write_bytes(good[:100])
+    return corrupt, truncated
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m rmqctl ARGS`` from the repository root."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "rmqctl", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def incident_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = write_snapshots(tmp_path_factory.mktemp("incident"), incident_rows(), rows_per_file=30)
+    corrupt_files(root / "date=2026-03-01")
+    return root
+
+
+@pytest.fixture(scope="session")
+def local_run(incident_dir: Path) -> subprocess.CompletedProcess[str]:
+    """``rmqctl analyze stuck`` on the incident in local mode, once per session."""
+    return run_cli("analyze", "stuck", str(incident_dir), "-o", "json", "--master", "local[1]")
