@@ -211,119 +211,144 @@ def _clock(ts: Column) -> Column:
     return F.date_format(ts, "HH:mm:ss")
 
 
+RULE_STATUS = {
+    "dlq": "DLQ", "min-snapshots": "INSUFFICIENT_DATA", "rewind": "REWOUND", "no-new-messages": "IDLE",
+    "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
+    "owner-not-subscribed": "ORPHANED", "offset-pinned": "LAGGING", "retry-threshold": "LAGGING",
+    "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
+}
+"""The status each rule gives; the rules are tried in this order and the first that holds fires."""
+
+_ON_RUN = ("no-owner", "owner-not-subscribed", "offset-pinned", "retry-threshold", "frozen")
+_ON_SEGMENT = ("owner-changed", "lag-growing", "moving")
+
+
 def judge(th: Thresholds) -> Transform:
-    """Turn per-queue summaries into verdicts: status, rule, reason and the numbers behind them."""
+    """Turn per-queue summaries into verdicts: status, rule, reason and the numbers behind them.
+
+    Three steps, so that no expression is repeated inside another: the facts every rule looks at, the
+    first rule that holds, then its status (from :data:`RULE_STATUS`) and its explanation.
+    """
 
     def apply(df: DataFrame) -> DataFrame:
-        last, first, seg, run = F.col("last"), F.col("first"), F.col("last.seg_start"), F.col("last.run_start")
-        n_window = F.coalesce(F.col("n_window"), F.lit(0))
-        n_missing = F.coalesce(F.col("n_missing"), F.lit(0))
-        seg_n = last["rn"] - seg["rn"] + 1
-        frozen_n = last["rn"] - run["rn"] + 1
-        frozen_ms = F.unix_millis(last["ts"]) - F.unix_millis(run["ts"])
-        allowed = _allowed_lag(th)
-        owner_text = F.coalesce(last["owner"], F.lit("nobody"))
-        is_dlq = F.col("topic").startswith("%DLQ%")
-        is_retry = _is_retry(F.col("topic"))
-        advanced_while_frozen = last["bo"] > run["bo"]
-        pulled_while_frozen = F.coalesce(last["pull"] > run["pull"], F.lit(False))
-        orphan = last["owner"].isNull() | (last["subscribed"] == F.lit(False))
-        stuck_shape = frozen_n >= th.min_snapshots
-        work = F.when(
-            advanced_while_frozen, F.format_string("while broker offset rose %d -> %d", run["bo"], last["bo"])
-        ).otherwise(F.format_string("with a backlog of %d and no new messages", run["lag"]))
-        behind_ms = F.when(last["lag"] == 0, F.lit(0)).otherwise(
-            F.unix_millis(last["broker_last_ts"]) - F.unix_millis(last["last_consumed_ts"])
+        last, first = F.col("last"), F.col("first")
+        seg, run = F.col("last.seg_start"), F.col("last.run_start")
+        facts = df.select(
+            *QUEUE_KEY, "first", "last", "co_max", "rewind", "last_error",
+            F.coalesce(F.col("n_window"), F.lit(0)).cast("int").alias("n_window"),
+            F.coalesce(F.col("n_missing"), F.lit(0)).cast("int").alias("n_missing"),
+            (last["rn"] - seg["rn"] + 1).alias("seg_n"),
+            (last["rn"] - run["rn"] + 1).alias("frozen_n"),
+            (F.unix_millis(last["ts"]) - F.unix_millis(run["ts"])).alias("frozen_ms"),
+            F.when(last["lag"] == 0, F.lit(0)).otherwise(
+                F.unix_millis(last["broker_last_ts"]) - F.unix_millis(last["last_consumed_ts"])
+            ).alias("behind_ms"),
+            _allowed_lag(th).alias("allowed"),
         )
+        c = F.col
+        stuck_shape = c("frozen_n") >= th.min_snapshots
+        pulled_while_frozen = F.coalesce(last["pull"] > run["pull"], F.lit(False))
+        rules: list[tuple[str, Column]] = [
+            ("min-snapshots", c("last").isNull()),  # the broker failed every round of the window
+            ("dlq", c("topic").startswith("%DLQ%")),
+            ("min-snapshots", c("n_window") < th.min_snapshots),
+            ("rewind", c("co_max") > last["co"]),
+            ("no-new-messages", (last["bo"] == first["bo"]) & (last["lag"] <= c("allowed"))),
+            ("caught-up", last["lag"] <= c("allowed")),
+            ("owner-changed", c("seg_n") < th.min_snapshots),
+            ("no-owner", stuck_shape & last["owner"].isNull()),
+            ("owner-not-subscribed", stuck_shape & (last["subscribed"] == F.lit(False))),
+            ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
+            ("retry-threshold", stuck_shape & _is_retry(c("topic")) & (c("frozen_ms") < th.retry_min_stall_ms)),
+            ("frozen", stuck_shape),
+            ("lag-growing", (last["caught_up_rn"].isNull() | (last["caught_up_rn"] < seg["rn"]))
+             & (last["lag"] > seg["lag"])),
+        ]
+        rule: Any = F
+        for rule_id, condition in rules:
+            rule = rule.when(condition, F.lit(rule_id))
+        ruled = facts.withColumn("rule", rule.otherwise(F.lit("moving")))
+
+        behind = _duration(c("behind_ms"))
+        work = F.when(
+            last["bo"] > run["bo"], F.format_string("while broker offset rose %d -> %d", run["bo"], last["bo"])
+        ).otherwise(F.format_string("with a backlog of %d and no new messages", run["lag"]))
+        owner_text = F.coalesce(last["owner"], F.lit("nobody"))
         owner_moved = F.when(
             seg["changed"], F.format_string(" (moved there at %s)", _clock(seg["ts"]))
         ).otherwise(F.lit(""))
-
-        rules: list[tuple[Column, str, str, Column]] = [
-            (is_dlq, "DLQ", "dlq", F.format_string(
+        reasons: dict[str, Column] = {
+            "dlq": F.format_string(
                 "dead-letter queue, reported not judged: %d message(s) not consumed, broker offset %d -> %d",
-                last["lag"], first["bo"], last["bo"])),
-            (n_window < th.min_snapshots, "INSUFFICIENT_DATA", "min-snapshots", F.format_string(
-                "only %d snapshot(s) in the window (%d missing), %d needed",
-                n_window, n_missing, F.lit(th.min_snapshots))),
-            (F.col("co_max") > last["co"], "REWOUND", "rewind", F.format_string(
+                last["lag"], first["bo"], last["bo"]),
+            "rewind": F.format_string(
                 "consumer offset went back from %d to %d at %s and has not caught up (now %d, was %d)",
-                F.col("rewind.before"), F.col("rewind.after"), _clock(F.col("rewind.ts")), last["co"],
-                F.col("co_max"))),
-            ((last["bo"] == first["bo"]) & (last["lag"] <= allowed), "IDLE", "no-new-messages", F.format_string(
+                c("rewind.before"), c("rewind.after"), _clock(c("rewind.ts")), last["co"], c("co_max")),
+            "no-new-messages": F.format_string(
                 "no new messages: broker offset stayed at %d over %d snapshots; lag %d",
-                last["bo"], n_window, last["lag"])),
-            (last["lag"] <= allowed, "OK", "caught-up", F.format_string(
+                last["bo"], c("n_window"), last["lag"]),
+            "caught-up": F.format_string(
                 "caught up: lag %d <= %d at the last snapshot; consumer offset %d -> %d",
-                last["lag"], allowed, first["co"], last["co"])),
-            (seg_n < th.min_snapshots, "INSUFFICIENT_DATA", "owner-changed", F.format_string(
+                last["lag"], c("allowed"), first["co"], last["co"]),
+            "owner-changed": F.format_string(
                 "owner changed to %s at %s; only %d snapshot(s) since, %d needed",
-                owner_text, _clock(seg["ts"]), seg_n, F.lit(th.min_snapshots))),
-            (orphan & stuck_shape & last["owner"].isNull(), "ORPHANED", "no-owner", F.format_string(
+                owner_text, _clock(seg["ts"]), c("seg_n"), F.lit(th.min_snapshots)),
+            "no-owner": F.format_string(
                 "no owner: consumer offset frozen at %d since %s (%d snapshots) %s; lag %d -> %d, %s behind",
-                last["co"], _clock(run["ts"]), frozen_n, work, run["lag"], last["lag"], _duration(behind_ms))),
-            (orphan & stuck_shape, "ORPHANED", "owner-not-subscribed", F.format_string(
+                last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"], last["lag"], behind),
+            "owner-not-subscribed": F.format_string(
                 "owner %s does not subscribe %s: consumer offset frozen at %d since %s (%d snapshots) %s; "
                 "lag %d -> %d, %s behind",
-                owner_text, F.col("topic"), last["co"], _clock(run["ts"]), frozen_n, work, run["lag"], last["lag"],
-                _duration(behind_ms))),
-            (stuck_shape & pulled_while_frozen & (frozen_ms <= th.consume_timeout_ms), "LAGGING",
-             "offset-pinned", F.format_string(
+                owner_text, c("topic"), last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"],
+                last["lag"], behind),
+            "offset-pinned": F.format_string(
                 "committed offset held at %d since %s by an in-flight message while pulls go on "
                 "(pull offset %d -> %d); lag %d; heals within consumeTimeout %s",
                 last["co"], _clock(run["ts"]), run["pull"], last["pull"], last["lag"],
-                _duration(F.lit(th.consume_timeout_ms)))),
-            (stuck_shape & is_retry & (frozen_ms < th.retry_min_stall_ms), "LAGGING", "retry-threshold",
-             F.format_string(
+                _duration(F.lit(th.consume_timeout_ms))),
+            "retry-threshold": F.format_string(
                 "retry queue frozen at %d for %s (under the %s retry threshold); lag %d",
-                last["co"], _duration(frozen_ms), _duration(F.lit(th.retry_min_stall_ms)), last["lag"])),
-            (stuck_shape, "STALLED", "frozen", F.format_string(
+                last["co"], _duration(c("frozen_ms")), _duration(F.lit(th.retry_min_stall_ms)), last["lag"]),
+            "frozen": F.format_string(
                 "consumer offset frozen at %d since %s (%d snapshots, %s) %s under owner %s%s; "
                 "lag %d -> %d, %s behind",
-                last["co"], _clock(run["ts"]), frozen_n, _duration(frozen_ms), work, owner_text, owner_moved,
-                run["lag"], last["lag"], _duration(behind_ms))),
-            ((last["caught_up_rn"].isNull() | (last["caught_up_rn"] < seg["rn"])) & (last["lag"] > seg["lag"]),
-             "LAGGING", "lag-growing", F.format_string(
+                last["co"], _clock(run["ts"]), c("frozen_n"), _duration(c("frozen_ms")), work, owner_text,
+                owner_moved, run["lag"], last["lag"], behind),
+            "lag-growing": F.format_string(
                 "consumer moving (%d -> %d) but lag grew %d -> %d and never got within %d; %s behind",
-                seg["co"], last["co"], seg["lag"], last["lag"], allowed, _duration(behind_ms))),
-            (F.lit(True), "OK", "moving", F.format_string(
-                "consumer moving: offset %d -> %d, lag %d -> %d",
-                seg["co"], last["co"], seg["lag"], last["lag"])),
-        ]
-        status: Any = F
-        rule: Any = F
-        reason: Any = F
-        for condition, name, rule_id, text in rules:
-            status = status.when(condition, F.lit(name))
-            rule = rule.when(condition, F.lit(rule_id))
-            reason = reason.when(condition, text)
-        # queues whose broker failed every round of the window have no answered snapshot at all
-        no_data = F.col("last").isNull()
-        no_data_reason = F.format_string(
-            "no answered snapshot in the window: %d missing (last error: %s)", n_missing, F.col("last_error"))
-        status = F.when(no_data, F.lit("INSUFFICIENT_DATA")).otherwise(status)
-        rule = F.when(no_data, F.lit("min-snapshots")).otherwise(rule)
-        reason = F.when(no_data, no_data_reason).otherwise(reason)
+                seg["co"], last["co"], seg["lag"], last["lag"], c("allowed"), behind),
+            "moving": F.format_string(
+                "consumer moving: offset %d -> %d, lag %d -> %d", seg["co"], last["co"], seg["lag"], last["lag"]),
+        }
+        min_snapshots_reason = F.when(c("last").isNull(), F.format_string(
+            "no answered snapshot in the window: %d missing (last error: %s)", c("n_missing"), c("last_error"),
+        )).otherwise(F.format_string(
+            "only %d snapshot(s) in the window (%d missing), %d needed",
+            c("n_window"), c("n_missing"), F.lit(th.min_snapshots)))
+        reason: Any = F.when(c("rule") == "min-snapshots", min_snapshots_reason)
+        for rule_id, text in reasons.items():
+            reason = reason.when(c("rule") == rule_id, text)
+        status = F.create_map(*[F.lit(x) for pair in RULE_STATUS.items() for x in pair])[c("rule")]
 
-        judged = df.select("*", status.alias("status"), rule.alias("rule"), reason.alias("reason"))
         # the span a verdict speaks about: the frozen run for the stuck rules, the part under the current
         # owner for the moving ones, the whole window for the others
-        on_segment = F.col("rule").isin("owner-changed", "lag-growing", "moving")
-        on_run = F.col("rule").isin("no-owner", "owner-not-subscribed", "offset-pinned", "retry-threshold", "frozen")
+        on_run = c("rule").isin(*_ON_RUN)
+        on_segment = c("rule").isin(*_ON_SEGMENT)
 
         def start(field: str) -> Column:
             return F.when(on_run, run[field]).when(on_segment, seg[field]).otherwise(first[field])
 
-        return judged.select(
+        return ruled.select(
             *QUEUE_KEY,
-            "status",
+            status.alias("status"),
             "rule",
-            "reason",
+            reason.alias("reason"),
             start("ts").alias("window_start"),
             last["ts"].alias("window_end"),
-            F.when(on_run, frozen_n).when(on_segment, seg_n).otherwise(n_window).cast("int").alias("snapshots"),
-            n_window.cast("int").alias("window_snapshots"),
-            n_missing.cast("int").alias("missing_snapshots"),
+            F.when(on_run, c("frozen_n")).when(on_segment, c("seg_n")).otherwise(c("n_window")).cast("int")
+            .alias("snapshots"),
+            c("n_window").alias("window_snapshots"),
+            c("n_missing").alias("missing_snapshots"),
             last["owner"].alias("owner"),
             F.when(seg["changed"], seg["ts"]).alias("owner_since"),
             F.when(seg["changed"], seg["prev_owner"]).alias("previous_owner"),
@@ -333,7 +358,7 @@ def judge(th: Thresholds) -> Transform:
             last["co"].alias("consumer_offset_end"),
             start("lag").alias("lag_start"),
             last["lag"].alias("lag_end"),
-            behind_ms.alias("lag_time_ms"),
+            c("behind_ms").alias("lag_time_ms"),
             first["lag"].alias("window_lag_start"),
             run["ts"].alias("frozen_since"),
         )
