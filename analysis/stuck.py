@@ -113,20 +113,18 @@ def _allowed_lag(th: Thresholds) -> Column:
 
 
 def mark_progress(th: Thresholds) -> Transform:
-    """Per answered snapshot, in time order per queue: lag, owner segments and consumer-offset runs.
+    """Per answered snapshot, in time order per queue: its lag, position and what starts there.
 
-    Adds ``lag``, ``rn`` (position in the window), ``seg_start`` (the first snapshot under the
-    current owner: ts, offsets, lag, rn, the previous owner and whether the owner changed),
-    ``run_start`` (the first snapshot of the current frozen run: since the consumer offset last
-    moved, the owner changed or the consumer was last caught up; ts, broker offset, pull offset,
-    lag, rn), ``caught_up_rn`` (last position with lag within the allowed lag) and
-    ``rewind`` (ts, offset before, offset after) where the consumer offset went back.
+    Adds ``lag``, ``rn`` (position in the window), ``prev_owner``, ``owner_changed``, ``seg_boundary``
+    (first snapshot under a new owner), ``run_boundary`` (first snapshot of a frozen run: the consumer
+    offset moved, the owner changed, or the previous snapshot was caught up — the consumer had nothing to
+    do until then), ``caught_up`` and ``rewind`` (ts, offset before, offset after) where the consumer
+    offset went back. Only offset window functions (row_number, lag): one sort per queue, no running frames.
     Rows a broker failed to answer are removed first: a gap, not a zero.
     """
 
     def apply(df: DataFrame) -> DataFrame:
         by_time = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
-        so_far = by_time.rowsBetween(Window.unboundedPreceding, Window.currentRow)
         answered = df.where(
             F.col("error").isNull() & F.col("broker_offset").isNotNull() & F.col("consumer_offset").isNotNull()
         ).drop("error").withColumn(
@@ -140,27 +138,16 @@ def mark_progress(th: Thresholds) -> Transform:
             F.lag("lag").over(by_time).alias("prev_lag"),
         )
         owner_changed = (F.col("rn") > 1) & ~F.col("owner").eqNullSafe(F.col("prev_owner"))
-        # a "frozen run" starts where the consumer offset last moved, the owner changed, or right after a
-        # snapshot where the consumer was caught up (it had nothing to do until then)
-        run_starts = (
-            (F.col("rn") == 1) | owner_changed | (F.col("consumer_offset") != F.col("prev_co"))
-            | (F.col("prev_lag") <= _allowed_lag(th))
-        )
-        seg_start = F.struct(
-            F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-            F.col("lag"), F.col("rn"), F.col("prev_owner"), owner_changed.alias("changed"),
-        )
-        run_start = F.struct(
-            F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-            F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"),
-        )
+        seg_boundary = (F.col("rn") == 1) | owner_changed
+        run_boundary = seg_boundary | (F.col("consumer_offset") != F.col("prev_co")) | (
+            F.col("prev_lag") <= _allowed_lag(th))
         rewind = F.struct(F.col("ts"), F.col("prev_co").alias("before"), F.col("consumer_offset").alias("after"))
         return step.select(
             "*",
-            F.last(F.when((F.col("rn") == 1) | owner_changed, seg_start), ignorenulls=True)
-            .over(so_far).alias("seg_start"),
-            F.last(F.when(run_starts, run_start), ignorenulls=True).over(so_far).alias("run_start"),
-            F.max(F.when(F.col("lag") <= _allowed_lag(th), F.col("rn"))).over(so_far).alias("caught_up_rn"),
+            owner_changed.alias("owner_changed"),
+            seg_boundary.alias("seg_boundary"),
+            run_boundary.alias("run_boundary"),
+            (F.col("lag") <= _allowed_lag(th)).alias("caught_up"),
             F.when(F.col("consumer_offset") < F.col("prev_co"), rewind).alias("rewind"),
         )
 
@@ -168,7 +155,8 @@ def mark_progress(th: Thresholds) -> Transform:
 
 
 def summarize_queues(df: DataFrame) -> DataFrame:
-    """One row per queue: the window's first and last snapshot and what the window saw in between."""
+    """One row per queue: first and last snapshot, the start of the last owner segment and of the last frozen
+    run (the latest boundary rows), the last caught-up position, the highest consumer offset, the last rewind."""
     first = F.struct(
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"), F.col("lag"),
     )
@@ -176,12 +164,23 @@ def summarize_queues(df: DataFrame) -> DataFrame:
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
         F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), F.col("owner"),
         F.col("owner_subscribed").alias("subscribed"), F.col("last_consumed_ts"), F.col("broker_last_ts"),
-        F.col("seg_start"), F.col("run_start"), F.col("caught_up_rn"),
+    )
+    seg_start = F.struct(
+        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
+        F.col("lag"), F.col("rn"), F.col("prev_owner"), F.col("owner_changed").alias("changed"),
+    )
+    run_start = F.struct(
+        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
+        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"),
     )
     return df.groupBy(*QUEUE_KEY).agg(
         F.count(F.lit(1)).alias("n_window"),
         F.min_by(first, F.col("ts")).alias("first"),
         F.max_by(last, F.col("ts")).alias("last"),
+        # max_by skips rows whose ordering is null: the latest boundary row wins
+        F.max_by(seg_start, F.when(F.col("seg_boundary"), F.col("ts"))).alias("seg_start"),
+        F.max_by(run_start, F.when(F.col("run_boundary"), F.col("ts"))).alias("run_start"),
+        F.max(F.when(F.col("caught_up"), F.col("rn"))).alias("caught_up_rn"),
         F.max("consumer_offset").alias("co_max"),
         F.max("rewind").alias("rewind"),
     )
@@ -232,9 +231,9 @@ def judge(th: Thresholds) -> Transform:
 
     def apply(df: DataFrame) -> DataFrame:
         last, first = F.col("last"), F.col("first")
-        seg, run = F.col("last.seg_start"), F.col("last.run_start")
+        seg, run = F.col("seg_start"), F.col("run_start")
         facts = df.select(
-            *QUEUE_KEY, "first", "last", "co_max", "rewind", "last_error",
+            *QUEUE_KEY, "first", "last", "seg_start", "run_start", "caught_up_rn", "co_max", "rewind", "last_error",
             F.coalesce(F.col("n_window"), F.lit(0)).cast("int").alias("n_window"),
             F.coalesce(F.col("n_missing"), F.lit(0)).cast("int").alias("n_missing"),
             (last["rn"] - seg["rn"] + 1).alias("seg_n"),
@@ -261,7 +260,7 @@ def judge(th: Thresholds) -> Transform:
             ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
             ("retry-threshold", stuck_shape & _is_retry(c("topic")) & (c("frozen_ms") < th.retry_min_stall_ms)),
             ("frozen", stuck_shape),
-            ("lag-growing", (last["caught_up_rn"].isNull() | (last["caught_up_rn"] < seg["rn"]))
+            ("lag-growing", (c("caught_up_rn").isNull() | (c("caught_up_rn") < seg["rn"]))
              & (last["lag"] > seg["lag"])),
         ]
         rule: Any = F
