@@ -8,7 +8,7 @@ _rmqctl_lookup() {
   # A|path: positional arguments). Sets _rmqctl_r; status 1 when there is no such entry.
   _rmqctl_r=
   case "$1" in
-    'S|') _rmqctl_r='doctor demo cluster topic group config rebalance emulator snapshot completion' ;;
+    'S|') _rmqctl_r='doctor demo cluster topic group config rebalance emulator snapshot analyze completion' ;;
     'O|') _rmqctl_r='--namesrv -n --context --output -o --timeout --emulator --at --dashboard --debug --version --help -h' ;;
     'V||--namesrv') _rmqctl_r='@none' ;;
     'V||-n') _rmqctl_r='@none' ;;
@@ -293,6 +293,21 @@ _rmqctl_lookup() {
     'V|snapshot export|--at') _rmqctl_r='@none' ;;
     'V|snapshot export|--table') _rmqctl_r='@none' ;;
     'A|snapshot export') _rmqctl_r='@groups*' ;;
+    'S|analyze') _rmqctl_r='stuck' ;;
+    'O|analyze') _rmqctl_r='--help -h' ;;
+    'O|analyze stuck') _rmqctl_r='--window --since --until --min-snapshots --allowed-lag --retry-allowed-lag --master --driver-memory --output -o --out --print-submit --help -h' ;;
+    'V|analyze stuck|--window') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--since') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--until') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--min-snapshots') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--allowed-lag') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--retry-allowed-lag') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--master') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--driver-memory') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--output') _rmqctl_r='table json jsonl csv parquet' ;;
+    'V|analyze stuck|-o') _rmqctl_r='table json jsonl csv parquet' ;;
+    'V|analyze stuck|--out') _rmqctl_r='@files' ;;
+    'A|analyze stuck') _rmqctl_r='@files' ;;
     'O|completion') _rmqctl_r='--help -h' ;;
     'A|completion') _rmqctl_r='bash zsh fish' ;;
     *) return 1 ;;

@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "rebalance": "rmqctl.cli.rebalance_cmd:app",
     "emulator": "rmqctl.cli.emulator_cmd:app",
     "snapshot": "rmqctl.cli.snapshot_cmd:app",
+    "analyze": "rmqctl.cli.analyze_cmd:app",
     "completion": "rmqctl.cli.completion:completion",
 }
 

@@ -1,0 +1,231 @@
+"""The stuck-queue job on Spark against the same rules as one DuckDB query, on the same snapshot files.
+
+``python bench/bench_stuck.py DIR [--master local[2]] [--driver-memory 2g]`` (DIR from
+``bench/gen_snapshots.py``) runs, each in its own child process and over the whole dataset:
+
+- **spark**: ``analysis.stuck`` (``plan`` + ``run``, JSON out) on a fresh session; the child reports the
+  session start-up and the job separately;
+- **duckdb**: :data:`DUCKDB_SQL`, the same rules (statuses only, no explanations) over ``read_parquet``.
+
+For each it reports whole-process wall time, time without start-up, rows per second and the peak resident
+memory of the whole process tree (the JVM included), sampled every 50 ms from /proc. Then it checks that both
+give every queue the same status, and both the generator's expected status. Prints a table and one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SINCE = "2026-03-01T00:00:00Z"
+UNTIL = "2026-12-31T00:00:00Z"
+
+DUCKDB_SQL = r"""
+WITH answered AS (
+    SELECT cluster, "group", topic, broker, queue_id, ts, broker_offset AS bo, consumer_offset AS co,
+           pull_offset AS pull, owner, owner_subscribed AS sub,
+           greatest(broker_offset - consumer_offset, 0) AS lag,
+           CASE WHEN starts_with(topic, '%RETRY%') THEN $retry_allowed ELSE $allowed END AS allowed
+    FROM read_parquet($files)
+    WHERE ts BETWEEN $since AND $until AND coalesce(message_model, '') <> 'BROADCASTING'
+      AND error IS NULL AND broker_offset IS NOT NULL AND consumer_offset IS NOT NULL
+), stepped AS (
+    SELECT *, row_number() OVER q AS rn, lag(owner) OVER q AS prev_owner, lag(co) OVER q AS prev_co,
+           lag(lag) OVER q AS prev_lag
+    FROM answered
+    WINDOW q AS (PARTITION BY cluster, "group", topic, broker, queue_id ORDER BY ts)
+), marked AS (
+    SELECT *, (rn > 1 AND owner IS DISTINCT FROM prev_owner) AS changed FROM stepped
+), runs AS (
+    SELECT *,
+        last_value(CASE WHEN rn = 1 OR changed THEN {'ts': ts, 'bo': bo, 'co': co, 'lag': lag, 'rn': rn} END
+                   IGNORE NULLS) OVER r AS seg,
+        last_value(CASE WHEN rn = 1 OR changed OR co <> prev_co OR prev_lag <= allowed
+                        THEN {'ts': ts, 'bo': bo, 'pull': pull, 'lag': lag, 'rn': rn} END IGNORE NULLS) OVER r AS run,
+        max(CASE WHEN lag <= allowed THEN rn END) OVER r AS caught_up_rn
+    FROM marked
+    WINDOW r AS (PARTITION BY cluster, "group", topic, broker, queue_id ORDER BY ts
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+), queues AS (
+    SELECT cluster, "group", topic, broker, queue_id, count(*) AS n, arg_min(bo, ts) AS first_bo,
+           max(co) AS co_max,
+           arg_max({'ts': ts, 'bo': bo, 'co': co, 'pull': pull, 'lag': lag, 'rn': rn, 'owner': owner,
+                    'sub': sub, 'seg': seg, 'run': run, 'cu': caught_up_rn, 'allowed': allowed}, ts) AS l
+    FROM runs GROUP BY ALL
+)
+SELECT "group", topic, broker, queue_id, CASE
+    WHEN starts_with(topic, '%DLQ%') THEN 'DLQ'
+    WHEN n < $min_snapshots THEN 'INSUFFICIENT_DATA'
+    WHEN co_max > l.co THEN 'REWOUND'
+    WHEN l.bo = first_bo AND l.lag <= l.allowed THEN 'IDLE'
+    WHEN l.lag <= l.allowed THEN 'OK'
+    WHEN l.rn - l.seg.rn + 1 < $min_snapshots THEN 'INSUFFICIENT_DATA'
+    WHEN (l.owner IS NULL OR l.sub = false) AND l.rn - l.run.rn + 1 >= $min_snapshots THEN 'ORPHANED'
+    WHEN l.rn - l.run.rn + 1 >= $min_snapshots AND coalesce(l.pull > l.run.pull, false)
+         AND epoch_ms(l.ts) - epoch_ms(l.run.ts) <= 900000 THEN 'LAGGING'
+    WHEN l.rn - l.run.rn + 1 >= $min_snapshots AND starts_with(topic, '%RETRY%')
+         AND epoch_ms(l.ts) - epoch_ms(l.run.ts) < 300000 THEN 'LAGGING'
+    WHEN l.rn - l.run.rn + 1 >= $min_snapshots THEN 'STALLED'
+    WHEN (l.cu IS NULL OR l.cu < l.seg.rn) AND l.lag > l.seg.lag THEN 'LAGGING'
+    ELSE 'OK' END AS status
+FROM queues
+"""
+"""The job's rules (analysis/stuck.py ``judge``) as one DuckDB query, without the explanations."""
+
+
+def _key(q: dict[str, Any]) -> str:
+    return f"{q['group']}|{q['topic']}|{q['broker']}|{q['queue_id']}"
+
+
+def child_spark(args: argparse.Namespace) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    from analysis import stuck
+
+    started = time.perf_counter()
+    spark = stuck.build_session(args.master, args.driver_memory, args.driver_memory, args.shuffle_partitions)
+    spark.sparkContext.setLogLevel("ERROR")
+    ready = time.perf_counter()
+    job = stuck.plan(stuck.build_parser().parse_args(
+        [str(args.directory), "--since", SINCE, "--until", UNTIL, "-o", "json", "--out", str(args.result)]),
+        stuck.warn)
+    code = stuck.run(spark, job)
+    done = time.perf_counter()
+    spark.stop()
+    queues = json.loads(args.result.read_text())["queues"]
+    args.result.write_text(json.dumps({_key(q): q["status"] for q in queues}))
+    return {"startup_s": ready - started, "job_s": done - ready, "exit": code}
+
+
+def child_duckdb(args: argparse.Namespace) -> dict[str, Any]:
+    import duckdb
+
+    started = time.perf_counter()
+    con = duckdb.connect(config={"threads": args.threads})
+    ready = time.perf_counter()
+    files = sorted(str(p) for p in Path(args.directory).glob("date=*/*.parquet"))
+    rows = con.execute(DUCKDB_SQL, {
+        "files": files, "since": SINCE.replace("Z", "+00:00"), "until": UNTIL.replace("Z", "+00:00"),
+        "allowed": 0, "retry_allowed": 10, "min_snapshots": 3,
+    }).fetchall()
+    done = time.perf_counter()
+    args.result.write_text(json.dumps({f"{g}|{t}|{b}|{q}": s for g, t, b, q, s in rows}))
+    return {"startup_s": ready - started, "job_s": done - ready, "exit": 0}
+
+
+def _tree_rss_kib(root_pid: int) -> int:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        except OSError:
+            continue
+        pid = int(entry)
+        children.setdefault(int(fields.get("PPid", "0").strip()), []).append(pid)
+        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0])
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def measure(engine: str, args: argparse.Namespace, result: Path) -> dict[str, Any]:
+    command = [sys.executable, __file__, str(args.directory), "--child", engine, "--result", str(result),
+               "--master", args.master, "--driver-memory", args.driver_memory, "--threads", str(args.threads),
+               "--shuffle-partitions", str(args.shuffle_partitions)]
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss_kib(proc.pid))
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    wall = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{engine} child failed with exit {proc.returncode}")
+    report = json.loads(out.strip().splitlines()[-1])
+    return {"engine": engine, "wall_s": wall, "startup_s": report["startup_s"], "job_s": report["job_s"],
+            "peak_rss_mib": peak / 1024, "job_exit": report["exit"]}
+
+
+def count_rows(directory: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in directory.glob("date=*/*.parquet"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
+    parser.add_argument("--engines", default="duckdb,spark")
+    parser.add_argument("--child", choices=["spark", "duckdb"], help=argparse.SUPPRESS)
+    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        report = child_spark(args) if args.child == "spark" else child_duckdb(args)
+        print(json.dumps(report))
+        return
+
+    rows = count_rows(args.directory)
+    load_before = os.getloadavg()
+    results, verdicts = [], {}
+    work = args.directory / ".bench"
+    work.mkdir(exist_ok=True)
+    for engine in args.engines.split(","):
+        result = work / f"{engine}.json"
+        measured = measure(engine, args, result)
+        measured["rows_per_s_job"] = rows / measured["job_s"]
+        measured["rows_per_s_wall"] = rows / measured["wall_s"]
+        results.append(measured)
+        verdicts[engine] = json.loads(result.read_text())
+    load_after = os.getloadavg()
+
+    expected = json.loads((args.directory / "expected.json").read_text())
+    agree = {engine: sum(1 for k, s in expected.items() if got.get(k) == s) for engine, got in verdicts.items()}
+    same = len(verdicts) < 2 or verdicts.get("spark") == verdicts.get("duckdb")
+    print(f"{rows:,} rows, {len(expected):,} queues, load average {load_before[0]:.1f} before / "
+          f"{load_after[0]:.1f} after")
+    print(f"{'engine':8} {'wall s':>8} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} {'Mrows/s wall':>13} "
+          f"{'peak MiB':>9}  expected")
+    for r in results:
+        print(f"{r['engine']:8} {r['wall_s']:8.1f} {r['startup_s']:8.1f} {r['job_s']:8.1f} "
+              f"{r['rows_per_s_job'] / 1e6:12.2f} {r['rows_per_s_wall'] / 1e6:13.2f} {r['peak_rss_mib']:9.0f}  "
+              f"{agree[r['engine']]}/{len(expected)}")
+    if len(results) == 2:
+        spark, duck = (next(r for r in results if r["engine"] == e) for e in ("spark", "duckdb"))
+        print(f"spark / duckdb: wall {spark['wall_s'] / duck['wall_s']:.2f}x, "
+              f"without start-up {spark['job_s'] / duck['job_s']:.2f}x; same verdicts: {same}")
+    print(json.dumps({"rows": rows, "queues": len(expected), "results": results, "expected_agree": agree,
+                      "same_verdicts": same, "load": [load_before[0], load_after[0]]}))
+    if not same or any(a != len(expected) for a in agree.values()):
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""``rmqctl analyze …``: batch analyses of recorded offset snapshots with Spark.
+
+``analyze stuck DIR`` runs the PySpark job ``analysis.stuck`` as its own process (``python -m
+analysis.stuck``: the job ships with spark-submit and must not import rmqctl, and rmqctl must not
+import it), hands it the options, forwards its ``rmqctl:`` messages, renders its JSON document with
+the one renderer and exits with its code: 0 nothing stuck, 1 a queue is STALLED or ORPHANED, 2 bad
+input (no snapshots in the window, a schema newer than the job, pyspark missing).
+
+Must not import pyspark or textual (nor the ``analysis`` package).
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib.util
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rmqctl import errors
+from rmqctl.cli.common import console, settings
+from rmqctl.cli.render import OutputFormat, Table, View, emit
+
+app = typer.Typer(help="Analyse recorded offset snapshots (needs the spark extra).", no_args_is_help=True)
+
+INSTALL_HINT = "pyspark is not installed; install it with: pip install 'rmqctl[spark]'"
+JOB_MODULE = "analysis.stuck"
+
+
+class AnalyzeFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    jsonl = "jsonl"
+    csv = "csv"
+    parquet = "parquet"
+
+
+def _module_available(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _analysis_root() -> Path:
+    """The directory holding the ``analysis`` package (found without importing it)."""
+    try:
+        spec = importlib.util.find_spec("analysis")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise errors.ConfigError("the analysis package is not installed alongside rmqctl",
+                                 hint="pip install 'rmqctl[spark]'")
+    return Path(next(iter(spec.submodule_search_locations))).resolve().parent
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """The analysis options the command passes through to the job."""
+
+    window: str = "10m"
+    since: str | None = None
+    until: str | None = None
+    min_snapshots: int = 3
+    allowed_lag: int = 0
+    retry_allowed_lag: int = 10
+    master: str = "local[*]"
+    driver_memory: str = "512m"
+
+
+def job_arguments(directory: Path, options: JobOptions, output: str, out: str | None) -> list[str]:
+    """The job's own command line (shared by the run and by ``--print-submit``)."""
+    args = [str(directory), "--window", options.window, "--min-snapshots", str(options.min_snapshots),
+            "--allowed-lag", str(options.allowed_lag), "--retry-allowed-lag", str(options.retry_allowed_lag),
+            "--master", options.master, "--driver-memory", options.driver_memory, "-o", output]
+    if options.since:
+        args += ["--since", options.since]
+    if options.until:
+        args += ["--until", options.until]
+    if out:
+        args += ["--out", out]
+    return args
+
+
+def submit_command(job_args: Sequence[str], master: str) -> str:
+    """The equivalent ``spark-submit`` command line for running the job on a cluster."""
+    script = _analysis_root() / "analysis" / "stuck.py"
+    parts = ["spark-submit", "--master", master, "--name", "rmqctl-analyze-stuck",
+             "--conf", "spark.sql.session.timeZone=UTC", "--conf", "spark.ui.showConsoleProgress=false",
+             str(script), *job_args]
+    return shlex.join(parts)
+
+
+def _run_job(job_args: Sequence[str], debug: bool) -> int:
+    """Run the job as a child process; forward its ``rmqctl:`` lines (everything with --debug)."""
+    env = dict(os.environ)
+    root = str(_analysis_root())
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    proc = subprocess.Popen([sys.executable, "-m", JOB_MODULE, *job_args], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, errors="replace")
+    assert proc.stderr is not None
+    said = False
+    tail: list[str] = []
+    try:
+        for line in proc.stderr:
+            if line.startswith("rmqctl:"):
+                said = True
+                console.stream.write(line)
+                console.stream.flush()
+            elif debug:
+                console.stream.write(line)
+            else:
+                tail = (tail + [line.rstrip("\n")])[-20:]
+        code = proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait()
+        raise
+    if code not in (0, 1) and not said:
+        last = next((t for t in reversed(tail) if t.strip()), "")
+        raise errors.RmqctlError(f"the Spark job failed (exit {code}){': ' + last if last else ''}",
+                                 hint="rerun with --debug to see Spark's log")
+    return code
+
+
+def stuck_view(document: dict[str, Any]) -> View:
+    """Tables for people: the queues that need attention first, then one line per group."""
+    queues = sorted(document["queues"], key=lambda q: (q["status"] in ("OK", "IDLE", "DLQ"), q["group"],
+                                                       q["topic"], q["broker"], q["queue_id"]))
+    queue_cols = [("group", "GROUP"), ("topic", "TOPIC"), ("broker", "BROKER"), ("queue_id", "QID"),
+                  ("status", "STATUS"), ("owner", "OWNER"), ("lag_end", "LAG"), ("lag_time", "BEHIND"),
+                  ("reason", "REASON")]
+    rows = [{**q, "lag_time": _duration(q.get("lag_time_ms"))} for q in queues]
+    group_cols = [("group", "GROUP"), ("status", "STATUS"), ("queues", "QUEUES"), ("stuck_queues", "STUCK"),
+                  ("total_lag_start", "LAG_START"), ("total_lag_end", "LAG_END"), ("lag_trend", "TREND")]
+    footer = [f"Window: {document['since']} .. {document['until']} (UTC)"]
+    return View(document, [Table(queue_cols, rows), Table(group_cols, document["groups"], title="Groups")],
+                footer)
+
+
+def _duration(ms: Any) -> str | None:
+    if ms is None:
+        return None
+    secs = int(ms) // 1000
+    if secs < 60:
+        return f"{secs}s"
+    if secs < 3600:
+        return f"{secs // 60}m{secs % 60:02d}s"
+    return f"{secs // 3600}h{secs % 3600 // 60:02d}m"
+
+
+@app.command("stuck")
+def stuck(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Snapshot directory (date=YYYY-MM-DD/*.parquet).",
+                                              show_default=False)],
+    window: Annotated[str, typer.Option("--window", help="Window length ending at --until: 30s, 10m, 2h, 1d.")]
+    = "10m",
+    since: Annotated[str | None, typer.Option("--since", help="Window start: ISO-8601 (UTC) or epoch ms.",
+                                              show_default=False)] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Window end (default: the newest snapshot).",
+                                              show_default=False)] = None,
+    min_snapshots: Annotated[int, typer.Option("--min-snapshots", min=1,
+                                               help="Fewer snapshots than this gives INSUFFICIENT_DATA.")] = 3,
+    allowed_lag: Annotated[int, typer.Option("--allowed-lag", min=0, help="Lag counted as caught up.")] = 0,
+    retry_allowed_lag: Annotated[int, typer.Option("--retry-allowed-lag", min=0,
+                                                   help="The same for %RETRY% queues.")] = 10,
+    master: Annotated[str, typer.Option("--master", help="Spark master: local[*] or spark://HOST:PORT.")]
+    = "local[*]",
+    driver_memory: Annotated[str, typer.Option("--driver-memory",
+                                               help="Heap of the Spark driver (local mode: the whole job).")]
+    = "512m",
+    output: Annotated[AnalyzeFormat | None, typer.Option("--output", "-o", case_sensitive=False,
+                                                         help="table, json, jsonl, csv or parquet.",
+                                                         show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the result here (a directory for parquet).",
+                                             show_default=False)] = None,
+    print_submit: Annotated[bool, typer.Option("--print-submit",
+                                               help="Print the equivalent spark-submit command and exit.")]
+    = False,
+) -> None:
+    """Name every stuck queue over a window of snapshots: status, the rule that fired, since when, under whom.
+
+    Exit 1 when a queue is STALLED or ORPHANED, 0 otherwise; 2 when the window holds no snapshots.
+    """
+    opts = settings(ctx)
+    fmt = output or AnalyzeFormat(opts.output.value)
+    if fmt is AnalyzeFormat.parquet and out is None:
+        raise errors.UsageError("-o parquet needs --out DIR")
+    options = JobOptions(window=window, since=since, until=until, min_snapshots=min_snapshots,
+                         allowed_lag=allowed_lag, retry_allowed_lag=retry_allowed_lag, master=master,
+                         driver_memory=driver_memory)
+    if print_submit:
+        submit_fmt = fmt.value if fmt is not AnalyzeFormat.table or out else "table"
+        typer.echo(submit_command(
+            job_arguments(directory.resolve(), options, submit_fmt, str(out.resolve()) if out else None),
+            master))
+        return
+    if not _module_available("pyspark"):
+        raise errors.UsageError(INSTALL_HINT)
+    if not directory.is_dir():
+        raise errors.UsageError(f"{directory} is not a directory")
+    console.note(f"running the Spark job on {master} …")
+    if fmt is AnalyzeFormat.parquet:
+        code = _run_job(job_arguments(directory, options, "parquet", str(out)), opts.debug)
+        raise typer.Exit(code)
+    with tempfile.TemporaryDirectory(prefix="rmqctl-analyze-") as tmp:
+        result = Path(tmp) / "result.json"
+        code = _run_job(job_arguments(directory, options, "json", str(result)), opts.debug)
+        if code not in (0, 1):
+            raise typer.Exit(code)
+        document = json.loads(result.read_text(encoding="utf-8"))
+    view = stuck_view(document)
+    if fmt in (AnalyzeFormat.jsonl, AnalyzeFormat.csv):
+        view = View(document["queues"], view.tables[:1])
+    render_fmt = OutputFormat(fmt.value)
+    if out is not None:
+        with out.open("w", encoding="utf-8") as stream:
+            emit(view, render_fmt, stream)
+    else:
+        emit(view, render_fmt)
+    raise typer.Exit(code)

@@ -1,0 +1,113 @@
+"""The job's reading and writing on the shared local[1] session: file checks, the window, formats, exit codes.
+
+Drives ``analysis.stuck.plan`` + ``run`` (what ``main`` does between building and stopping its session).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from analysis import stuck
+from tests.analysis.conftest import (
+    INCIDENT_VERDICTS,
+    corrupt_files,
+    incident_rows,
+    row,
+    series,
+    verdict_tuples,
+    write_snapshots,
+)
+
+
+def _plan(*argv: str, warnings: list[str] | None = None) -> stuck.Plan:
+    sink = warnings if warnings is not None else []
+    return stuck.plan(stuck.build_parser().parse_args(list(argv)), sink.append)
+
+
+def test_corrupt_and_truncated_files_are_skipped_and_named(spark: SparkSession, tmp_path: Path) -> None:
+    root = write_snapshots(tmp_path / "snap", incident_rows(), rows_per_file=30)
+    corrupt, truncated = corrupt_files(root / "date=2026-03-01")
+    warnings: list[str] = []
+    out = tmp_path / "result.json"
+    job = _plan(str(root), "-o", "json", "--out", str(out), warnings=warnings)
+    assert warnings == [
+        f"skipped {corrupt}: not a whole Parquet file (corrupt or truncated)",
+        f"skipped {truncated}: not a whole Parquet file (corrupt or truncated)",
+    ]
+    assert len(job.files) == 3  # 84 rows in files of 30; the .tmp file is not even looked at
+    assert stuck.run(spark, job) == 1
+    document = json.loads(out.read_text())
+    assert verdict_tuples(document["queues"]) == INCIDENT_VERDICTS
+    assert document["groups"] == [{
+        "cluster": "c", "group": "orders", "status": "STALLED", "queues": 3, "stuck_queues": 2,
+        "total_lag_start": 0, "total_lag_end": 360, "lag_trend": "growing",
+        "window_start": "2026-03-01T12:00:00.000Z", "window_start_ts": 1772366400000,
+        "window_end": "2026-03-01T12:10:00.000Z", "window_end_ts": 1772367000000,
+    }]
+    assert (document["since"], document["until"]) == ("2026-03-01T12:00:00.000Z", "2026-03-01T12:10:00.000Z")
+
+
+def test_window_is_pushed_down_to_the_date_partitions(spark: SparkSession, tmp_path: Path) -> None:
+    # a day-old partition holding a stalled queue, and today's healthy one: only today is read
+    old = series([100 + 10 * i for i in range(21)], [100] * 21)
+    for r in old:
+        r["ts"] -= dt.timedelta(days=1)
+    root = write_snapshots(tmp_path / "snap", old + series([100] * 21, [100] * 21))
+    (root / "date=2026-02-28" / "part-0-0.parquet").write_bytes(b"unreadable, but never opened")
+    warnings: list[str] = []
+    out = tmp_path / "r.json"
+    job = _plan(str(root), "--since", "2026-03-01T12:00:00Z", "-o", "json", "--out", str(out), warnings=warnings)
+    assert warnings == []
+    assert [f.path.parent.name for f in job.files] == ["date=2026-03-01"]
+    assert stuck.run(spark, job) == 0
+    assert [q["status"] for q in json.loads(out.read_text())["queues"]] == ["IDLE"]
+
+
+def test_schema_newer_than_the_job_is_one_line_error(tmp_path: Path) -> None:
+    root = write_snapshots(tmp_path, series([1, 2, 3], [1, 2, 3]), version=2)
+    with pytest.raises(stuck.JobError) as caught:
+        _plan(str(root))
+    assert str(caught.value) == (
+        f"{root}/date=2026-03-01/part-0-0.parquet has snapshot schema version 2; this job knows up to 1"
+        " (upgrade rmqctl)")
+
+
+def test_no_snapshots_in_the_window(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(stuck.JobError, match="no snapshot files under"):
+        _plan(str(tmp_path))
+    root = write_snapshots(tmp_path / "snap", series([1, 2, 3], [1, 2, 3]))
+    job = _plan(str(root), "--since", "2026-03-01T13:00:00Z", "--until", "2026-03-01T14:00:00Z")
+    with pytest.raises(stuck.JobError, match="no snapshots under .* between 2026-03-01T13:00:00.000Z and"):
+        stuck.run(spark, job)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--window", "ten"], "bad duration 'ten': use e.g. 30s, 10m, 2h, 1d"),
+    (["--since", "yesterday"], "bad time 'yesterday': use ISO-8601 (2026-01-31T12:00:00Z) or epoch milliseconds"),
+    (["--since", "2026-03-02", "--until", "2026-03-01"], "--since is after --until"),
+    (["-o", "parquet"], "-o parquet needs --out DIR"),
+])
+def test_bad_options(tmp_path: Path, argv: list[str], message: str) -> None:
+    with pytest.raises(stuck.JobError) as caught:
+        _plan(str(tmp_path), *argv)
+    assert str(caught.value) == message
+
+
+def test_jsonl_csv_and_parquet_outputs(spark: SparkSession, tmp_path: Path) -> None:
+    root = write_snapshots(tmp_path / "snap", [row(i, 100 + i, 100, owner=None) for i in range(5)])
+    jsonl, csv_out, parquet_out = tmp_path / "r.jsonl", tmp_path / "r.csv", tmp_path / "pq"
+    assert stuck.run(spark, _plan(str(root), "-o", "jsonl", "--out", str(jsonl))) == 1
+    (record,) = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert (record["status"], record["rule"], record["owner"], record["lag_end"]) == ("ORPHANED", "no-owner", None, 4)
+    assert stuck.run(spark, _plan(str(root), "-o", "csv", "--out", str(csv_out))) == 1
+    header, line = csv_out.read_text().splitlines()
+    assert header.startswith("cluster,group,topic,broker,queue_id,status,rule,reason,window_start,window_start_ts,")
+    assert ",ORPHANED,no-owner," in line
+    assert stuck.run(spark, _plan(str(root), "-o", "parquet", "--out", str(parquet_out))) == 1
+    back = spark.read.parquet(str(parquet_out / "queues")).select("status", "window_end_ts").collect()
+    assert [tuple(r) for r in back] == [("ORPHANED", 1772366520000)]
