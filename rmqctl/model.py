@@ -433,12 +433,12 @@ class ConsumerRunningInfo:
     @property
     def consume_ok_tps(self) -> float:
         """Messages consumed successfully per second, every topic together."""
-        return sum(s.consume_ok_tps for s in self.status.values())
+        return float(sum(s.consume_ok_tps for s in self.status.values()))
 
     @property
     def consume_failed_tps(self) -> float:
         """Messages whose listener failed (RECONSUME_LATER or an exception) per second."""
-        return sum(s.consume_failed_tps for s in self.status.values())
+        return float(sum(s.consume_failed_tps for s in self.status.values()))
 
     @property
     def consume_failed_msgs(self) -> int:
