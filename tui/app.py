@@ -233,7 +233,7 @@ class RmqctlApp(App[None]):
 
     def switch_view(self, name: str) -> None:
         """``:name``: groups, queues, clients, findings, whatif, emulator, help, quit."""
-        from tui.screens import FindingsScreen, GroupScreen, GroupsScreen, WhatIfScreen
+        from tui.screens import FindingsScreen, GroupScreen, WhatIfScreen
 
         name = name.strip().lower().lstrip(":")
         if name in ("q", "quit"):

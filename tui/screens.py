@@ -41,24 +41,24 @@ if TYPE_CHECKING:
     from tui.app import RmqctlApp
 
 GROUP_COLUMNS = [
-    Column("group", "GROUP", 28), Column("health", "HEALTH", 10), Column("clients", "CLIENTS", 7),
+    Column("group", "GROUP", 36), Column("health", "HEALTH", 10), Column("clients", "CLIENTS", 7),
     Column("queues", "QUEUES", 6), Column("lag", "LAG", 9), Column("trend", "TREND", 12, 2),
     Column("tps", "TPS", 8, 1),
 ]
 QUEUE_COLUMNS = [
     Column("topic", "TOPIC", 16), Column("broker", "BROKER", 10, 1), Column("queue", "Q", 3),
-    Column("owner", "OWNER", 22), Column("broker_offset", "BROKER_OFF", 10, 4),
+    Column("owner", "OWNER", 28), Column("broker_offset", "BROKER_OFF", 10, 4),
     Column("consumer_offset", "CONSUMER_OFF", 12, 4), Column("lag", "LAG", 7),
     Column("inflight", "INFLIGHT", 8, 3), Column("age", "AGE", 5, 2), Column("trend", "TREND", 12, 5),
     Column("status", "STATUS", 10),
 ]
 CLIENT_COLUMNS = [
-    Column("client", "CLIENT", 26), Column("count", "QUEUES", 6), Column("subs", "SUBSCRIPTIONS", 22),
+    Column("client", "CLIENT", 30), Column("count", "QUEUES", 6), Column("subs", "SUBSCRIPTIONS", 22),
     Column("idle", "IDLE", 4), Column("conflict", "CONFLICT", 24, 1), Column("held", "HELD", 0, 2),
 ]
 FINDING_COLUMNS = [Column("severity", "SEVERITY", 8), Column("code", "CODE", 26), Column("title", "TITLE", 0)]
 WHATIF_COLUMNS = [
-    Column("client", "CLIENT", 26), Column("live_n", "LIVE", 4), Column("live", "LIVE QUEUES", 24, 1),
+    Column("client", "CLIENT", 30), Column("live_n", "LIVE", 4), Column("live", "LIVE QUEUES", 24, 1),
     Column("sim_n", "SIM", 4), Column("sim", "SIMULATED QUEUES", 24, 1), Column("change", "CHANGE", 10),
 ]
 

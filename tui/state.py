@@ -176,10 +176,10 @@ class Dashboard:
                 trends.setdefault(p.queue, deque(maxlen=self.trend_length)).append(p.diff)
             for gone in set(trends) - present:
                 del trends[gone]
-            moved = self.moved_at.get(group)
-            if moved:
-                for mq in [mq for mq, at in moved.items() if current.taken_at - at > HIGHLIGHT_SECONDS]:
-                    del moved[mq]
+            lit = self.moved_at.get(group)
+            if lit:
+                for mq in [mq for mq, at in lit.items() if current.taken_at - at > HIGHLIGHT_SECONDS]:
+                    del lit[mq]
             before = self.previous_view(group)
             self.tps[group] = consume_tps(before, view, seconds)
             if check:

@@ -19,6 +19,7 @@ from rmqctl.cli import (
     group,
     rebalance_cmd,
     topic,
+    tui_cmd,
 )
 from rmqctl.cli.common import (
     AtOpt,
@@ -46,6 +47,7 @@ app.add_typer(rebalance_cmd.app, name="rebalance")
 app.add_typer(emulator_cmd.app, name="emulator")
 app.command("doctor")(doctor_cmd.doctor)
 app.command("demo")(demo_cmd.demo)
+app.command("tui")(tui_cmd.tui)
 
 
 def _version(value: bool) -> None:

@@ -1,13 +1,17 @@
 """``rmqctl demo``: a seed incident on the embedded emulator, end to end.
 
-Runs a scenario on the virtual clock, serves it on loopback and reads it back through the normal
+In a terminal (stdin and stdout both TTYs) it opens the live dashboard on the scenario, running
+on the real-time clock sped up so the incident unfolds in front of the user; otherwise (or with
+``--no-tui``) it runs a scenario on the virtual clock, serves it on loopback and reads it back through the normal
 client path, then shows what happened to the messages, the group and assignment views, and the
-doctor's verdict. Must not import textual or pyspark.
+doctor's verdict. Must not import textual or pyspark at module level (the dashboard is
+loaded inside the command).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -23,6 +27,10 @@ from rmqctl.remoting.admin import AdminClient
 from rmqctl.source import RemotingSource
 
 DEFAULT_SCENARIO = "tag-overwrite-4q"
+#: how much faster than real time the demo's emulator runs in the dashboard
+DEMO_SPEED = 2.0
+#: seconds between the dashboard's polls in the demo
+DEMO_INTERVAL = 1.0
 
 
 async def demo_document(scenario: str) -> dict[str, Any]:
@@ -85,11 +93,33 @@ def demo(
     scenario: Annotated[str, typer.Option("--scenario", "-s", help="Built-in scenario or TOML file.")]
     = DEFAULT_SCENARIO,
     output: OutputOpt = None,
+    no_tui: Annotated[bool, typer.Option("--no-tui", help="Print the report instead of opening the dashboard.")]
+    = False,
 ) -> None:
     """Watch a consumer-group incident happen on the built-in emulator, and its diagnosis."""
     opts = settings(ctx, output=output)
+    if not no_tui and output is None and sys.stdin.isatty() and sys.stdout.isatty():
+        _demo_dashboard(scenario, opts.debug)
+        return
     try:
         doc = asyncio.run(demo_document(scenario))
     except errors.RmqctlError as exc:
         fail(exc, opts.debug)
     emit(demo_view(doc), opts.output)
+
+
+def _demo_dashboard(scenario: str, debug: bool) -> None:
+    """The scenario live in the dashboard, on its first group, with the emulator controls."""
+    from rmqctl.cli.tui_cmd import run_dashboard
+    from rmqctl.config import Config
+    from rmqctl.connect import Target
+    from rmqctl.emulator.scenario import load_scenario
+
+    try:
+        spec = load_scenario(scenario)
+        groups = [c.group for c in spec.consumers] or [g.name for g in spec.groups]
+        keys = Config.load().tui_keys
+        asyncio.run(run_dashboard(Target(emulator=scenario, live=True, speed=DEMO_SPEED),
+                                  group=groups[0] if groups else None, interval=DEMO_INTERVAL, keys=keys))
+    except errors.RmqctlError as exc:
+        fail(exc, debug)
