@@ -208,7 +208,7 @@ class GroupScreen(DashScreen):
             yield KeyedTable(QUEUE_COLUMNS, id="queues")
             yield KeyedTable(CLIENT_COLUMNS, id="clients")
         yield Static("Rebalance timeline", id="timeline-title")
-        yield Timeline(id="timeline", wrap=True, max_lines=200)
+        yield Timeline(id="timeline", max_lines=200)
         yield from self.compose_extras()
 
     def main_table(self) -> KeyedTable | None:

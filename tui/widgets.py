@@ -176,5 +176,17 @@ class StatusLine(Static):
 class Timeline(RichLog):
     """The rebalance timeline: one line per change, newest last."""
 
+    def __init__(self, *, id: str | None = None, max_lines: int = 200) -> None:  # noqa: A002
+        super().__init__(id=id, wrap=True, max_lines=max_lines)
+        #: the entries written, unwrapped, newest last (bounded like the log)
+        self.entries: list[str] = []
+        self.limit = max_lines
+
     def add(self, line: str) -> None:
+        self.entries = [*self.entries[-(self.limit - 1):], line]
         self.write(Text(line))
+
+    def clear(self) -> Timeline:
+        self.entries = []
+        super().clear()
+        return self
