@@ -251,13 +251,20 @@ def queue_rows(dash: Dashboard, group: str, now: float) -> dict[str, Row]:
     trends = dash.queue_lag.get(group, {})
     lit = dash.highlighted(group, now)
     now_ms = now * 1000
+    progress = {p.queue: p for p in view.progress}
     rows: dict[str, Row] = {}
-    for p in sorted(view.progress, key=lambda p: p.queue):
-        mq = p.queue
+    for mq in view.known_queues():
         holders = owners.get(mq, [])
-        status = queue_status(p, old.get(mq), holders)
         owner_text = ", ".join(holders) or "(nobody)"
         owner: Cell = Text(owner_text, style="reverse bold") if mq in lit else owner_text
+        p = progress.get(mq)
+        if p is None:
+            # routed but never consumed by this group: no offsets on the broker yet
+            status = "held twice" if len(holders) > 1 else "idle"
+            rows[queue_key(mq)] = (mq.topic, mq.broker_name, str(mq.queue_id), owner, "-", "-", "-", "-", "-",
+                                   "", Text(status, style=STATUS_STYLE[status]))
+            continue
+        status = queue_status(p, old.get(mq), holders)
         age = (now_ms - p.last_timestamp) / 1000 if p.last_timestamp else None
         rows[queue_key(mq)] = (
             mq.topic, mq.broker_name, str(mq.queue_id), owner, str(p.broker_offset), str(p.consumer_offset),
