@@ -33,6 +33,7 @@ from tui.state import (
     filter_rows,
     finding_rows,
     group_rows,
+    group_summary,
     queue_rows,
 )
 from tui.widgets import Column, KeyedTable, StatusLine, Timeline
@@ -201,6 +202,7 @@ class GroupScreen(DashScreen):
         self.group = group
         self.view_layout = "clients" if layout == "clients" else "queues"
         self.timeline_seen = 0
+        self.title_round = -1
 
     def compose(self) -> ComposeResult:
         yield Static(f"Group {self.group}", id="title")
@@ -222,15 +224,14 @@ class GroupScreen(DashScreen):
         dash = app.dashboard
         view = dash.view(self.group)
         title = self.query_one("#title", Static)
-        if view is None:
+        if dash.rounds_applied == self.title_round:
+            pass  # the summary only changes with a new round (it sorts every queue: skip it)
+        elif view is None:
             err = dash.sample.errors.get(self.group) if dash.sample else None
             title.update(f"Group {self.group}: " + (err.message if err else "no data yet"))
         else:
-            idle = sum(1 for qs in view.assignments().values() if not qs)
-            title.update(
-                f"Group {self.group} │ {view.consume_type or '?'} {view.message_model or ''} │ "
-                f"{len(view.client_ids)} client(s), {idle} idle │ {len(view.known_queues())} queue(s), "
-                f"{len(view.unassigned())} held by nobody │ lag {view.total_diff} │ layout: {self.view_layout} ")
+            title.update(group_summary(view))
+        self.title_round = dash.rounds_applied
         now = app.opened.clock.now()
         if self.view_layout == "queues":
             self.show(self.query_one("#queues", KeyedTable), queue_rows(dash, self.group, now))

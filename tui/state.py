@@ -25,8 +25,10 @@ from rmqctl.doctor import SEVERITY_RANK, run_checks
 from rmqctl.model import Finding, GroupView, MessageQueue, QueueProgress, Subscription
 from rmqctl.watch import Round, Sample
 
-#: polls a trend sparkline covers
+#: polls a group's lag trend covers
 TREND_LENGTH = 30
+#: polls a queue's lag trend covers (one sparkline cell per poll)
+QUEUE_TREND_LENGTH = 12
 #: seconds a row whose owner changed stays highlighted
 HIGHLIGHT_SECONDS = 6.0
 #: timeline entries kept (oldest dropped first)
@@ -44,20 +46,34 @@ STATUS_STYLE = {
     "held twice": "bold yellow",
     "?": "",
 }
+#: one shared cell per status (cells are never mutated; sharing keeps a 10k-row refresh cheap)
+STATUS_TEXT = {status: Text(status, style=style) for status, style in STATUS_STYLE.items()}
 HEALTH_STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "bold red",
                 "unreadable": "bold red"}
 
 
+_SPARK_MEMO: dict[tuple[int, ...], str] = {}
+
+
 def sparkline(values: Iterable[int], width: int = 12) -> str:
     """The last ``width`` values as block characters scaled to their own range."""
-    data = list(values)[-width:]
+    data = tuple(values)[-width:]
     if not data:
         return ""
+    # many queues share a trend (idle ones, steady producers): remember recent answers
+    known = _SPARK_MEMO.get(data)
+    if known is not None:
+        return known
     low, high = min(data), max(data)
     if high == low:
-        return SPARK[0 if high == 0 else 3] * len(data)
-    span = high - low
-    return "".join(SPARK[min(len(SPARK) - 1, (v - low) * len(SPARK) // (span + 1))] for v in data)
+        text = SPARK[0 if high == 0 else 3] * len(data)
+    else:
+        scale = (len(SPARK) - 1) / (high - low)
+        text = "".join([SPARK[int((v - low) * scale)] for v in data])
+    if len(_SPARK_MEMO) >= 8192:
+        _SPARK_MEMO.clear()
+    _SPARK_MEMO[data] = text
+    return text
 
 
 def human_age(seconds: float | None) -> str:
@@ -82,7 +98,7 @@ def queue_key(mq: MessageQueue) -> str:
     return f"{mq.topic}|{mq.broker_name}|{mq.queue_id}"
 
 
-def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequence[str]) -> str:
+def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequence[str] | tuple[()]) -> str:
     """``held twice`` (two clients report it), ``orphaned`` (backlog, nobody holds it),
     ``moving`` (the consumer offset advanced since the last poll), ``idle`` (nothing to
     consume), ``stalled`` (backlog, held, no progress since the last poll), ``?`` (backlog,
@@ -173,7 +189,7 @@ class Dashboard:
             present = set()
             for p in view.progress:
                 present.add(p.queue)
-                trends.setdefault(p.queue, deque(maxlen=self.trend_length)).append(p.diff)
+                trends.setdefault(p.queue, deque(maxlen=QUEUE_TREND_LENGTH)).append(p.diff)
             for gone in set(trends) - present:
                 del trends[gone]
             lit = self.moved_at.get(group)
@@ -212,6 +228,25 @@ def _timeline_text(described: str) -> str:
                   described)
 
 
+def queue_set(view: GroupView) -> set[MessageQueue]:
+    """The group's queues as a set (``known_queues`` without its Java-order sort)."""
+    out = {p.queue for p in view.progress}
+    for queues in view.topic_queues.values():
+        out.update(queues)
+    return out
+
+
+def group_summary(view: GroupView) -> str:
+    """One line over the group's tables: model, clients, idle ones, queues, unheld ones, lag."""
+    assignments = view.assignments()
+    idle = sum(1 for qs in assignments.values() if not qs)
+    queues = queue_set(view)
+    held = {mq for qs in assignments.values() for mq in qs}
+    return (f"Group {view.group} │ {view.consume_type or '?'} {view.message_model or ''} │ "
+            f"{len(view.client_ids)} client(s), {idle} idle │ {len(queues)} queue(s), "
+            f"{len(queues - held)} held by nobody │ lag {view.total_diff}")
+
+
 # -- rows -------------------------------------------------------------------------------------
 
 
@@ -228,7 +263,7 @@ def group_rows(dash: Dashboard) -> dict[str, Row]:
             group,
             Text(health, style=HEALTH_STYLE[health]),
             str(len(view.client_ids)),
-            str(len(view.known_queues())),
+            str(len(queue_set(view))),
             str(view.total_diff),
             sparkline(dash.group_lag.get(group, ())),
             "-" if tps is None else f"{tps:.1f}",
@@ -251,26 +286,34 @@ def queue_rows(dash: Dashboard, group: str, now: float) -> dict[str, Row]:
     trends = dash.queue_lag.get(group, {})
     lit = dash.highlighted(group, now)
     now_ms = now * 1000
-    progress = {p.queue: p for p in view.progress}
     rows: dict[str, Row] = {}
-    for mq in view.known_queues():
-        holders = owners.get(mq, [])
-        owner_text = ", ".join(holders) or "(nobody)"
+    seen: set[MessageQueue] = set()
+    for p in view.progress:
+        mq = p.queue
+        seen.add(mq)
+        holders = owners.get(mq, ())
+        owner_text = holders[0] if len(holders) == 1 else (", ".join(holders) or "(nobody)")
         owner: Cell = Text(owner_text, style="reverse bold") if mq in lit else owner_text
-        p = progress.get(mq)
-        if p is None:
-            # routed but never consumed by this group: no offsets on the broker yet
-            status = "held twice" if len(holders) > 1 else "idle"
-            rows[queue_key(mq)] = (mq.topic, mq.broker_name, str(mq.queue_id), owner, "-", "-", "-", "-", "-",
-                                   "", Text(status, style=STATUS_STYLE[status]))
-            continue
         status = queue_status(p, old.get(mq), holders)
         age = (now_ms - p.last_timestamp) / 1000 if p.last_timestamp else None
-        rows[queue_key(mq)] = (
+        trend = trends.get(mq)
+        rows[f"{mq.topic}|{mq.broker_name}|{mq.queue_id}"] = (
             mq.topic, mq.broker_name, str(mq.queue_id), owner, str(p.broker_offset), str(p.consumer_offset),
-            str(p.diff), str(p.inflight), human_age(age), sparkline(trends.get(mq, ())),
-            Text(status, style=STATUS_STYLE[status]),
+            str(p.broker_offset - p.consumer_offset), str(p.inflight), human_age(age),
+            sparkline(trend) if trend else "", STATUS_TEXT[status],
         )
+    for queues in view.topic_queues.values():
+        for mq in queues:
+            if mq in seen:
+                continue
+            seen.add(mq)
+            # routed but never consumed by this group: no offsets on the broker yet
+            holders = owners.get(mq, ())
+            owner_text = ", ".join(holders) or "(nobody)"
+            owner = Text(owner_text, style="reverse bold") if mq in lit else owner_text
+            status = "held twice" if len(holders) > 1 else "idle"
+            rows[queue_key(mq)] = (mq.topic, mq.broker_name, str(mq.queue_id), owner, "-", "-", "-", "-", "-",
+                                   "", STATUS_TEXT[status])
     return rows
 
 
