@@ -83,3 +83,16 @@ def test_a_dead_name_server_is_a_status_not_a_crash(tmp_path: Path) -> None:
         term.send("q")
         final = term.wait_for(lambda s: "TUI-EXITED" in s, timeout=20, what="the TUI to exit")
         assert clean_exit(final), final
+
+
+def test_demo_in_a_terminal_opens_the_dashboard_and_the_incident_unfolds(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "rmqctl", "demo"]
+    with tmux_running(command, size=(160, 45), env=base_env(tmp_path)) as term:
+        # ConsumerForTagB starts 2 s into the scenario (1 s at x2) and takes half the queues
+        screen = term.wait_for(lambda s: sum(line.count("172.16.0.103@ConsumerForTagB") for line in s.splitlines()
+                                             if line.lstrip().startswith("SUBSCRIBE_TEST ")) == 2,
+                               timeout=60, what="the second consumer holding two queues")
+        assert "Group SUBSCRIBE_TEST_CONSUMER_GROUP" in screen and "controls: embedded" in screen
+        term.send("q")
+        final = term.wait_for(lambda s: "TUI-EXITED" in s, timeout=20, what="the demo to exit")
+        assert clean_exit(final), final
