@@ -139,11 +139,20 @@ class RmqctlApp(App[None]):
             self.start_poll()
 
     def on_round_loaded(self, message: RoundLoaded) -> None:
-        self.dashboard.apply(message.round, message.list_errors, check=self.settings.checks)
-        self.last_updated = message.round.current.taken_at
-        self.last_failure = None
-        self.refresh_views()
-        self._poll_finished()
+        shown = self.dashboard.round
+        try:
+            self.dashboard.apply(message.round, message.list_errors, check=self.settings.checks)
+            self.last_updated = message.round.current.taken_at
+            self.last_failure = None
+            self.refresh_views()
+        except Exception as exc:  # noqa: BLE001 - odd data from one round must not end the session
+            self.last_failure = errors.RmqctlError(f"cannot show this round: {type(exc).__name__}: {exc}")
+            # keep showing the last good round, and compare the next one with nothing
+            self.dashboard.round = shown
+            self.watcher.last = None
+            self.update_status()
+        finally:
+            self._poll_finished()
 
     def on_poll_failed(self, message: PollFailed) -> None:
         self.last_failure = message.error

@@ -259,3 +259,16 @@ async def test_status_says_how_long_ago_the_last_update_was() -> None:
         app.update_status()
         assert "updated 7 s ago" in status(app)
         assert clock.now() == START + 7
+
+
+async def test_a_round_the_dashboard_cannot_show_is_reported_and_the_next_one_recovers() -> None:
+    app, source, _ = fake_app([make_view("orders")])
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: app.polls_done == 1)
+        broken = replace(make_view("orders"), running_infos={"10.0.0.1@a": object()})  # type: ignore[dict-item]
+        source.set_view(broken)
+        await poll_now(pilot, app)
+        assert "cannot show this round" in status(app) and app.is_running
+        source.set_view(make_view("orders"))
+        await poll_now(pilot, app)
+        assert "errors" not in status(app)
