@@ -20,7 +20,7 @@ from rmqctl import errors, report
 from rmqctl.cli.common import OutputOpt, fail, settings
 from rmqctl.cli.doctor_cmd import format_finding
 from rmqctl.cli.emulator_cmd import report_view
-from rmqctl.cli.render import Table, View, emit
+from rmqctl.cli.render import OutputFormat, Table, View, emit
 from rmqctl.doctor import run_checks
 from rmqctl.model import Finding
 from rmqctl.remoting.admin import AdminClient
@@ -98,7 +98,7 @@ def demo(
 ) -> None:
     """Watch a consumer-group incident happen on the built-in emulator, and its diagnosis."""
     opts = settings(ctx, output=output)
-    if not no_tui and output is None and sys.stdin.isatty() and sys.stdout.isatty():
+    if not no_tui and opts.output is OutputFormat.table and sys.stdin.isatty() and sys.stdout.isatty():
         _demo_dashboard(scenario, opts.debug)
         return
     try:
