@@ -70,7 +70,7 @@ def sparkline(values: Iterable[int], width: int = 12) -> str:
     else:
         scale = (len(SPARK) - 1) / (high - low)
         text = "".join([SPARK[int((v - low) * scale)] for v in data])
-    if len(_SPARK_MEMO) >= 8192:
+    if len(_SPARK_MEMO) >= 1024:
         _SPARK_MEMO.clear()
     _SPARK_MEMO[data] = text
     return text
