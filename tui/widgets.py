@@ -141,7 +141,7 @@ class KeyedTable(DataTable[Cell]):
                                      if before[i] is not cells[i] and before[i] != cells[i]]))
         self._set_cells(changed)
         self.rows_by_key = dict(rows)
-        if self.sort_column is not None and (added or old != self.rows_by_key):
+        if self.sort_column is not None and (added or changed):
             self._apply_sort()
         elif added and self.sort_column is None:
             self._apply_key_order()
