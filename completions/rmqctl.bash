@@ -8,7 +8,7 @@ _rmqctl_lookup() {
   # A|path: positional arguments). Sets _rmqctl_r; status 1 when there is no such entry.
   _rmqctl_r=
   case "$1" in
-    'S|') _rmqctl_r='doctor demo cluster topic group config rebalance emulator snapshot analyze completion' ;;
+    'S|') _rmqctl_r='doctor demo tui cluster topic group config rebalance emulator snapshot analyze completion' ;;
     'O|') _rmqctl_r='--namesrv -n --context --output -o --timeout --emulator --at --dashboard --debug --version --help -h' ;;
     'V||--namesrv') _rmqctl_r='@none' ;;
     'V||-n') _rmqctl_r='@none' ;;
@@ -33,11 +33,23 @@ _rmqctl_lookup() {
     'V|doctor|--at') _rmqctl_r='@none' ;;
     'V|doctor|--table') _rmqctl_r='@none' ;;
     'A|doctor') _rmqctl_r='@groups*' ;;
-    'O|demo') _rmqctl_r='--scenario -s --output -o --help -h' ;;
+    'O|demo') _rmqctl_r='--scenario -s --output -o --no-tui --help -h' ;;
     'V|demo|--scenario') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|demo|-s') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|demo|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|demo|-o') _rmqctl_r='table json jsonl csv' ;;
+    'O|tui') _rmqctl_r='--interval -i --emulator --speed --control --token --namesrv -n --context --timeout --help -h' ;;
+    'V|tui|--interval') _rmqctl_r='@none' ;;
+    'V|tui|-i') _rmqctl_r='@none' ;;
+    'V|tui|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|tui|--speed') _rmqctl_r='@none' ;;
+    'V|tui|--control') _rmqctl_r='@none' ;;
+    'V|tui|--token') _rmqctl_r='@none' ;;
+    'V|tui|--namesrv') _rmqctl_r='@none' ;;
+    'V|tui|-n') _rmqctl_r='@none' ;;
+    'V|tui|--context') _rmqctl_r='@contexts' ;;
+    'V|tui|--timeout') _rmqctl_r='@none' ;;
+    'A|tui') _rmqctl_r='@groups' ;;
     'S|cluster') _rmqctl_r='list' ;;
     'O|cluster') _rmqctl_r='--help -h' ;;
     'O|cluster list') _rmqctl_r='--sort --match --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;

@@ -11,6 +11,10 @@ The file lives at ``$RMQCTL_CONFIG`` or ``$XDG_CONFIG_HOME/rmqctl/config.toml`` 
     access_key = "ak"          # secrets may instead come from RMQCTL_ACCESS_KEY/RMQCTL_SECRET_KEY
     secret_key = "sk"
 
+    [tui.keys]                 # optional: remap rmqctl tui keys by binding id (docs/tui.md)
+    pause = "space"
+    quit = "q,ctrl+q"
+
 Resolution of the name servers, first match wins: ``-n/--namesrv``, the context named by
 ``--context``, the ``NAMESRV_ADDR`` environment variable (as mqadmin), the current context.
 
@@ -75,6 +79,8 @@ class Config:
     current_context: str | None = None
     contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
     path: Path = field(default_factory=config_path)
+    #: ``[tui.keys]``: binding id → comma-separated keys for ``rmqctl tui``
+    tui_keys: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | None = None) -> Config:
@@ -112,13 +118,15 @@ class Config:
                         problem = "must be a finite number of seconds > 0"
                     if problem:
                         raise errors.ConfigError(f"{path}: contexts.{name}.timeout {problem}")
-        return cls(current, dict(contexts), path)
+        return cls(current, dict(contexts), path, _tui_keys(path, data.get("tui", {})))
 
     def save(self) -> None:
         data: dict[str, Any] = {}
         if self.current_context:
             data["current-context"] = self.current_context
         data["contexts"] = self.contexts
+        if self.tui_keys:
+            data["tui"] = {"keys": dict(self.tui_keys)}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(".toml.tmp")
@@ -143,6 +151,22 @@ class Config:
         }
         return {"path": str(self.path), "current_context": self.current_context,
                 "contexts": contexts}
+
+
+def _tui_keys(path: Path, tui: Any) -> dict[str, str]:
+    """Validate ``[tui]``: only a ``keys`` table of binding id → key names (strings)."""
+    if not isinstance(tui, dict):
+        raise errors.ConfigError(f"{path}: [tui] must be a table")
+    unknown = sorted(set(tui) - {"keys"})
+    if unknown:
+        raise errors.ConfigError(f"{path}: tui: unknown key {unknown[0]!r}", hint="known keys: keys")
+    keys = tui.get("keys", {})
+    if not isinstance(keys, dict):
+        raise errors.ConfigError(f"{path}: [tui.keys] must be a table")
+    for binding_id, value in keys.items():
+        if not isinstance(value, str) or not value.strip():
+            raise errors.ConfigError(f"{path}: tui.keys.{binding_id} must be a non-empty string of key names")
+    return dict(keys)
 
 
 @dataclass(frozen=True)

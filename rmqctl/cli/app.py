@@ -38,6 +38,7 @@ from rmqctl.errors import ExitCode
 COMMANDS: dict[str, str] = {
     "doctor": "rmqctl.cli.doctor_cmd:doctor",
     "demo": "rmqctl.cli.demo_cmd:demo",
+    "tui": "rmqctl.cli.tui_cmd:tui",
     "cluster": "rmqctl.cli.cluster:app",
     "topic": "rmqctl.cli.topic:app",
     "group": "rmqctl.cli.group:app",

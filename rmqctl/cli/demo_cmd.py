@@ -1,13 +1,17 @@
 """``rmqctl demo``: a consumer-group incident on the embedded emulator, end to end.
 
-Runs a scenario on the virtual clock, serves it on loopback and reads it back through the normal
+In a terminal (stdin and stdout both TTYs) it opens the live dashboard on the scenario, running
+on the real-time clock sped up so the incident unfolds in front of the user; otherwise (or with
+``--no-tui``) it runs a scenario on the virtual clock, serves it on loopback and reads it back through the normal
 client path, then shows what happened to the messages, the group and assignment views, and the
-doctor's verdict. Must not import textual or pyspark.
+doctor's verdict. Must not import textual or pyspark at module level (the dashboard is
+loaded inside the command).
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -15,13 +19,17 @@ import typer
 
 from rmqctl import report
 from rmqctl.cli.common import OutputOpt, settings
-from rmqctl.cli.render import Table, View, emit
+from rmqctl.cli.render import OutputFormat, Table, View, emit
 from rmqctl.cli.views import format_finding, report_view
 from rmqctl.connect import Target, open_source
 from rmqctl.doctor import run_checks
 from rmqctl.model import Finding
 
 DEFAULT_SCENARIO = "tag-overwrite-4q"
+#: how much faster than real time the demo's emulator runs in the dashboard
+DEMO_SPEED = 2.0
+#: seconds between the dashboard's polls in the demo
+DEMO_INTERVAL = 1.0
 
 
 async def demo_document(scenario: str) -> report.DemoDoc:
@@ -81,8 +89,26 @@ def demo(
     scenario: Annotated[str, typer.Option("--scenario", "-s", help="Built-in scenario or TOML file.")]
     = DEFAULT_SCENARIO,
     output: OutputOpt = None,
+    no_tui: Annotated[bool, typer.Option("--no-tui", help="Print the report instead of opening the dashboard.")]
+    = False,
 ) -> None:
     """Watch a consumer-group incident happen on the built-in emulator, and its diagnosis."""
     opts = settings(ctx, output=output)
+    if not no_tui and opts.output is OutputFormat.table and sys.stdin.isatty() and sys.stdout.isatty():
+        _demo_dashboard(scenario)
+        return
     doc = asyncio.run(demo_document(scenario))
     emit(demo_view(doc), opts.output, options=opts.table_options)
+
+
+def _demo_dashboard(scenario: str) -> None:
+    """The scenario live in the dashboard, on its first group, with the emulator controls."""
+    from rmqctl.config import Config
+    from rmqctl.emulator.scenario import load_scenario
+    from tui.run import run_dashboard
+
+    spec = load_scenario(scenario)
+    groups = [c.group for c in spec.consumers] or [g.name for g in spec.groups]
+    keys = Config.load().tui_keys
+    asyncio.run(run_dashboard(Target(emulator=scenario, live=True, speed=DEMO_SPEED),
+                              group=groups[0] if groups else None, interval=DEMO_INTERVAL, keys=keys))

@@ -243,9 +243,17 @@ def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
         if starved:
             detail += f" {', '.join(starved)} can receive nothing at all."
         if lost_everywhere:
-            names = [f"every tag other than {', '.join(named)}" if t == OTHER_TAGS and named
-                     else "every tag" if t == OTHER_TAGS else repr(_label(t)) for t in lost_everywhere]
-            detail += f" Messages tagged {', '.join(names)} are never consumed by anyone in this group."
+            tagged = [_label(t) or "(no tag)" for t in lost_everywhere if t != OTHER_TAGS]
+            parts = [f"messages tagged {' or '.join(tagged)}"] if tagged else []
+            if OTHER_TAGS in lost_everywhere:
+                if tagged:
+                    parts.append("messages with any other tag")
+                elif named:
+                    parts.append(f"messages with any tag other than {' or '.join(named)}")
+                else:
+                    parts.append("every message")
+            lost = " and ".join(parts)
+            detail += f" {lost[0].upper()}{lost[1:]} are never consumed by anyone in this group."
         if sampled:
             total = sum(len(s.messages) for s in samples.values())
             basis = (f"Tags are those of a sample of {total} recent message(s) (up to "

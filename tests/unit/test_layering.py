@@ -22,10 +22,11 @@ def test_importing_the_core_and_cli_loads_neither_textual_nor_pyspark() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, *, top_level_only: bool = False) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: set[str] = set()
-    for node in ast.walk(tree):
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    for node in nodes:
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -33,12 +34,44 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
+#: CLI commands that start the dashboard: they import ``tui`` inside the command function only
+LAZY_TUI_COMMANDS = {"rmqctl/cli/tui_cmd.py", "rmqctl/cli/demo_cmd.py"}
+
+
 def test_core_sources_never_import_tui_or_spark() -> None:
+    offenders = {}
+    for p in (ROOT / "rmqctl").rglob("*.py"):
+        name = str(p.relative_to(ROOT))
+        if name in LAZY_TUI_COMMANDS:
+            bad = (_imports(p, top_level_only=True) & {"textual", "tui"}) | (_imports(p) & {"pyspark", "analysis"})
+        else:
+            bad = _imports(p) & {"textual", "pyspark", "tui", "analysis"}
+        offenders[name] = sorted(bad)
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_tui_imports_the_core_but_not_the_cli_or_spark() -> None:
     offenders = {
-        str(p.relative_to(ROOT)): sorted(_imports(p) & {"textual", "pyspark", "tui", "analysis"})
-        for p in (ROOT / "rmqctl").rglob("*.py")
+        str(p.relative_to(ROOT)): sorted(m for m in _imports(p) if m in {"pyspark", "analysis", "typer"})
+        for p in (ROOT / "tui").rglob("*.py")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+    cli_imports = {
+        str(p.relative_to(ROOT)) for p in (ROOT / "tui").rglob("*.py")
+        if "rmqctl.cli" in p.read_text(encoding="utf-8")
+    }
+    assert cli_imports == set()
+
+
+def test_the_tui_command_loads_textual_only_when_run() -> None:
+    code = (
+        "import sys, rmqctl.cli.tui_cmd, rmqctl.cli.demo_cmd\n"
+        "assert 'textual' not in sys.modules and 'tui' not in sys.modules\n"
+        "import tui\n"
+        "assert 'textual' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_analysis_imports_only_pyspark_and_the_standard_library() -> None:

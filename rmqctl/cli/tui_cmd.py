@@ -1,0 +1,56 @@
+"""``rmqctl tui [GROUP]``: the live dashboard, on any source (``-n``, ``--context``, ``--emulator``).
+
+The command resolves options and hands them to :func:`tui.run.run_dashboard`. ``textual`` and the
+``tui`` package are imported inside the command only, so ``import rmqctl.cli.app`` never loads
+them; must not import another command module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from rmqctl import errors
+from rmqctl.cli.common import ContextOpt, NamesrvOpt, TimeoutOpt, settings
+from rmqctl.cli.durations import parse_duration
+from rmqctl.config import Config
+from rmqctl.connect import Target
+
+
+def parse_interval(text: str) -> float:
+    """A poll interval: a duration (``2s``, ``500ms``, ``1m``), at least 100 ms."""
+    seconds = parse_duration(text, "--interval")
+    if seconds < 0.1:
+        raise errors.UsageError(f"--interval {text!r} is too short; the minimum is 100ms")
+    return seconds
+
+
+def tui(
+    ctx: typer.Context,
+    group: Annotated[str | None, typer.Argument(help="Open this group's view and poll only it.",
+                                                show_default=False)] = None,
+    interval: Annotated[str, typer.Option("--interval", "-i", help="Time between polls: 2s, 500ms, 1m.")] = "2s",
+    emulator: Annotated[str | None, typer.Option(
+        "--emulator", help="Run the built-in emulator live: a scenario name or TOML file.",
+        show_default=False)] = None,
+    speed: Annotated[float, typer.Option("--speed", min=0.001, help="With --emulator: run N times faster.")] = 1.0,
+    control: Annotated[str | None, typer.Option(
+        "--control", help="Control API URL of a served emulator (enables the emulator controls).",
+        show_default=False)] = None,
+    token: Annotated[str | None, typer.Option("--token", help="Bearer token of that control API.",
+                                              show_default=False)] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    timeout: TimeoutOpt = None,
+) -> None:
+    """Live dashboard: who holds which queue, lag and its trend, findings; keys: ? for help."""
+    from tui.run import run_dashboard
+
+    opts = settings(ctx, namesrv=namesrv, context=context, timeout=timeout, emulator=emulator)
+    seconds = parse_interval(interval)
+    keys = Config.load().tui_keys
+    target = Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
+                    emulator=opts.emulator, live=True, speed=speed, dashboard=opts.dashboard)
+    asyncio.run(run_dashboard(target, group=group, interval=seconds, keys=keys, control_url=control, token=token))

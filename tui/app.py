@@ -1,0 +1,327 @@
+"""The dashboard application: :func:`make_app` builds it, the poll worker feeds it.
+
+One worker (group ``poll``) takes a round through :class:`rmqctl.watch.Watcher` and posts
+:class:`~tui.messages.RoundLoaded` (or :class:`~tui.messages.PollFailed`); the app folds it into
+the :class:`~tui.state.Dashboard` and asks the active screen to refresh. The next poll is
+scheduled only when the previous one has been handled, so polls never overlap, and a failing
+source only changes the status line. Emulator control actions run in their own worker and are
+offered only when an :class:`~rmqctl.emulator.control_client.EmulatorControl` was given.
+
+Imports textual and rmqctl; rmqctl never imports this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.timer import Timer
+
+from rmqctl import errors
+from rmqctl.emulator.control_client import ConsumerRequest, EmulatorControl
+from rmqctl.source import Opened
+from rmqctl.watch import Watcher
+from tui.keys import DEFAULT_KEYS
+from tui.messages import ControlFinished, PollFailed, RoundLoaded
+from tui.state import Dashboard
+
+#: names ``:`` accepts, and what they open
+VIEW_NAMES = ("groups", "queues", "clients", "findings", "whatif", "emulator", "help", "quit")
+
+
+@dataclass(frozen=True)
+class TuiSettings:
+    """How the dashboard runs (the CLI fills it from options and the config file)."""
+
+    #: open this group's view directly and poll only it (``None``: every group)
+    group: str | None = None
+    #: seconds between the end of one poll and the start of the next
+    interval: float = 2.0
+    #: binding id → keys, over :data:`DEFAULT_KEYS`
+    keys: Mapping[str, str] = field(default_factory=dict)
+    #: emulator controls (``None``: read-only, the only mode against a real cluster)
+    control: EmulatorControl | None = None
+    #: run the doctor's checks on every poll (the health column and the findings view)
+    checks: bool = True
+
+
+class RmqctlApp(App[None]):
+    """``rmqctl tui``."""
+
+    CSS_PATH = "rmqctl.tcss"
+    TITLE = "rmqctl"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS = [
+        Binding(DEFAULT_KEYS["help"], "help", "Help", id="help"),
+        Binding(DEFAULT_KEYS["command"], "command", "View", id="command"),
+        Binding(DEFAULT_KEYS["pause"], "pause", "Pause", id="pause"),
+        Binding(DEFAULT_KEYS["refresh"], "refresh", "Refresh", id="refresh"),
+        Binding(DEFAULT_KEYS["emulator"], "emulator", "Emulator", id="emulator"),
+        Binding(DEFAULT_KEYS["quit"], "quit", "Quit", id="quit"),
+    ]
+
+    def __init__(self, opened: Opened, settings: TuiSettings) -> None:
+        super().__init__()
+        self.opened = opened
+        self.settings = settings
+        self.dashboard = Dashboard()
+        self.watcher = Watcher(opened.source, [settings.group] if settings.group else None,
+                               interval=settings.interval, clock=opened.clock)
+        self.paused = False
+        self.polling = False
+        self.poll_again = False
+        self.polls_done = 0
+        self.last_updated: float | None = None
+        self.last_failure: errors.RmqctlError | None = None
+        self._next_poll: Timer | None = None
+        keys = {**DEFAULT_KEYS, **dict(settings.keys)}
+        self.keymap = {k: v for k, v in keys.items() if DEFAULT_KEYS.get(k) != v}
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        from tui.screens import GroupScreen, GroupsScreen
+
+        if self.keymap:
+            self.set_keymap(self.keymap)
+        self.push_screen(GroupsScreen())
+        if self.settings.group:
+            self.push_screen(GroupScreen(self.settings.group))
+        self.set_interval(1.0, self.update_status)
+        self.start_poll()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "emulator":
+            return self.settings.control is not None
+        return True
+
+    # -- polling -------------------------------------------------------------------------------
+
+    def start_poll(self) -> None:
+        """Poll now, unless a poll is running (then poll again right after it)."""
+        if self.polling:
+            self.poll_again = True
+            return
+        if self._next_poll is not None:
+            self._next_poll.stop()
+            self._next_poll = None
+        self.polling = True
+        self.poll()
+
+    @work(exclusive=True, group="poll", exit_on_error=False)
+    async def poll(self) -> None:
+        try:
+            rnd = await self.watcher.poll()
+        except errors.RmqctlError as exc:
+            self.post_message(PollFailed(exc))
+            return
+        except Exception as exc:  # noqa: BLE001 - a broken source must not take the TUI down
+            self.post_message(PollFailed(errors.RmqctlError(f"{type(exc).__name__}: {exc}")))
+            return
+        self.post_message(RoundLoaded(rnd, self.watcher.list_errors))
+
+    def _poll_finished(self) -> None:
+        self.polling = False
+        self.polls_done += 1
+        if self.poll_again:
+            self.poll_again = False
+            self.start_poll()
+        elif not self.paused:
+            self._next_poll = self.set_timer(self.settings.interval, self._poll_due)
+
+    def _poll_due(self) -> None:
+        self._next_poll = None
+        if not self.paused:
+            self.start_poll()
+
+    def on_round_loaded(self, message: RoundLoaded) -> None:
+        shown = self.dashboard.round
+        try:
+            self.dashboard.apply(message.round, message.list_errors, check=self.settings.checks)
+            self.last_updated = message.round.current.taken_at
+            self.last_failure = None
+            self.refresh_views()
+        except Exception as exc:  # noqa: BLE001 - odd data from one round must not end the session
+            self.last_failure = errors.RmqctlError(f"cannot show this round: {type(exc).__name__}: {exc}")
+            # keep showing the last good round, and compare the next one with nothing
+            self.dashboard.round = shown
+            self.watcher.last = None
+            self.update_status()
+        finally:
+            self._poll_finished()
+
+    def on_poll_failed(self, message: PollFailed) -> None:
+        self.last_failure = message.error
+        self.update_status()
+        self._poll_finished()
+
+    def refresh_views(self) -> None:
+        refresh = getattr(self.screen, "refresh_view", None)
+        if refresh is not None:
+            refresh()
+        self.update_status()
+
+    def status_text(self) -> str:
+        parts = [self.opened.label]
+        if self.last_updated is None:
+            parts.append("loading…" if self.last_failure is None else "no data yet")
+        else:
+            ago = max(0, int(self.opened.clock.now() - self.last_updated))
+            parts.append(f"updated {ago} s ago")
+        parts.append(f"every {self.settings.interval:g} s")
+        if self.paused:
+            parts.append("PAUSED")
+        if self.settings.control is not None:
+            parts.append(f"controls: {self.settings.control.label}")
+        problems = dict(self.dashboard.broker_errors())
+        if self.last_failure is not None:
+            problems = {"poll": self.last_failure.message, **problems}
+        if problems:
+            parts.append("errors: " + "; ".join(f"{k}: {v}" for k, v in problems.items()))
+        return " │ ".join(parts)
+
+    def update_status(self) -> None:
+        from tui.widgets import StatusLine
+
+        text = self.status_text()
+        for status in self.screen.query(StatusLine):
+            status.update(text)
+            status.set_class(bool(self.last_failure or self.dashboard.broker_errors()), "-error")
+
+    # -- actions -------------------------------------------------------------------------------
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        if self.paused and self._next_poll is not None:
+            self._next_poll.stop()
+            self._next_poll = None
+        if not self.paused and not self.polling:
+            self.start_poll()
+        self.update_status()
+
+    def action_refresh(self) -> None:
+        self.start_poll()
+
+    def action_help(self) -> None:
+        from tui.screens import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_command(self) -> None:
+        show = getattr(self.screen, "show_command", None)
+        if show is not None:
+            show()
+
+    def action_emulator(self) -> None:
+        from tui.screens import ControlsScreen
+
+        if self.settings.control is None or isinstance(self.screen, ControlsScreen):
+            return
+        self.push_screen(ControlsScreen(self.settings.control, **self.control_defaults()))
+
+    def control_defaults(self) -> dict[str, str]:
+        """Group, topic and client the controls form starts with (from the current view)."""
+        group = getattr(self.screen, "group", None) or self.current_group()
+        out = {"group": group or "", "topic": "", "client_id": ""}
+        view = self.dashboard.view(group) if group else None
+        if view is not None:
+            topics = sorted(t for t in view.topic_queues if not t.startswith("%"))
+            out["topic"] = topics[0] if topics else ""
+            picked = getattr(self.screen, "selected_client", lambda: None)()
+            out["client_id"] = picked or (view.client_ids[0] if view.client_ids else "")
+        return out
+
+    def current_group(self) -> str | None:
+        picked = getattr(self.screen, "selected_group", None)
+        return picked() if picked is not None else None
+
+    def switch_view(self, name: str) -> None:
+        """``:name``: groups, queues, clients, findings, whatif, emulator, help, quit."""
+        from tui.screens import FindingsScreen, GroupScreen, WhatIfScreen
+
+        name = name.strip().lower().lstrip(":")
+        if name in ("q", "quit"):
+            self.exit()
+            return
+        if name == "help":
+            self.action_help()
+            return
+        if name in ("e", "emulator", "ctl"):
+            if self.settings.control is None:
+                self.notify("emulator controls need an emulator source", severity="warning")
+            else:
+                self.action_emulator()
+            return
+        matches = [v for v in VIEW_NAMES if v.startswith(name)] if name else []
+        if len(matches) != 1:
+            self.notify(f"unknown view {name!r}; views: {', '.join(VIEW_NAMES)}", severity="warning")
+            return
+        target = matches[0]
+        if target == "groups":
+            while len(self.screen_stack) > 2:
+                self.pop_screen()
+            return
+        group = getattr(self.screen, "group", None) or self.current_group() or self.settings.group
+        if group is None:
+            self.notify("choose a group first", severity="warning")
+            return
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        if target in ("queues", "clients"):
+            self.push_screen(GroupScreen(group, layout=target))
+        elif target == "findings":
+            self.push_screen(GroupScreen(group))
+            self.push_screen(FindingsScreen(group))
+        elif target == "whatif":
+            self.push_screen(GroupScreen(group))
+            self.push_screen(WhatIfScreen(group))
+
+    # -- emulator controls ---------------------------------------------------------------------
+
+    @work(exclusive=False, group="control", exit_on_error=False)
+    async def run_control(self, action: str, args: dict[str, Any]) -> None:
+        control = self.settings.control
+        if control is None:
+            return
+        try:
+            if action == "start":
+                result: Any = await control.start_consumer(ConsumerRequest(
+                    args["group"], args["topic"], args.get("expression") or "*",
+                    args.get("strategy") or "AVG", args.get("client_id") or None))
+            elif action in ("stop", "kill"):
+                result = await control.stop_consumer(args["client_id"], kill=action == "kill")
+            elif action == "produce":
+                result = await control.produce(args["topic"], int(args["count"]), args.get("tag") or None)
+            else:
+                raise errors.UsageError(f"unknown control action {action!r}")
+        except errors.RmqctlError as exc:
+            self.post_message(ControlFinished(action, error=exc))
+            return
+        except (ValueError, KeyError) as exc:
+            self.post_message(ControlFinished(action, error=errors.UsageError(f"bad input: {exc}")))
+            return
+        self.post_message(ControlFinished(action, result))
+
+    def on_control_finished(self, message: ControlFinished) -> None:
+        if message.error is not None:
+            self.notify(message.error.message, title=f"{message.action} failed", severity="error")
+            return
+        result = message.result if isinstance(message.result, dict) else {}
+        if message.action == "start":
+            text = f"started {result.get('client_id', '')}"
+        elif message.action == "produce":
+            text = f"sent {result.get('sent', 0)} message(s)"
+        else:
+            text = f"{message.action} {result.get('client_id', '')}"
+        self.notify(text, title="emulator")
+        self.start_poll()
+
+
+def make_app(opened: Opened, settings: TuiSettings | None = None) -> RmqctlApp:
+    """The dashboard over an opened source (the CLI and the tests both build it here)."""
+    return RmqctlApp(opened, settings or TuiSettings())

@@ -1,0 +1,41 @@
+"""Messages the workers post to the app: what happened, in the past tense.
+
+Imports textual's Message and rmqctl's model; no widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from textual.message import Message
+
+from rmqctl import errors
+from rmqctl.watch import Round
+
+
+class RoundLoaded(Message):
+    """A poll finished: the round and the errors of listing the groups."""
+
+    def __init__(self, round: Round, list_errors: Mapping[str, errors.RmqctlError]) -> None:  # noqa: A002
+        super().__init__()
+        self.round = round
+        self.list_errors = dict(list_errors)
+
+
+class PollFailed(Message):
+    """A poll could not read anything (the name server is down, …); the next one still runs."""
+
+    def __init__(self, error: errors.RmqctlError) -> None:
+        super().__init__()
+        self.error = error
+
+
+class ControlFinished(Message):
+    """An emulator control action finished, with its result or its error."""
+
+    def __init__(self, action: str, result: Any = None, error: errors.RmqctlError | None = None) -> None:
+        super().__init__()
+        self.action = action
+        self.result = result
+        self.error = error
