@@ -294,35 +294,18 @@ def _served_url() -> str:
 
 
 def _call(url: str | None, token: str | None, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    if not url:
-        url = _served_url()
-    import httpx  # only the ctl commands need it
+    from rmqctl.emulator.control_client import HttpControl
 
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        with httpx.Client(base_url=url, headers=headers, timeout=30.0) as client:
-            response = client.request(method, path, json=body)
-    except httpx.ConnectError as exc:
-        raise errors.ConnectionError(f"cannot reach the emulator control API at {url}",
-                                     hint="is 'rmqctl emulator serve' running? pass its --url") from exc
-    except httpx.TimeoutException as exc:
-        raise errors.TimeoutError(f"the emulator control API at {url} did not answer") from exc
-    except httpx.HTTPError as exc:
-        raise errors.ConnectionError(f"control API request failed: {exc}") from exc
-    try:
-        doc = response.json()
-    except ValueError:
-        doc = {"error": response.text.strip()}
-    if response.status_code >= 400:
-        message = doc.get("error") if isinstance(doc, dict) else str(doc)
-        if response.status_code == 401:
-            raise errors.UsageError(f"control API: {message}", hint="pass the server's --token")
-        if response.status_code == 404:
-            raise errors.NotFound(f"control API: {message}")
-        if response.status_code < 500:
-            raise errors.UsageError(f"control API: {message}")
-        raise errors.ServiceError(f"control API failed ({response.status_code}): {message}")
-    return doc
+    where = url or _served_url()
+
+    async def call() -> Any:
+        control = HttpControl(where, token=token, timeout=30.0)
+        try:
+            return await control.request(method, path, body)
+        finally:
+            await control.close()
+
+    return asyncio.run(call())
 
 
 def _ctl(ctx: typer.Context, output: OutputFormat | None, url: str | None, token: str | None, method: str,

@@ -130,12 +130,13 @@ class HttpControl:
         self._http = httpx.AsyncClient(base_url=self.url, headers=headers, timeout=timeout,
                                        transport=transport)
 
-    async def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One control-API call; its JSON answer, or the error translated into rmqctl's tree."""
         try:
             response = await self._http.request(method, path, json=body)
         except httpx.ConnectError as exc:
             raise errors.ConnectionError(f"cannot reach the emulator control API at {self.url}",
-                                         hint="is 'rmqctl emulator serve' still running?") from exc
+                                         hint="is 'rmqctl emulator serve' running? pass its --url") from exc
         except httpx.TimeoutException as exc:
             raise errors.TimeoutError(f"the emulator control API at {self.url} did not answer") from exc
         except httpx.HTTPError as exc:
@@ -152,23 +153,23 @@ class HttpControl:
                 raise errors.NotFound(f"control API: {message}")
             if response.status_code < 500:
                 raise errors.UsageError(f"control API: {message}")
-            raise errors.RmqctlError(f"control API failed ({response.status_code}): {message}")
+            raise errors.ServiceError(f"control API failed ({response.status_code}): {message}")
         return doc
 
     async def health(self) -> dict[str, Any]:
-        doc: dict[str, Any] = await self._call("GET", "/v1/health")
+        doc: dict[str, Any] = await self.request("GET", "/v1/health")
         return doc
 
     async def clients(self) -> list[dict[str, Any]]:
-        doc = await self._call("GET", "/v1/clients")
+        doc = await self.request("GET", "/v1/clients")
         return list(doc.get("clients", []))
 
     async def start_consumer(self, request: ConsumerRequest) -> dict[str, Any]:
-        doc: dict[str, Any] = await self._call("POST", "/v1/consumers", request.as_body())
+        doc: dict[str, Any] = await self.request("POST", "/v1/consumers", request.as_body())
         return doc
 
     async def stop_consumer(self, client_id: str, *, kill: bool = False) -> dict[str, Any]:
-        doc: dict[str, Any] = await self._call("POST", "/v1/consumers/stop",
+        doc: dict[str, Any] = await self.request("POST", "/v1/consumers/stop",
                                                {"client_id": client_id, "kill": kill})
         return doc
 
@@ -176,7 +177,7 @@ class HttpControl:
         body: dict[str, Any] = {"topic": topic, "count": count}
         if tag:
             body["tag"] = tag
-        doc: dict[str, Any] = await self._call("POST", "/v1/produce", body)
+        doc: dict[str, Any] = await self.request("POST", "/v1/produce", body)
         return doc
 
     async def close(self) -> None:

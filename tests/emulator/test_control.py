@@ -340,5 +340,6 @@ async def test_ctl_finds_the_served_emulator_without_url(tmp_path: Path) -> None
             if proc.returncode is None:
                 proc.kill()
             await proc.communicate()
-    gone = CliRunner().invoke(rmqctl_app, ["emulator", "ctl", "clients"], env={"XDG_STATE_HOME": str(tmp_path)})
+    gone = await asyncio.to_thread(CliRunner().invoke, rmqctl_app, ["emulator", "ctl", "clients"],
+                                   env={"XDG_STATE_HOME": str(tmp_path)})
     assert gone.exit_code == 2 and "no served emulator found" in gone.stderr
