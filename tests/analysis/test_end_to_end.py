@@ -1,0 +1,84 @@
+"""Exported from the emulator, judged by the Spark job: the incidents come out as what they are.
+
+The snapshots are written by the real exporter (``rmqctl.snapshot.export`` on the embedded
+emulator's virtual clock) and read back by the job exactly as ``rmqctl analyze stuck`` reads
+them; the expected holders come from the emulator's own view of the group at the end, never from
+the job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analysis.stuck import diagnose, list_snapshot_files, read_snapshots
+from rmqctl.connect import Target, open_source
+from rmqctl.snapshot import export
+
+
+async def export_and_hold(scenario: str, out: Path, minutes: int) -> dict[str, dict[tuple[str, str, int], str]]:
+    """Export every group for ``minutes`` of virtual time; each group's holders at the end."""
+    async with open_source(Target(emulator=scenario)) as opened:
+        await export(opened, None, out, every=30, duration=minutes * 60, handle_signals=False)
+        holders = {}
+        for group in (await opened.source.groups()).value:
+            view = await opened.source.group_view(group)
+            holders[group] = {(mq.topic, mq.broker_name, mq.queue_id): owners[0]
+                              for mq, owners in view.owners().items()}
+        return holders
+
+
+def verdicts(spark: Any, out: Path, minutes: int) -> dict[tuple[str, str, str, int], dict[str, Any]]:
+    df = read_snapshots(spark, list_snapshot_files(out, None, None, pytest.fail))
+    until = int(df.agg({"ts": "max"}).collect()[0][0].timestamp() * 1000)
+    rows = diagnose(df, until - minutes * 60_000, until).collect()
+    return {(r["group"], r["topic"], r["broker"], r["queue_id"]): r.asDict() for r in rows}
+
+
+async def test_the_stalled_consumer_and_the_queues_it_inherited_are_stalled_and_nothing_else(
+        spark: Any, tmp_path: Path) -> None:
+    # stall-and-leave: pay-2 hangs at 7 min, pay-4 leaves at 17 min and pay-2 inherits two of its
+    # queues, whose offsets then freeze too. A hung listener keeps pulling (pull offsets advance)
+    # while nothing is committed, which the job first reads as one slow message pinning the
+    # offset (it heals within the client's 15 min consumeTimeout); 36 minutes of snapshots from
+    # the end of the warm-up (2 min) give the inherited queues 20 minutes frozen.
+    holders = await export_and_hold("stall-and-leave", tmp_path / "snaps", 36)
+    judged = verdicts(spark, tmp_path / "snaps", 36)
+    stalled_client = "10.0.0.2@pay-2"
+    held_by_stalled = {q for q, owner in holders["payment-service"].items()
+                       if owner == stalled_client and q[0] == "PaymentTopic"}
+    assert len(held_by_stalled) == 3  # its own queue and the two it inherited
+    for (group, topic, broker, queue_id), verdict in judged.items():
+        queue = (topic, broker, queue_id)
+        if topic.startswith("%RETRY%"):
+            expected = "IDLE"
+        elif group == "payment-service" and queue in held_by_stalled:
+            expected = "STALLED"
+        else:
+            expected = "OK"
+        assert verdict["status"] == expected, (group, queue, verdict["reason"])
+        if expected == "STALLED":
+            assert verdict["owner"] == stalled_client
+    # two groups, each with the topic's 8 queues and one retry queue on each of the two brokers
+    assert len(judged) == 20
+
+
+async def test_topic_overwrite_never_pulled_queues_are_orphaned_under_the_owner_that_does_not_subscribe(
+        spark: Any, tmp_path: Path) -> None:
+    # topic-overwrite: c1 subscribes topicA only, c2 topicB only; every client takes part in
+    # every topic's allocation, so topicA 2-3 go to c2 and topicB 0-1 to c1, and nobody pulls them
+    await export_and_hold("topic-overwrite", tmp_path / "snaps", 10)
+    judged = verdicts(spark, tmp_path / "snaps", 10)
+    by_queue = {(t, q): (v["status"], v["owner"]) for (g, t, _, q), v in judged.items() if g == "g1"
+                and not t.startswith("%RETRY%")}
+    c1, c2 = "10.0.0.1@c1", "10.0.0.2@c2"
+    assert by_queue == {
+        ("topicA", 0): ("IDLE", c1), ("topicA", 1): ("IDLE", c1),
+        ("topicA", 2): ("ORPHANED", c2), ("topicA", 3): ("ORPHANED", c2),
+        ("topicB", 0): ("ORPHANED", c1), ("topicB", 1): ("ORPHANED", c1),
+        ("topicB", 2): ("IDLE", c2), ("topicB", 3): ("IDLE", c2),
+    }
+    orphaned = judged[("g1", "topicA", "broker-a", 2)]
+    assert "does not subscribe topicA" in orphaned["reason"]
