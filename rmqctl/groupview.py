@@ -198,6 +198,31 @@ def _merge_progress(
     return tuple(sorted(rows, key=lambda r: r.queue))
 
 
+def merge_connections(
+    conns_by_broker: Mapping[str, ConsumerConnection], masters: Mapping[str, str]
+) -> tuple[dict[str, ClientConnection], dict[str, str], dict[str, set[str]]]:
+    """One connection per client id, a broker address that can relay to each client, and the
+    client ids two connections share on one broker (with their addresses).
+
+    Every broker lists the group's clients (each over its own channel, so with another client
+    address); the same id twice on ONE broker means two processes share it.
+    """
+    connections: dict[str, ClientConnection] = {}
+    relay: dict[str, str] = {}
+    duplicates: dict[str, set[str]] = {}
+    for broker, cc in sorted(conns_by_broker.items()):
+        seen: dict[str, list[str]] = {}
+        for conn in cc.connections:
+            seen.setdefault(conn.client_id, []).append(conn.client_addr)
+            connections.setdefault(conn.client_id, conn)
+            if broker in masters:
+                relay.setdefault(conn.client_id, masters[broker])
+        for cid, addrs in seen.items():
+            if len(addrs) > 1:
+                duplicates.setdefault(cid, set()).update(addrs)
+    return connections, relay, duplicates
+
+
 async def build_group_view(
     reads: BrokerReads, masters: Mapping[str, str], group: str, *, running_info: bool = True
 ) -> GroupView:
@@ -211,21 +236,7 @@ async def build_group_view(
         detail = "; ".join(f"{b}: {e}" for b, e in failures.items())
         raise errors.ConnectionError(f"no broker answered for group {group!r}: {detail}")
 
-    # Every broker lists the group's clients (each over its own channel, so with another client
-    # address); keep one connection per client id and remember a broker that can relay to it.
-    # The same id twice on ONE broker means two processes share it.
-    connections: dict[str, ClientConnection] = {}
-    relay: dict[str, str] = {}
-    duplicates: dict[str, set[str]] = {}
-    for broker, cc in sorted(conns_by_broker.items()):
-        seen: dict[str, list[str]] = {}
-        for conn in cc.connections:
-            seen.setdefault(conn.client_id, []).append(conn.client_addr)
-            connections.setdefault(conn.client_id, conn)
-            relay.setdefault(conn.client_id, masters[broker])
-        for cid, addrs in seen.items():
-            if len(addrs) > 1:
-                duplicates.setdefault(cid, set()).update(addrs)
+    connections, relay, duplicates = merge_connections(conns_by_broker, masters)
 
     has_offsets = any(s.offsets for s in stats_by_broker.values())
     if not connections and not has_offsets and not failures:

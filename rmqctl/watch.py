@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from rmqctl import errors
 from rmqctl.clock import Clock, SystemClock
+from rmqctl.fanout import fan_out
 from rmqctl.model import GroupView, MessageQueue
 from rmqctl.source import ClusterSource
 
@@ -140,21 +141,11 @@ async def sample_groups(
     limit = asyncio.Semaphore(max(1, concurrency))
     taken_at = (clock or SystemClock()).now()
 
-    async def one(group: str) -> GroupView | errors.RmqctlError:
+    async def one(group: str) -> GroupView:
         async with limit:
-            try:
-                return await source.group_view(group, running_info=running_info)
-            except errors.RmqctlError as exc:
-                return exc
+            return await source.group_view(group, running_info=running_info)
 
-    outcomes = await asyncio.gather(*(one(g) for g in groups))
-    views: dict[str, GroupView] = {}
-    failures: dict[str, errors.RmqctlError] = {}
-    for group, outcome in zip(groups, outcomes):
-        if isinstance(outcome, errors.RmqctlError):
-            failures[group] = outcome
-        else:
-            views[group] = outcome
+    views, failures = await fan_out({g: g for g in groups}, one)
     return Sample(taken_at, views, failures)
 
 

@@ -23,12 +23,12 @@ from typing import Any, TypeVar
 from rmqctl import errors
 from rmqctl.dashboard import wire
 from rmqctl.dashboard.client import DashboardClient
+from rmqctl.groupview import merge_connections
 from rmqctl.model import (
     DLQ_PREFIX,
     RETRY_PREFIX,
     SYSTEM_GROUPS,
     BrokerRuntime,
-    ClientConnection,
     ClusterInfo,
     ConsumerConnection,
     ConsumerRunningInfo,
@@ -269,16 +269,7 @@ class DashboardSource:
             detail = "; ".join(f"{b}: {failures[b]}" for b in masters)
             raise errors.ConnectionError(f"no broker answered the dashboard for group {group!r}: {detail}")
 
-        connections: dict[str, ClientConnection] = {}
-        duplicates: dict[str, set[str]] = {}
-        for _broker, cc in sorted(conns_by_broker.items()):
-            seen: dict[str, list[str]] = {}
-            for conn in cc.connections:
-                seen.setdefault(conn.client_id, []).append(conn.client_addr)
-                connections.setdefault(conn.client_id, conn)
-            for cid, addrs in seen.items():
-                if len(addrs) > 1:
-                    duplicates.setdefault(cid, set()).update(addrs)
+        connections, _, duplicates = merge_connections(conns_by_broker, {})
 
         if not connections and not progress and not failures and not await self._group_exists(group):
             raise errors.NotFound(f"consumer group {group!r} not found on any broker",
