@@ -32,16 +32,18 @@ Must not import the CLI, textual or pyspark.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from rmqctl import errors
-from rmqctl.emulator.broker import BrokerState, StoredMessage
+from rmqctl.emulator.broker import BrokerState
 from rmqctl.emulator.client import SimulatedConsumer, SimulatedProducer, default_client_id
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, Scheduler
 from rmqctl.emulator.namesrv import NameServerState
 from rmqctl.emulator.scenario import ConsumerSpec, ProduceSpec, Scenario
+from rmqctl.emulator.store import StoredMessage
 from rmqctl.model import Subscription, SubscriptionGroupConfig, parse_tag_expression
 from rmqctl.remoting.codes import ResponseCode
 
@@ -83,9 +85,9 @@ class EmulatedCluster:
         self.brokers: dict[str, BrokerState] = {}
         for spec in scenario.brokers:
             broker = BrokerState(spec.name, spec.cluster, self.scheduler)
-            broker.long_polling = spec.long_polling
+            broker.pulls.long_polling = spec.long_polling
             if record_history:
-                broker.on_subscription_change = self._on_subscription_change
+                broker.groups.on_subscription_change = functools.partial(self._on_subscription_change, spec.name)
             self.brokers[spec.name] = broker
         self.namesrv = NameServerState(self.brokers)
         for topic in scenario.topics:
@@ -176,11 +178,11 @@ class EmulatedCluster:
         else:
             groups.add(consumer.group)
 
-    def _on_subscription_change(self, broker: BrokerState, group: str,
+    def _on_subscription_change(self, broker_name: str, group: str,
                                 table: dict[str, Subscription] | None) -> None:
         frozen = None if table is None else tuple(
             (t, s.expression, s.sub_version) for t, s in sorted(table.items()))
-        self.history.append(SubscriptionChange(self.scheduler.now_ms, broker.name, group, frozen))
+        self.history.append(SubscriptionChange(self.scheduler.now_ms, broker_name, group, frozen))
 
     # -- clients ----------------------------------------------------------------------------
 
