@@ -5,15 +5,18 @@ table per group overwritten by heartbeats, tag filtering with another client's e
 queues allocated to clients that never subscribed their topic, idle consumers) and speaks the
 real remoting protocol, so rmqctl reads it through the same client path as a real cluster.
 
-Layers, bottom up: ``clock`` (discrete-event scheduler), ``broker`` / ``namesrv`` (pure state),
-``client`` (simulated push consumers and producers), ``world`` (a whole cluster and a scenario's
-timeline), ``scenario`` (the TOML contract), ``wire`` (fastjson bodies), ``server`` (asyncio
+Layers, bottom up: ``clock`` (discrete-event scheduler); the pure broker state: ``store``
+(topics, consume queues, offsets), ``groups`` (consumer groups, heartbeats, subscription tables:
+the incident rules), ``pulls`` (pull processing, long polling), composed with the admin views by
+``broker``, and ``namesrv``; ``client`` (simulated push consumers and producers), ``world`` (a
+whole cluster and a scenario's timeline), ``report`` (run report and state documents of a
+cluster), ``scenario`` (the TOML contract), ``wire`` (fastjson bodies), ``server`` (asyncio
 remoting ports), ``control`` (HTTP control API), ``embedded`` / ``serve`` (ways to run it).
 
 Public API: :func:`load_scenario`, :func:`builtin_scenarios`, :func:`scale_scenario`,
 :class:`EmulatedCluster` and :func:`run_scenario` (virtual clock; ``.report()`` is the run
-report), :class:`EmulatorServer` (``start()`` / ``stop()``), :func:`embedded_opened`,
-:func:`serve_emulator`.
+report, see :mod:`~rmqctl.emulator.report`), :class:`EmulatorServer` (``start()`` / ``stop()``),
+:func:`embedded_opened`, :func:`serve_emulator`.
 
 Must not import the CLI, textual or pyspark.
 """

@@ -43,23 +43,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from rmqctl.emulator.broker import (
-    BROKER_VERSION,
-    FLAG_COMMIT_OFFSET,
-    FLAG_SUBSCRIPTION,
-    FLAG_SUSPEND,
-    BrokerState,
-    ConsumerData,
-    HeartbeatData,
-    MinuteRate,
-    PullRequestHeader,
-    PullResult,
-    StoredMessage,
-    with_version,
-)
+from rmqctl.emulator.broker import BROKER_VERSION, BrokerState
 from rmqctl.emulator.clock import Scheduler, Timer
+from rmqctl.emulator.groups import ConsumerData, HeartbeatData, with_version
 from rmqctl.emulator.namesrv import NameServerState
+from rmqctl.emulator.pulls import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullRequestHeader, PullResult
 from rmqctl.emulator.scenario import ConsumerSpec
+from rmqctl.emulator.store import MinuteRate, StoredMessage
 from rmqctl.model import (
     RETRY_PREFIX,
     STRATEGY_CLASSES,

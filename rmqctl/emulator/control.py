@@ -40,6 +40,7 @@ from urllib.parse import unquote, urlsplit
 import h11
 
 from rmqctl import errors
+from rmqctl.emulator import report
 from rmqctl.emulator.clock import RealTimeDriver
 from rmqctl.emulator.scenario import CONSUME_FROM_WHERE, MESSAGE_MODELS, ConsumerSpec
 from rmqctl.emulator.world import EmulatedCluster
@@ -255,7 +256,7 @@ class ControlServer:
                      "namesrv": self.cluster.namesrv_addr}
 
     def _clients(self, data: dict[str, Any]) -> tuple[int, Any]:
-        return 200, {"clients": self.cluster.clients()}
+        return 200, {"clients": report.clients(self.cluster)}
 
     def _start_consumer(self, data: dict[str, Any]) -> tuple[int, Any]:
         group = _required(data, "group")
@@ -286,7 +287,7 @@ class ControlServer:
             ip=_text(data, "ip"),
         )
         consumer = self.cluster.start_consumer(spec)
-        doc = next(c for c in self.cluster.clients() if c["client_id"] == consumer.client_id
+        doc = next(c for c in report.clients(self.cluster) if c["client_id"] == consumer.client_id
                    and c["running"])
         return 201, doc
 
@@ -335,7 +336,7 @@ class ControlServer:
         return 200, {"at": self.cluster.elapsed, "now_ms": self.cluster.now_ms}
 
     def _state(self, data: dict[str, Any]) -> tuple[int, Any]:
-        return 200, self.cluster.state()
+        return 200, report.state(self.cluster)
 
     def _report(self, data: dict[str, Any]) -> tuple[int, Any]:
         return 200, self.cluster.report()

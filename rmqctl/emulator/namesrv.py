@@ -30,7 +30,7 @@ class NameServerState:
         self._read_queues: dict[str, list[MessageQueue] | None] = {}
         self._write_queues: dict[str, list[MessageQueue]] = {}
         for broker in brokers.values():
-            broker.on_topic_change = self.topic_changed
+            broker.store.on_topic_change = self.topic_changed
 
     def topic_changed(self, topic: str) -> None:
         self._routes.pop(topic, None)

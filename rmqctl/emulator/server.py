@@ -42,15 +42,11 @@ from typing import Self
 
 from rmqctl import errors
 from rmqctl.emulator import wire
-from rmqctl.emulator.broker import (
-    BROKER_VERSION,
-    BrokerState,
-    ClientChannelInfo,
-    PullRequestHeader,
-    PullResult,
-    StoredMessage,
-)
+from rmqctl.emulator.broker import BROKER_VERSION, BrokerState
 from rmqctl.emulator.client import InProcessChannel
+from rmqctl.emulator.groups import ClientChannelInfo
+from rmqctl.emulator.pulls import PullRequestHeader, PullResult
+from rmqctl.emulator.store import StoredMessage
 from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.model import SubscriptionGroupConfig, version_desc
 from rmqctl.remoting import fastjson, frame
@@ -136,7 +132,7 @@ def _log_handler_failure(cmd: RemotingCommand, exc: Exception) -> None:
 
 
 class ServerConnection:
-    """One accepted connection; also a broker :class:`~.broker.Channel` for TCP clients."""
+    """One accepted connection; also a broker :class:`~.groups.Channel` for TCP clients."""
 
     def __init__(self, server: RemotingServer, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter, channel_id: int) -> None:
@@ -559,7 +555,7 @@ class BrokerService:
         if rows is None:
             return respond(cmd, ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist")
         return respond(cmd, ResponseCode.SUCCESS,
-                       body=wire.topic_stats(self.broker.name, topic, rows, self.broker.topic_put_tps(topic)))
+                       body=wire.topic_stats(rows, self.broker.topic_put_tps(topic)))
 
     def consumer_connection(self, cmd: RemotingCommand, conn: ServerConnection) -> RemotingCommand:
         group = cmd.ext_fields.get("consumerGroup", "")
@@ -574,7 +570,7 @@ class BrokerService:
         group = ext.get("consumerGroup", "")
         topic_list = [t for t in (ext.get("topicList") or "").split(";") if t]
         rows, tps = self.broker.consume_stats(group, ext.get("topic") or None, topic_list=topic_list or None)
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.consume_stats(self.broker.name, rows, tps))
+        return respond(cmd, ResponseCode.SUCCESS, body=wire.consume_stats(rows, tps))
 
     def running_info(self, cmd: RemotingCommand, conn: ServerConnection) -> Result:
         """``AdminBrokerProcessor.getConsumerRunningInfo`` → ``callConsumer``: relay to the client."""

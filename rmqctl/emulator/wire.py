@@ -21,13 +21,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from rmqctl import errors
-from rmqctl.emulator.broker import ConsumerData, ConsumerGroupInfo, HeartbeatData, TopicConfig
+from rmqctl.emulator.groups import ConsumerData, ConsumerGroupInfo, HeartbeatData
+from rmqctl.emulator.store import TopicConfig
 from rmqctl.model import (
     ClusterInfo,
     MessageQueue,
+    OffsetEntry,
     ProcessQueueInfo,
     Subscription,
     SubscriptionGroupConfig,
+    TopicOffset,
     TopicRoute,
 )
 from rmqctl.remoting import bodies, fastjson
@@ -62,6 +65,11 @@ def java_double(value: float) -> str:
 def mq_key(topic: str, broker_name: str, queue_id: int) -> str:
     """A ``MessageQueue`` map key the way fastjson writes it."""
     return f'{{"brokerName":{_s(broker_name)},"queueId":{queue_id},"topic":{_s(topic)}}}'
+
+
+def queue_key(mq: MessageQueue) -> str:
+    """:func:`mq_key` of a :class:`~rmqctl.model.MessageQueue`."""
+    return mq_key(mq.topic, mq.broker_name, mq.queue_id)
 
 
 def data_version(counter: int, timestamp: int) -> str:
@@ -123,23 +131,22 @@ def kv_table(table: Mapping[str, str]) -> bytes:
     return f'{{"table":{{{inner}}}}}'.encode()
 
 
-def topic_stats(broker_name: str, topic: str, rows: Sequence[tuple[int, int, int, int]],
-                put_tps: float) -> bytes:
+def topic_stats(rows: Iterable[TopicOffset], put_tps: float) -> bytes:
     """TopicStatsTable (202)."""
     inner = ",".join(
-        f'{mq_key(topic, broker_name, qid)}:{{"lastUpdateTimestamp":{last},"maxOffset":{mx},"minOffset":{mn}}}'
-        for qid, mn, mx, last in rows
+        f'{queue_key(row.queue)}:{{"lastUpdateTimestamp":{row.last_update_timestamp},'
+        f'"maxOffset":{row.max_offset},"minOffset":{row.min_offset}}}'
+        for row in rows
     )
     return f'{{"offsetTable":{{{inner}}},"topicPutTps":{java_double(put_tps)}}}'.encode()
 
 
-def consume_stats(broker_name: str, rows: Sequence[tuple[str, int, int, int, int, int]],
-                  consume_tps: float) -> bytes:
+def consume_stats(rows: Iterable[tuple[MessageQueue, OffsetEntry]], consume_tps: float) -> bytes:
     """ConsumeStats (208): OffsetWrapper per queue, MessageQueue keys."""
     inner = ",".join(
-        f'{mq_key(topic, broker_name, qid)}:{{"brokerOffset":{bo},"consumerOffset":{co},'
-        f'"lastTimestamp":{last},"pullOffset":{po}}}'
-        for topic, qid, bo, co, po, last in rows
+        f'{queue_key(mq)}:{{"brokerOffset":{entry.broker_offset},"consumerOffset":{entry.consumer_offset},'
+        f'"lastTimestamp":{entry.last_timestamp},"pullOffset":{entry.pull_offset}}}'
+        for mq, entry in rows
     )
     return f'{{"consumeTps":{java_double(consume_tps)},"offsetTable":{{{inner}}}}}'.encode()
 
@@ -198,7 +205,7 @@ def consumer_running_info(
         parts.append(f'"jstack":{_s(jstack)}')
     parts.append('"mqPopTable":{}')
     mqs = ",".join(
-        f"{mq_key(mq.topic, mq.broker_name, mq.queue_id)}:{_process_queue_info(pq)}" for mq, pq in mq_table
+        f"{queue_key(mq)}:{_process_queue_info(pq)}" for mq, pq in mq_table
     )
     parts.append(f'"mqTable":{{{mqs}}}')
     props = ",".join(f"{_s(k)}:{_s(v)}" for k, v in sorted(properties.items()))

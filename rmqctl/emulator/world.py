@@ -5,53 +5,28 @@ its consumers' starts and stops and its produce steps on one scheduler, keeps th
 run report needs, and offers the operations the control API exposes (start/stop a consumer,
 produce, advance the clock, dump the state).
 
-**Run report** (``emulator run -o json``)::
-
-    {"scenario": NAME, "at": SECONDS,
-     "consumers": {CLIENT_ID: {"group", "received_by_tag": {TAG: n},
-                               "queues": [{"topic", "broker", "queue_id"}],
-                               "pull_errors": {"NAME (code)": n}}},
-     "produced_by_tag": {TAG: n}, "lost_by_tag": {TAG: n},
-     "broker_subscriptions": {BROKER: {GROUP: {TOPIC: {"expression", "sub_version"}}}}}
-
-``queues`` are the queues the client holds at the end (retry queues included); a client id used
-by two simulated processes appears as ``ID`` and ``ID [2]``. Messages without a tag count under
-the tag ``""``.
-
-**Lost**, precisely: a produced message *m* on topic *T* with tag *t* is **wanted** by a group
-*G* when at least one simulated consumer of *G* (started at any time in the run) subscribes *T*
-with an expression whose own filter accepts *t* (``*`` accepts everything; otherwise *t* must be
-one of its tags). *m* is **lost** when some group wants it and no listener of that group has
-received it by the end of the run. A message no group wants (filtered out by every
-subscription) is not lost; a message still waiting behind a consumer offset (for example on a
-queue nobody holds) counts as lost, because nobody received it within the scenario.
-``lost_by_tag`` counts lost messages per tag, each message once however many groups lost it.
+The run report, the clients list and the state dump built from this accounting are in
+:mod:`~rmqctl.emulator.report`.
 
 Must not import the CLI, textual or pyspark.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 from rmqctl import errors
-from rmqctl.emulator.broker import BrokerState, StoredMessage
+from rmqctl.emulator.broker import BrokerState
 from rmqctl.emulator.client import SimulatedConsumer, SimulatedProducer, default_client_id
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, Scheduler
 from rmqctl.emulator.namesrv import NameServerState
+from rmqctl.emulator.report import run_report
 from rmqctl.emulator.scenario import ConsumerSpec, ProduceSpec, Scenario
-from rmqctl.model import Subscription, SubscriptionGroupConfig, parse_tag_expression
-from rmqctl.remoting.codes import ResponseCode
-
-
-def code_name(code: int) -> str:
-    """``24`` → ``SUBSCRIPTION_NOT_EXIST (24)``: response codes are shown by name and number."""
-    try:
-        return f"{ResponseCode(code).name} ({code})"
-    except ValueError:
-        return f"response code {code}"
+from rmqctl.emulator.store import StoredMessage
+from rmqctl.model import Subscription, SubscriptionGroupConfig
 
 #: how many subscription-table changes :attr:`EmulatedCluster.history` keeps
 HISTORY_LIMIT = 10_000
@@ -83,9 +58,9 @@ class EmulatedCluster:
         self.brokers: dict[str, BrokerState] = {}
         for spec in scenario.brokers:
             broker = BrokerState(spec.name, spec.cluster, self.scheduler)
-            broker.long_polling = spec.long_polling
+            broker.pulls.long_polling = spec.long_polling
             if record_history:
-                broker.on_subscription_change = self._on_subscription_change
+                broker.groups.on_subscription_change = functools.partial(self._on_subscription_change, spec.name)
             self.brokers[spec.name] = broker
         self.namesrv = NameServerState(self.brokers)
         for topic in scenario.topics:
@@ -176,11 +151,11 @@ class EmulatedCluster:
         else:
             groups.add(consumer.group)
 
-    def _on_subscription_change(self, broker: BrokerState, group: str,
+    def _on_subscription_change(self, broker_name: str, group: str,
                                 table: dict[str, Subscription] | None) -> None:
         frozen = None if table is None else tuple(
             (t, s.expression, s.sub_version) for t, s in sorted(table.items()))
-        self.history.append(SubscriptionChange(self.scheduler.now_ms, broker.name, group, frozen))
+        self.history.append(SubscriptionChange(self.scheduler.now_ms, broker_name, group, frozen))
 
     # -- clients ----------------------------------------------------------------------------
 
@@ -249,135 +224,9 @@ class EmulatedCluster:
 
     # -- reports ----------------------------------------------------------------------------
 
-    def _report_keys(self) -> list[tuple[str, SimulatedConsumer]]:
-        seen: dict[str, int] = {}
-        out = []
-        for consumer in self.consumers:
-            n = seen.get(consumer.client_id, 0) + 1
-            seen[consumer.client_id] = n
-            out.append((consumer.client_id if n == 1 else f"{consumer.client_id} [{n}]", consumer))
-        return out
-
-    def lost_messages(self) -> list[StoredMessage]:
-        """Messages wanted by some group that no listener of that group received (see module doc)."""
-        wanting: dict[str, list[tuple[str, Subscription]]] = {}
-        for consumer in self.consumers:
-            for topic, expr in consumer.spec.subscriptions:
-                wanting.setdefault(topic, []).append((consumer.group, parse_tag_expression(topic, expr)))
-        lost = []
-        for message in self.messages:
-            groups = {g for g, sub in wanting.get(message.topic, ()) if sub.accepts(message.tag)}
-            if groups - self.delivered.get(message.seq, set()):
-                lost.append(message)
-        return lost
-
-    def broker_subscriptions(self) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-        return {
-            name: {
-                group: {topic: {"expression": sub.expression, "sub_version": sub.sub_version}
-                        for topic, sub in sorted(info.subscriptions.items())}
-                for group, info in sorted(broker.consumer_table.items())
-            }
-            for name, broker in sorted(self.brokers.items())
-        }
-
     def report(self) -> dict[str, Any]:
-        """The ``emulator run`` document (see the module docstring)."""
-        produced: dict[str, int] = {}
-        for message in self.messages:
-            tag = message.tag or ""
-            produced[tag] = produced.get(tag, 0) + 1
-        lost: dict[str, int] = {}
-        for message in self.lost_messages():
-            tag = message.tag or ""
-            lost[tag] = lost.get(tag, 0) + 1
-        consumers = {
-            key: {
-                "group": c.group,
-                "received_by_tag": dict(sorted(c.received_by_tag.items())),
-                "queues": [mq.as_dict() for mq in c.held_queues()],
-                "pull_errors": {code_name(code): n for code, n in sorted(c.pull_errors.items())},
-            }
-            for key, c in self._report_keys()
-        }
-        return {
-            "scenario": self.scenario.name,
-            "at": self.elapsed,
-            "consumers": consumers,
-            "produced_by_tag": dict(sorted(produced.items())),
-            "lost_by_tag": {tag: lost.get(tag, 0) for tag in sorted(produced)},
-            "broker_subscriptions": self.broker_subscriptions(),
-        }
-
-    def clients(self) -> list[dict[str, Any]]:
-        """Every simulated consumer, running or not (control API ``GET /v1/clients``)."""
-        out = []
-        for key, c in self._report_keys():
-            out.append({
-                "client_id": c.client_id,
-                "key": key,
-                "group": c.group,
-                "running": c.running,
-                "message_model": c.spec.message_model,
-                "strategy": c.strategy.name,
-                "subscriptions": {s.topic: s.expression for s in c.user_subscriptions()}
-                or dict(c.spec.subscriptions),
-                "sub_versions": {t: s.sub_version for t, s in c.subscriptions.items()},
-                "started_at": (c.started_ms - self.t0_ms) / 1000 if c.started_ms else None,
-                "stopped_at": (c.stopped_ms - self.t0_ms) / 1000 if c.stopped_ms else None,
-                "stalled_at": (c.stalled_ms - self.t0_ms) / 1000 if c.stalled_ms is not None else None,
-                "queues": [mq.as_dict() for mq in c.held_queues()],
-                "received_by_tag": dict(sorted(c.received_by_tag.items())),
-                "pull_errors": {code_name(k): v for k, v in sorted(c.pull_errors.items())},
-            })
-        return out
-
-    def state(self) -> dict[str, Any]:
-        """A full dump: clock, brokers (topics, offsets, consumer tables), clients, report."""
-        brokers = {}
-        for name, broker in sorted(self.brokers.items()):
-            brokers[name] = {
-                "cluster": broker.cluster,
-                "addr": broker.addr,
-                "topics": {
-                    t: {"read_queues": c.read_queue_nums, "write_queues": c.write_queue_nums,
-                        "perm": c.perm,
-                        "max_offsets": [broker.max_offset(t, q) for q in range(c.read_queue_nums)]}
-                    for t, c in sorted(broker.topics.items())
-                },
-                "consumer_groups": {
-                    g: {
-                        "consume_type": info.consume_type,
-                        "message_model": info.message_model,
-                        "connections": [
-                            {"client_id": ci.client_id, "client_addr": ch.remote_addr,
-                             "language": ci.language, "version": ci.version}
-                            for ch, ci in info.channels.items()
-                        ],
-                        "subscriptions": {t: s.as_dict() for t, s in sorted(info.subscriptions.items())},
-                    }
-                    for g, info in sorted(broker.consumer_table.items())
-                },
-                "offsets": {
-                    f"{topic}@{group}": {str(q): o for q, o in sorted(table.items())}
-                    for (topic, group), table in sorted(broker.offsets.items())
-                },
-                "suspended_pulls": broker.suspended_pulls(),
-            }
-        return {
-            "scenario": self.scenario.name,
-            "now_ms": self.scheduler.now_ms,
-            "at": self.elapsed,
-            "namesrv": self.namesrv_addr,
-            "brokers": brokers,
-            "clients": self.clients(),
-            "history": [
-                {"at": (h.time_ms - self.t0_ms) / 1000, "broker": h.broker, "group": h.group,
-                 "topics": list(h.topics) if h.table is not None else None}
-                for h in list(self.history)[-200:]
-            ],
-            "report": self.report(),
-        }
+        """The ``emulator run`` document (:func:`~rmqctl.emulator.report.run_report`)."""
+        return run_report(self)
 
 
 def _ms(seconds: float) -> int:

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from rmqctl.emulator.broker import (
-    FLAG_COMMIT_OFFSET,
-    FLAG_SUBSCRIPTION,
-    FLAG_SUSPEND,
-    BrokerState,
-    ConsumerData,
-    ConsumerGroupInfo,
-    HeartbeatData,
-    PullRequestHeader,
-    PullResult,
-)
+from rmqctl.emulator.broker import BrokerState
 from rmqctl.emulator.clock import Scheduler
-from rmqctl.model import SubscriptionGroupConfig, parse_tag_expression
+from rmqctl.emulator.groups import ConsumerData, ConsumerGroupInfo, HeartbeatData
+from rmqctl.emulator.pulls import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullRequestHeader, PullResult
+from rmqctl.model import OffsetEntry, SubscriptionGroupConfig, parse_tag_expression
 from rmqctl.remoting.codes import ResponseCode
 from rmqctl.remoting.frame import RemotingCommand
 
@@ -231,10 +223,13 @@ def test_commit_offset_piggybacks_on_pulls_and_consume_stats_reports_last_timest
     pull(broker, queue=1, offset=3, commit=2)
     assert broker.stored_offset("G", "T", 1) == 2
     rows, _ = broker.consume_stats("G")
-    by_queue = {(t, q): (bo, co, po, last) for t, q, bo, co, po, last in rows}
+    by_queue = {(mq.topic, mq.broker_name, mq.queue_id): entry for mq, entry in rows}
     # lastTimestamp is the store time of the message at consumerOffset - 1 (offset 1, stored at +2 s)
-    assert by_queue[("T", 1)] == (3, 2, 3, T0 + 2000)
-    assert by_queue[("T", 0)] == (0, 0, 0, 0)  # never committed: shown as 0, lastTimestamp 0
+    assert by_queue[("T", "broker-a", 1)] == OffsetEntry(broker_offset=3, consumer_offset=2, pull_offset=3,
+                                                         last_timestamp=T0 + 2000)
+    # never committed: shown as 0, lastTimestamp 0
+    assert by_queue[("T", "broker-a", 0)] == OffsetEntry(broker_offset=0, consumer_offset=0, pull_offset=0,
+                                                         last_timestamp=0)
 
 
 def test_consume_stats_drops_topics_missing_from_the_subscription_table() -> None:
@@ -243,6 +238,6 @@ def test_consume_stats_drops_topics_missing_from_the_subscription_table() -> Non
     broker.commit_offset("G", "T", 0, 0)
     broker.commit_offset("G", "T2", 0, 0)
     rows, _ = broker.consume_stats("G")
-    assert {t for t, *_ in rows} == {"T"}  # T2 has offsets but is not subscribed right now
+    assert {mq.topic for mq, _ in rows} == {"T"}  # T2 has offsets but is not subscribed right now
     rows, _ = broker.consume_stats("G", topic_list=["T2"])
-    assert {t for t, *_ in rows} == {"T2"}
+    assert {mq.topic for mq, _ in rows} == {"T2"}

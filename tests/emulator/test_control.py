@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from rmqctl import errors
 from rmqctl.cli.app import app as rmqctl_app
 from rmqctl.emulator import wire
-from rmqctl.emulator.broker import ConsumerData, HeartbeatData
 from rmqctl.emulator.control import ControlServer
+from rmqctl.emulator.groups import ConsumerData, HeartbeatData
 from rmqctl.emulator.scenario import load_scenario
 from rmqctl.emulator.serve import ServeOptions, running_emulator
 from rmqctl.emulator.world import EmulatedCluster

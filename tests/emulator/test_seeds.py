@@ -33,7 +33,7 @@ def test_seed_004_tag_overwrite_with_four_queues() -> None:
     assert sorted((m.queue_id, m.queue_offset) for m in tag_b.deliveries) == [(2, 1), (3, 1)]
     # and nothing looks stuck: every offset moved past the skipped messages (diff 0)
     rows, _ = broker.consume_stats("SUBSCRIBE_TEST_CONSUMER_GROUP", "SUBSCRIBE_TEST")
-    assert [(bo, co) for _, _, bo, co, _, _ in rows] == [(2, 2)] * 4
+    assert [(e.broker_offset, e.consumer_offset) for _, e in rows] == [(2, 2)] * 4
     assert cluster.report()["lost_by_tag"] == {"tagA": 4, "tagB": 2}
 
 
@@ -136,13 +136,13 @@ def test_seed_003_broker_table_flips_and_half_of_each_topics_queues_are_never_pu
     assert held(c2, "topicB") == [2, 3] and held(c2, "topicA") == []
     assert set(broker.pull_offsets[("topicA", "g1")]) == {0, 1}  # 2 and 3: never pulled at all
     rows, _ = broker.consume_stats("g1", topic_list=["topicA", "topicB"])
-    assert [(t, q, bo, co) for t, q, bo, co, _, _ in rows] == [
+    assert [(mq.topic, mq.queue_id, e.broker_offset, e.consumer_offset) for mq, e in rows] == [
         ("topicA", 0, 2, 2), ("topicA", 1, 2, 2), ("topicA", 2, 2, 0), ("topicA", 3, 2, 0),
         ("topicB", 0, 2, 0), ("topicB", 1, 2, 0), ("topicB", 2, 2, 2), ("topicB", 3, 2, 2),
     ]
     # only the topic currently in the table is reported without a topic list (they take turns)
     rows, _ = broker.consume_stats("g1")
-    assert {t for t, *_ in rows} - {"%RETRY%g1"} == {sequence[-1][0]}
+    assert {mq.topic for mq, _ in rows} - {"%RETRY%g1"} == {sequence[-1][0]}
     assert c1.received_total == 4 and c2.received_total == 4
     # the flips make pulls fail with 24 "the consumer's subscription not exist"
     assert c1.pull_errors.get(24, 0) > 0 and c2.pull_errors.get(24, 0) > 0
@@ -225,7 +225,7 @@ def test_a_slow_listener_keeps_messages_cached_and_the_offset_at_the_first_uncon
     cluster.run_until(30)
     assert slow.received_total == 10
     rows, _ = cluster.brokers["broker-a"].consume_stats("G", "T")
-    assert [(bo, co, po) for _, _, bo, co, po, _ in rows] == [(10, 10, 10)]
+    assert [(e.broker_offset, e.consumer_offset, e.pull_offset) for _, e in rows] == [(10, 10, 10)]
 
 
 def test_a_killed_consumer_is_replaced_at_once_because_the_broker_sees_the_socket_close() -> None:

@@ -1,0 +1,253 @@
+"""One emulated broker's message store and consumer offsets, mirrored from the Java broker; no I/O.
+
+What is mirrored (class names are the Java ones):
+
+- ``TopicConfigManager``: topic configs with their DataVersion, and the system topics created at start.
+- ``DefaultMessageStore``: one consume queue per ``(topic, queueId)``, append-only (the emulator
+  never deletes a message, so the min offset is always 0), each entry carrying the tag code the
+  broker filters on; ``getOffsetInQueueByTime``; the ``MessageArrivingListener`` that wakes held
+  pulls (:attr:`MessageStore.on_message_arriving`, set by :mod:`~rmqctl.emulator.pulls`).
+- ``ConsumerOffsetManager``: offsets per ``topic@group`` plus the 5.x pull-offset table, and
+  ``whichTopicByConsumer``.
+- ``SendMessageProcessor.consumerSendMsgBack`` + the schedule service: a failed message goes to
+  ``%RETRY%group`` after its delay level, or to ``%DLQ%group`` after too many attempts.
+
+Must not import the CLI, textual or pyspark, nor anything that does I/O; knows nothing of consumer
+groups' channels or of pulls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rmqctl.emulator.clock import Scheduler
+from rmqctl.model import DLQ_PREFIX, RETRY_PREFIX, java_string_hash
+
+PERM_INHERIT = 1
+PERM_WRITE = 2
+PERM_READ = 4
+
+#: ``MessageStoreConfig.messageDelayLevel`` in seconds (level 1 is the first)
+DELAY_LEVELS_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int = PERM_READ | PERM_WRITE
+    order: bool = False
+    topic_sys_flag: int = 0
+    topic_filter_type: str = "SINGLE_TAG"
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.perm & PERM_READ)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.perm & PERM_WRITE)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message in a consume queue, with what the consume-queue entry carries (tag code)."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    tag: str | None
+    tags_code: int
+    store_timestamp: int
+    born_timestamp: int
+    msg_id: str
+    #: emulator-wide sequence number, for delivery accounting
+    seq: int
+    body: bytes = b""
+    keys: str | None = None
+    producer: str = "default"
+    #: how often the message was consumed and sent back (``reconsumeTimes``)
+    reconsume_times: int = 0
+    #: for a retry or dead-letter copy: the topic and emulator sequence number of the original
+    origin_topic: str | None = None
+    origin_seq: int | None = None
+
+
+class MinuteRate:
+    """Events per second over the last minute (what the broker's StatsItem minute TPS shows)."""
+
+    __slots__ = ("buckets",)
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, int] = {}
+
+    def add(self, now_ms: int, count: int) -> None:
+        second = now_ms // 1000
+        self.buckets[second] = self.buckets.get(second, 0) + count
+        if len(self.buckets) > 120:
+            for old in [s for s in self.buckets if s < second - 60]:
+                del self.buckets[old]
+
+    def tps(self, now_ms: int, window_s: int = 60) -> float:
+        second = now_ms // 1000
+        total = sum(c for s, c in self.buckets.items() if second - window_s < s <= second)
+        return total / window_s
+
+
+class MessageStore:
+    """Topics, consume queues and consumer offsets of one broker."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.topics: dict[str, TopicConfig] = {}
+        self.topic_version = [0, scheduler.now_ms]  # DataVersion counter, timestamp
+        self._queues: dict[tuple[str, int], list[StoredMessage]] = {}
+        #: ``topic@group`` offsets, stored as (topic, group) -> {queueId: offset}
+        self.offsets: dict[tuple[str, str], dict[int, int]] = {}
+        self.pull_offsets: dict[tuple[str, str], dict[int, int]] = {}
+        self._offset_topics: dict[str, dict[str, None]] = {}
+        #: called with a topic's name whenever this broker creates or changes it
+        self.on_topic_change: Callable[[str], None] | None = None
+        #: ``MessageArrivingListener``: called with every message right after it is stored
+        self.on_message_arriving: Callable[[StoredMessage], None] | None = None
+        self.put_total = 0
+        self.put_bytes = 0
+        self.put_rate = MinuteRate()
+        self._topic_put_rate: dict[str, MinuteRate] = {}
+
+    # -- topics and messages ----------------------------------------------------------------
+
+    def create_system_topics(self, cluster: str, broker_name: str) -> None:
+        # What ``TopicConfigManager`` creates at start (autoCreateTopicEnable=true keeps TBW102).
+        self.create_topic("TBW102", 8, 8, PERM_READ | PERM_WRITE | PERM_INHERIT)
+        self.create_topic("SELF_TEST_TOPIC", 1, 1)
+        self.create_topic("OFFSET_MOVED_EVENT", 1, 1)
+        self.create_topic("SCHEDULE_TOPIC_XXXX", 18, 18)
+        self.create_topic("RMQ_SYS_TRANS_HALF_TOPIC", 1, 1)
+        self.create_topic("rmq_sys_wheel_timer", 1, 1)
+        self.create_topic(cluster, 16, 16, PERM_READ | PERM_WRITE)
+        self.create_topic(broker_name, 1, 1, PERM_READ | PERM_WRITE)
+
+    def create_topic(self, name: str, read: int, write: int, perm: int = PERM_READ | PERM_WRITE,
+                     *, order: bool = False, topic_sys_flag: int = 0) -> TopicConfig:
+        config = TopicConfig(name, read, write, perm, order, topic_sys_flag)
+        self.topics[name] = config
+        self.topic_version[0] += 1
+        self.topic_version[1] = self.scheduler.now_ms
+        if self.on_topic_change is not None:
+            self.on_topic_change(name)
+        return config
+
+    def user_topics(self) -> list[str]:
+        return [t for t in self.topics if not t.startswith(RETRY_PREFIX)]
+
+    def queue(self, topic: str, queue_id: int) -> list[StoredMessage]:
+        return self._queues.get((topic, queue_id), [])
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        return len(self._queues.get((topic, queue_id), ()))
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        return 0  # the emulator never deletes messages
+
+    def store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        messages = self._queues.get((topic, queue_id), ())
+        return messages[offset].store_timestamp if 0 <= offset < len(messages) else 0
+
+    def search_offset(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """``getOffsetInQueueByTime``: first offset stored at or after ``timestamp``."""
+        messages = self._queues.get((topic, queue_id), ())
+        for message in messages:
+            if message.store_timestamp >= timestamp:
+                return message.queue_offset
+        return len(messages)
+
+    def earliest_message_time(self) -> int:
+        times = [q[0].store_timestamp for q in self._queues.values() if q]
+        return min(times) if times else 0
+
+    def put_message(self, topic: str, queue_id: int, tag: str | None, *, seq: int, msg_id: str,
+                    born_ms: int | None = None, body: bytes = b"", keys: str | None = None,
+                    producer: str = "default", reconsume_times: int = 0, origin_topic: str | None = None,
+                    origin_seq: int | None = None) -> StoredMessage:
+        """Append to a consume queue and tell the arriving-message listener (long polling)."""
+        now = self.scheduler.now_ms
+        queue = self._queues.setdefault((topic, queue_id), [])
+        # A message without tags has tags code 0 (``MessageExtBrokerInner.tagsString2tagsCode``).
+        code = java_string_hash(tag) if tag else 0
+        message = StoredMessage(topic, queue_id, len(queue), tag, code, now,
+                                born_ms if born_ms is not None else now, msg_id, seq, body, keys,
+                                producer, reconsume_times, origin_topic, origin_seq)
+        queue.append(message)
+        self.put_total += 1
+        self.put_bytes += 200 + len(body)
+        self.put_rate.add(now, 1)
+        self._topic_put_rate.setdefault(topic, MinuteRate()).add(now, 1)
+        if self.on_message_arriving is not None:
+            self.on_message_arriving(message)
+        return message
+
+    def topic_put_tps(self, topic: str) -> float:
+        rate = self._topic_put_rate.get(topic)
+        return rate.tps(self.scheduler.now_ms) if rate else 0.0
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """``ConsumerOffsetManager.commitOffset``: overwrite (a smaller value is only logged)."""
+        self.offsets.setdefault((topic, group), {})[queue_id] = offset
+        self._offset_topics.setdefault(group, {})[topic] = None
+
+    def stored_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """``queryOffset``: −1 when nothing is stored."""
+        return self.offsets.get((topic, group), {}).get(queue_id, -1)
+
+    def query_consumer_offset(self, group: str, topic: str, queue_id: int,
+                              set_zero_if_not_found: bool = True) -> int | None:
+        """QUERY_CONSUMER_OFFSET (14): the stored offset, else 0 when offset 0 is still in memory
+        (always true here: nothing is ever deleted), else None (QUERY_NOT_FOUND)."""
+        offset = self.stored_offset(group, topic, queue_id)
+        if offset >= 0:
+            return offset
+        if not set_zero_if_not_found:
+            return None
+        if self.max_offset(topic, queue_id) > 0:
+            return 0
+        return None
+
+    def topics_of_group(self, group: str) -> list[str]:
+        """``whichTopicByConsumer``: topics the group has committed offsets for."""
+        return sorted(self._offset_topics.get(group, ()))
+
+    # -- consumer send-back -----------------------------------------------------------------
+
+    def send_back(self, group: str, message: StoredMessage, seq: int, max_reconsume_times: int = 16) -> str:
+        """``consumerSendMsgBack`` for a message the listener failed: a copy goes to
+        ``%RETRY%group`` after delay level ``3 + reconsumeTimes`` (10 s, 30 s, 1 min …), or to
+        ``%DLQ%group`` once it failed ``max_reconsume_times`` times. Returns the target topic."""
+        origin = message.origin_topic or message.topic
+        origin_seq = message.origin_seq if message.origin_seq is not None else message.seq
+        times = message.reconsume_times
+        if times >= max_reconsume_times:
+            target = DLQ_PREFIX + group
+            if target not in self.topics:
+                self.create_topic(target, 1, 1)
+            self.put_message(target, 0, message.tag, seq=seq, msg_id=message.msg_id, body=message.body,
+                             keys=message.keys, reconsume_times=times, origin_topic=origin, origin_seq=origin_seq)
+            return target
+        target = RETRY_PREFIX + group
+        if target not in self.topics:
+            self.create_topic(target, 1, 1)
+        level = min(3 + times, len(DELAY_LEVELS_S))
+        self.scheduler.call_later(
+            DELAY_LEVELS_S[level - 1] * 1000, self._put_retry, target, message, seq, times + 1, origin, origin_seq)
+        return target
+
+    def _put_retry(self, target: str, message: StoredMessage, seq: int, times: int, origin: str,
+                   origin_seq: int) -> None:
+        queues = self.topics[target].write_queue_nums if target in self.topics else 1
+        self.put_message(target, seq % max(1, queues), message.tag, seq=seq, msg_id=message.msg_id,
+                         body=message.body, keys=message.keys, reconsume_times=times, origin_topic=origin,
+                         origin_seq=origin_seq)
