@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 import httpx
 
 from rmqctl import errors
+from rmqctl.emulator import report as emulator_report
 from rmqctl.emulator.clock import RealTimeDriver
 from rmqctl.emulator.scenario import ConsumerSpec
 from rmqctl.emulator.world import EmulatedCluster
@@ -86,7 +87,7 @@ class EmbeddedControl:
             self.driver.poke()
 
     async def clients(self) -> list[dict[str, Any]]:
-        return self.cluster.clients()
+        return emulator_report.clients(self.cluster)
 
     async def start_consumer(self, request: ConsumerRequest) -> dict[str, Any]:
         if not request.group.strip() or not request.topic.strip():
@@ -99,7 +100,8 @@ class EmbeddedControl:
             group=request.group, subscriptions=((request.topic, request.expression or "*"),),
             client_id=request.client_id, strategy=request.strategy))
         self._poke()
-        return next(c for c in self.cluster.clients() if c["client_id"] == consumer.client_id and c["running"])
+        return next(c for c in emulator_report.clients(self.cluster)
+                    if c["client_id"] == consumer.client_id and c["running"])
 
     async def stop_consumer(self, client_id: str, *, kill: bool = False) -> dict[str, Any]:
         self._sync()
