@@ -139,6 +139,8 @@ class RmqctlApp(App[None]):
             self.start_poll()
 
     def on_round_loaded(self, message: RoundLoaded) -> None:
+        if not self.screen_stack:  # a poll that finished while the app was closing
+            return
         shown = self.dashboard.round
         try:
             self.dashboard.apply(message.round, message.list_errors, check=self.settings.checks)
@@ -155,6 +157,8 @@ class RmqctlApp(App[None]):
             self._poll_finished()
 
     def on_poll_failed(self, message: PollFailed) -> None:
+        if not self.screen_stack:
+            return
         self.last_failure = message.error
         self.update_status()
         self._poll_finished()

@@ -109,6 +109,12 @@ def test_group_show_equals_native(setup: Setup, dashboard: DashboardProcess) -> 
     native, web = both(setup, dashboard, "group", "show", setup.group)
     assert set(web.pop("unavailable")) == {"pull_offset", "inflight"}
     assert "unavailable" not in native
+    # consume rates are sampled by each read at its own moment (the dashboard also truncates
+    # them): compare that they are there, not their values
+    for doc in (native, web):
+        for conn in doc["connections"]:
+            assert isinstance(conn.pop("consume_ok_tps"), float)
+            assert isinstance(conn.pop("consume_failed_tps"), float)
     assert web == native
     own = {cid: [s["expression"] for s in subs if s["topic"] == setup.topic]
            for cid, subs in web["client_subscriptions"].items()}
