@@ -148,12 +148,14 @@ def test_lag_not_advancing_between_two_samples(
     wait_until(lambda: real_cluster.consumer_ids(group) == [cid], timeout=60, message="registered")
     sc.wait_stable(lambda: sc.queue_ids(topic), duration=2.0, timeout=60,
                    accept=lambda alloc: alloc.get("S") == [0], message="queue held")
-    sc.produce(topic, "x", 1, queue_id=0)
-    # the broker lists a queue in ConsumeStats only once an offset was committed for it; the
-    # client's periodic persist (first run after 10 s) commits 0 while message 0 is in the listener
-    # (generous: on a loaded machine the client's scheduler can run late)
-    wait_until(lambda: real_cluster.consumer_offset(group, topic, 0) == 0, timeout=120,
+    # the broker lists a queue in ConsumeStats only once an offset was committed for it: the client
+    # records offset 0 when a pull of the still empty queue comes back with nothing (the harness's
+    # broker short-polls, 1 s) and its periodic persist commits it. Wait for that before the first
+    # message: once message 0 is in the 60 s listener nothing more is committed for a minute.
+    wait_until(lambda: real_cluster.consumer_offset(group, topic, 0) == 0, timeout=60,
                message="offset 0 committed")
+    sc.produce(topic, "x", 1, queue_id=0)
+    wait_until(lambda: real_cluster.max_offset(topic, 0) == 1, timeout=30, message="message 0 stored")
     before = group_view(real_cluster, group)
     sc.produce(topic, "x", 3, queue_id=0)
     wait_until(lambda: real_cluster.max_offset(topic, 0) == 4, timeout=30, message="3 more stored")
