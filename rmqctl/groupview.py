@@ -223,6 +223,41 @@ def merge_connections(
     return connections, relay, duplicates
 
 
+def assemble_view(
+    group: str,
+    conns_by_broker: Mapping[str, ConsumerConnection],
+    connections: Mapping[str, ClientConnection],
+    duplicates: Mapping[str, set[str]],
+    *,
+    running_infos: Mapping[str, ConsumerRunningInfo],
+    progress: tuple[QueueProgress, ...],
+    topic_queues: Mapping[str, tuple[MessageQueue, ...]],
+    dlq: tuple[TopicOffset, ...],
+    failures: Mapping[str, errors.RmqctlError],
+    unavailable: Mapping[str, str] | None = None,
+) -> GroupView:
+    """The :class:`GroupView` of the parts every back end reads; the group's consume type, model
+    and start point come from the first broker that lists its connections."""
+    first = next(iter(sorted(conns_by_broker.items())), None)
+    cc0 = first[1] if first else None
+    return GroupView(
+        group=group,
+        connections=tuple(sorted(connections.values(), key=lambda c: c.client_id)),
+        duplicate_clients={cid: tuple(sorted(a)) for cid, a in sorted(duplicates.items())},
+        broker_subscriptions={b: dict(cc.subscriptions) for b, cc in sorted(conns_by_broker.items())},
+        running_infos=running_infos,
+        progress=progress,
+        consume_type=cc0.consume_type if cc0 else None,
+        message_model=cc0.message_model if cc0 else None,
+        consume_from_where=cc0.consume_from_where if cc0 else None,
+        topic_queues=topic_queues,
+        dlq=dlq,
+        sampled_at=int(time.time() * 1000),
+        errors=failures,
+        unavailable=unavailable or {},
+    )
+
+
 async def build_group_view(
     reads: BrokerReads, masters: Mapping[str, str], group: str, *, running_info: bool = True
 ) -> GroupView:
@@ -300,22 +335,9 @@ async def build_group_view(
     if extra:
         progress = tuple(sorted((*progress, *extra), key=lambda r: r.queue))
 
-    first = next(iter(sorted(conns_by_broker.items())), None)
-    cc0 = first[1] if first else None
-    return GroupView(
-        group=group,
-        connections=tuple(sorted(connections.values(), key=lambda c: c.client_id)),
-        duplicate_clients={cid: tuple(sorted(a)) for cid, a in sorted(duplicates.items())},
-        broker_subscriptions={b: dict(cc.subscriptions) for b, cc in sorted(conns_by_broker.items())},
-        running_infos=dict(sorted(infos.items())),
-        progress=progress,
-        consume_type=cc0.consume_type if cc0 else None,
-        message_model=cc0.message_model if cc0 else None,
-        consume_from_where=cc0.consume_from_where if cc0 else None,
-        topic_queues=topic_queues,
-        dlq=tuple(dlq),
-        sampled_at=int(time.time() * 1000),
-        errors=failures,
+    return assemble_view(
+        group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
+        progress=progress, topic_queues=topic_queues, dlq=tuple(dlq), failures=failures,
     )
 
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from rmqctl import errors
 from rmqctl.dashboard import wire
 from rmqctl.dashboard.client import DashboardClient
-from rmqctl.groupview import merge_connections
+from rmqctl.groupview import assemble_view, merge_connections
 from rmqctl.model import (
     DLQ_PREFIX,
     RETRY_PREFIX,
@@ -314,23 +313,10 @@ class DashboardSource:
             unavailable["broker_subscriptions"] = ONE_BROKER_ONLY
             unavailable["duplicate_clients"] = ONE_BROKER_ONLY
 
-        first = next(iter(sorted(conns_by_broker.items())), None)
-        cc0 = first[1] if first else None
-        return GroupView(
-            group=group,
-            connections=tuple(sorted(connections.values(), key=lambda c: c.client_id)),
-            duplicate_clients={cid: tuple(sorted(a)) for cid, a in sorted(duplicates.items())},
-            broker_subscriptions={b: dict(cc.subscriptions) for b, cc in sorted(conns_by_broker.items())},
-            running_infos=infos,
-            progress=tuple(progress),
-            consume_type=cc0.consume_type if cc0 else None,
-            message_model=cc0.message_model if cc0 else None,
-            consume_from_where=cc0.consume_from_where if cc0 else None,
+        return assemble_view(
+            group, conns_by_broker, connections, duplicates, running_infos=infos, progress=tuple(progress),
             topic_queues={t: tuple(r.read_queues()) for t, r in sorted(routes.items()) if t != dlq_topic},
-            dlq=dlq,
-            sampled_at=int(time.time() * 1000),
-            errors=failures,
-            unavailable=unavailable,
+            dlq=dlq, failures=failures, unavailable=unavailable,
         )
 
 
