@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typer.testing import CliRunner
 
 from rmqctl.cli.app import app
 from tests.harness.dashboard import DEFAULT_USERS, DashboardProcess
-from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
+from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, run_tag_overwrite
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(600)]
 
@@ -45,24 +44,8 @@ class Setup:
 
 @pytest.fixture(scope="module")
 def setup(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    token = uuid.uuid4().hex[:8]
-    topic, group = f"DashTopic_{token}", f"DashGroup_{token}"
-    real_cluster.create_topic(topic, 4)
     with ScenarioClientsProcess(real_cluster) as clients:
-        a = clients.start_consumer("a", group, {topic: "tagA"}, instance_name=f"dashA_{token}")
-        wait_until(lambda: real_cluster.consumer_ids(group) == [a], timeout=60, message="A registered")
-        b = clients.start_consumer("b", group, {topic: "tagB"}, instance_name=f"dashB_{token}")
-        wait_until(lambda: real_cluster.consumer_ids(group) == sorted([a, b]), timeout=60,
-                   message="A and B registered")
-        clients.wait_stable(lambda: clients.queue_ids(topic), duration=3.0, timeout=90,
-                            accept=lambda alloc: len(alloc) == 2 and all(len(q) == 2 for q in alloc.values()),
-                            message="two queues each")
-        clients.produce(topic, "tagA", 4, queue_ids=[0, 1, 2, 3])
-        clients.produce(topic, "tagB", 4, queue_ids=[0, 1, 2, 3])
-        wait_until(lambda: all(real_cluster.consumer_offset(group, topic, q) == 2 for q in range(4)),
-                   timeout=90, message="every queue committed at offset 2")
-        wait_until(lambda: real_cluster.consumer_offset(group, f"%RETRY%{group}", 0) is not None,
-                   timeout=60, message="retry queue offset committed")
+        topic, group, a, b = run_tag_overwrite(real_cluster, clients, "Dash")
         yield Setup(real_cluster, topic, group, a, b)
 
 

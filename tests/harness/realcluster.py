@@ -46,6 +46,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -1316,3 +1317,30 @@ class ScenarioClientsProcess:
         _live_clients.discard(self)
         if self.work_dir is not None and self._own_dir and not os.environ.get("RMQCTL_KEEP_CLUSTER_DIR"):
             shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def run_tag_overwrite(cluster: RealCluster, clients: ScenarioClientsProcess, prefix: str) -> tuple[str, str, str, str]:
+    """The tag-overwrite set-up several comparisons share, settled: a fresh 4-queue topic, client A
+    subscribing ``tagA`` and then B ``tagB`` in one group, two queues each, 4 messages of each tag,
+    every queue committed at offset 2 and the retry queue's offset committed. Returns (topic,
+    group, client id of A, client id of B)."""
+    token = uuid.uuid4().hex[:8]
+    topic, group = f"{prefix}Topic_{token}", f"{prefix}Group_{token}"
+    cluster.create_topic(topic, 4)
+    a = clients.start_consumer("a", group, {topic: "tagA"}, instance_name=f"{prefix.lower()}A_{token}")
+    wait_until(lambda: cluster.consumer_ids(group) == [a], timeout=60, message="A registered")
+    b = clients.start_consumer("b", group, {topic: "tagB"}, instance_name=f"{prefix.lower()}B_{token}")
+    wait_until(lambda: cluster.consumer_ids(group) == sorted([a, b]), timeout=60, message="A and B registered")
+    clients.wait_stable(lambda: clients.queue_ids(topic), duration=3.0, timeout=90,
+                        accept=lambda alloc: sorted(q for qs in alloc.values() for q in qs) == [0, 1, 2, 3]
+                        and all(len(qs) == 2 for qs in alloc.values()) and len(alloc) == 2,
+                        message="two queues each")
+    clients.produce(topic, "tagA", 4, queue_ids=[0, 1, 2, 3])
+    clients.produce(topic, "tagB", 4, queue_ids=[0, 1, 2, 3])
+    wait_until(lambda: all(cluster.consumer_offset(group, topic, q) == 2 for q in range(4)),
+               timeout=90, message="every queue committed at offset 2")
+    # the empty retry queue's offset is committed only by the periodic persist (first after
+    # 10 s); wait for it so that every reader sees the same, settled set of queues
+    wait_until(lambda: cluster.consumer_offset(group, f"%RETRY%{group}", 0) is not None,
+               timeout=60, message="retry queue offset committed")
+    return topic, group, a, b

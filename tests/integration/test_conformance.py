@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,7 @@ from typer.testing import CliRunner
 from rmqctl.cli.app import app
 from rmqctl.model import format_millis
 from rmqctl.remoting import fastjson
-from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
+from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, run_tag_overwrite
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(400)]
 
@@ -39,27 +38,8 @@ class Setup:
 
 @pytest.fixture(scope="module")
 def setup(real_cluster: RealCluster) -> Iterator[Setup]:
-    token = uuid.uuid4().hex[:8]
-    topic, group = f"ConfTopic_{token}", f"ConfGroup_{token}"
-    real_cluster.create_topic(topic, 4)
     with ScenarioClientsProcess(real_cluster) as clients:
-        a = clients.start_consumer("a", group, {topic: "tagA"}, instance_name=f"confA_{token}")
-        wait_until(lambda: real_cluster.consumer_ids(group) == [a], timeout=60, message="A registered")
-        b = clients.start_consumer("b", group, {topic: "tagB"}, instance_name=f"confB_{token}")
-        wait_until(lambda: real_cluster.consumer_ids(group) == sorted([a, b]), timeout=60,
-                   message="A and B registered")
-        clients.wait_stable(lambda: clients.queue_ids(topic), duration=3.0, timeout=90,
-                            accept=lambda alloc: sorted(q for qs in alloc.values() for q in qs) == [0, 1, 2, 3]
-                            and all(len(qs) == 2 for qs in alloc.values()) and len(alloc) == 2,
-                            message="two queues each")
-        clients.produce(topic, "tagA", 4, queue_ids=[0, 1, 2, 3])
-        clients.produce(topic, "tagB", 4, queue_ids=[0, 1, 2, 3])
-        wait_until(lambda: all(real_cluster.consumer_offset(group, topic, q) == 2 for q in range(4)),
-                   timeout=90, message="every queue committed at offset 2")
-        # the empty retry queue's offset is committed only by the periodic persist (first after
-        # 10 s); wait for it so that both tools see the same, settled set of queues
-        wait_until(lambda: real_cluster.consumer_offset(group, f"%RETRY%{group}", 0) is not None,
-                   timeout=60, message="retry queue offset committed")
+        topic, group, a, b = run_tag_overwrite(real_cluster, clients, "Conf")
         yield Setup(real_cluster, clients, topic, group, a, b)
 
 
