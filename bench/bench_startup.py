@@ -14,8 +14,13 @@ Cases, each run as a separate whole process ``--runs`` times after one untimed w
   and the per-TAB cost inside an already running shell (``$EPOCHREALTIME`` around the completion
   function, bash and zsh) is printed beside it.
 
-Every Python case runs ``python -m rmqctl`` from this checkout (``PYTHONPATH`` = the repository),
-with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` removed: installed packages have their
+By default every Python case runs ``python -m rmqctl`` from this checkout (``PYTHONPATH`` = the
+repository) under this interpreter, whose ``site`` may carry other projects' start-up hooks. With
+``--venv DIR`` (repeatable) the cases run as an operator runs them instead: the ``rmqctl`` console
+script of a virtual environment holding this checkout, installed like the README's first command
+(``pip install .``, created when ``DIR`` does not exist; ``DIR,REQ...`` then also installs ``REQ``
+there, e.g. ``--venv /tmp/v29,typer==0.29.2`` to measure another Typer beside the pinned one).
+Bytecode caching is on (``PYTHONDONTWRITEBYTECODE`` removed: installed packages have their
 ``.pyc`` files, and the warm-up run writes this tree's). Per run: wall time from ``Popen`` to the
 child being reaped, and the child's CPU time (user + system, from ``os.wait4``), which suffers less
 than wall time when the machine is loaded. The table shows medians and minimums; ``--json``
@@ -24,7 +29,7 @@ prints every sample. ``--importtime`` adds the per-package import cost of ``grou
 
 Usage::
 
-    python bench/bench_startup.py [--runs 15] [--names 500] [--importtime] [--json]
+    python bench/bench_startup.py [--runs 15] [--names 500] [--importtime] [--json] [--venv DIR[,REQ...]]...
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ class Case:
     argv: list[str]
     expect: str
     target_ms: float | None = None
+    env: dict[str, str] | None = None
     walls: list[float] = field(default_factory=list)
     cpus: list[float] = field(default_factory=list)
 
@@ -80,6 +86,7 @@ def run_once(argv: list[str], env: dict[str, str], expect: str) -> float:
 
 
 def measure(case: Case, env: dict[str, str], runs: int) -> None:
+    env = case.env or env
     run_once(case.argv, env, case.expect)  # warm-up: page cache, .pyc files
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)  # a reaped child's CPU time is added here
@@ -183,10 +190,13 @@ def in_shell_tab_ms(env: dict[str, str], key: str, repeat: int = 50) -> dict[str
 
 
 def import_breakdown(argv: list[str], env: dict[str, str], runs: int) -> list[tuple[str, float]]:
-    """Minimum self import time per top-level package (ms) over ``runs`` runs of ``-X importtime``."""
+    """Minimum self import time per top-level package (ms) over ``runs`` runs of ``-X importtime``.
+
+    ``argv`` starts with the interpreter (``python -m rmqctl ...`` or ``python .../bin/rmqctl ...``).
+    """
     best: dict[str, int] = collections.defaultdict(lambda: 10**9)
     for _ in range(runs):
-        err = subprocess.run([sys.executable, "-X", "importtime", *argv[1:]], capture_output=True, text=True,
+        err = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], capture_output=True, text=True,
                              env=env, cwd=ROOT, timeout=60).stderr
         for line in err.splitlines():
             if not line.startswith("import time:") or "self [us]" in line:
@@ -202,6 +212,49 @@ def import_breakdown(argv: list[str], env: dict[str, str], runs: int) -> list[tu
     return sorted(per_package.items(), key=lambda kv: -kv[1])
 
 
+@dataclass
+class Runner:
+    """How the Python cases start: this interpreter on the checkout, or a virtual environment's script."""
+
+    label: str
+    python: list[str]
+    rmqctl: list[str]
+    env: dict[str, str]
+
+
+def venv_runner(spec: str, env: dict[str, str]) -> Runner:
+    """``DIR[,REQ...]``: a venv holding this checkout as ``pip install .`` leaves it (built if missing)."""
+    directory, *extra = spec.split(",")
+    venv = Path(directory).resolve()
+    python, script = venv / "bin" / "python", venv / "bin" / "rmqctl"
+    if not script.exists():
+        log(f"building {venv} (pip install . {' '.join(extra)}) ...")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", str(ROOT)], check=True)
+        if extra:
+            subprocess.run([str(python), "-m", "pip", "install", "-q", *extra], check=True)
+    bare = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+    return Runner(venv.name, [str(python)], [str(python), str(script)], bare)
+
+
+def python_cases(runner: Runner, namesrv: str | None, suffix: str) -> list[Case]:
+    py, cli = runner.python, runner.rmqctl
+    cases = [
+        Case(f"python -c pass{suffix}", [*py, "-c", "print('ok')"], "ok"),
+        Case(f"rmqctl --version{suffix}", [*cli, "--version"], "rmqctl ", TARGETS_MS["rmqctl --version"]),
+        Case(f"rmqctl --help{suffix}", [*cli, "--help"], "Usage"),
+    ]
+    if namesrv is not None:
+        cases += [
+            Case(f"rmqctl group show G{suffix}", [*cli, "group", "show", GROUP, "-n", namesrv], GROUP,
+                 TARGETS_MS["rmqctl group show G"]),
+            Case(f"rmqctl group list{suffix}", [*cli, "group", "list", "-n", namesrv], GROUP),
+        ]
+    for case in cases:
+        case.env = runner.env
+    return cases
+
+
 def summary(case: Case) -> dict[str, Any]:
     return {"case": case.label, "median_ms": statistics.median(case.walls), "min_ms": min(case.walls),
             "median_cpu_ms": statistics.median(case.cpus), "target_ms": case.target_ms,
@@ -213,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=15)
     p.add_argument("--names", type=int, default=500, help="group names in the completion's cache")
     p.add_argument("--importtime", action="store_true", help="also show group show's import cost per package")
+    p.add_argument("--venv", action="append", default=[], metavar="DIR[,REQ...]",
+                   help="run the Python cases as this virtual environment's rmqctl script (repeatable)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
 
@@ -226,27 +281,25 @@ def main(argv: list[str] | None = None) -> int:
         names.mkdir(parents=True)
         (names / "namesrv_10.0.0.1_9876.groups").write_text(
             "# rmqctl names v1\n" + "".join(f"grp-{i:04d}\n" for i in range(args.names)))
-        py = [sys.executable]
-        cases = [
-            Case("python -c pass", [*py, "-c", "print('ok')"], "ok"),
-            Case("rmqctl --version", [*py, "-m", "rmqctl", "--version"], "rmqctl ", TARGETS_MS["rmqctl --version"]),
-            Case("rmqctl --help", [*py, "-m", "rmqctl", "--help"], "Usage"),
-        ]
-        cases += shell_cases(key)
+        here = Runner("checkout", [sys.executable], [sys.executable, "-m", "rmqctl"], env)
+        runners = [venv_runner(spec, env) for spec in args.venv] or [here]
         log("starting emulator serve (tag-overwrite) on loopback ...")
         server, namesrv = serve_emulator(env)
         try:
-            cases += [
-                Case("rmqctl group show G", [*py, "-m", "rmqctl", "group", "show", GROUP, "-n", namesrv], GROUP,
-                     TARGETS_MS["rmqctl group show G"]),
-                Case("rmqctl group list", [*py, "-m", "rmqctl", "group", "list", "-n", namesrv], GROUP),
-            ]
+            cases: list[Case] = []
+            for runner in runners:
+                cases += python_cases(runner, namesrv, f" [{runner.label}]" if args.venv else "")
+            cases += shell_cases(key)
             load_before = [round(x, 2) for x in os.getloadavg()]
             for case in cases:
                 log(f"{case.label} x {args.runs}")
                 measure(case, env, args.runs)
             tab_ms = in_shell_tab_ms(env, key)
-            breakdown = import_breakdown(cases[-2].argv, env, 7) if args.importtime else []
+            breakdowns = {}
+            if args.importtime:
+                for case in cases:
+                    if case.label.startswith("rmqctl group show G"):
+                        breakdowns[case.label] = import_breakdown(case.argv, case.env or env, 7)
             load_after = [round(x, 2) for x in os.getloadavg()]
         finally:
             stop(server)
@@ -254,20 +307,22 @@ def main(argv: list[str] | None = None) -> int:
     rows = [summary(c) for c in cases]
     meta = {"runs": args.runs, "names_in_cache": args.names, "cpus": os.cpu_count(),
             "loadavg_before": load_before, "loadavg_after": load_after, "python": sys.version.split()[0],
-            "in_shell_tab_ms": tab_ms}
+            "in_shell_tab_ms": tab_ms, "runners": [r.label for r in runners]}
     if args.json:
-        print(json.dumps({"meta": meta, "results": rows, "import_ms": breakdown}, indent=2))
+        print(json.dumps({"meta": meta, "results": rows, "import_ms": breakdowns}, indent=2))
         return 0
+    width = max(len(r["case"]) for r in rows)
     print(f"\nwhole-process times, {args.runs} runs each (ms); CPU = user+system of the child")
-    print(f"  {'case':<22} {'median':>7} {'min':>7} {'CPU':>7} {'target':>7}")
+    print(f"  {'case':<{width}} {'median':>7} {'min':>7} {'CPU':>7} {'target':>7}")
     for r in rows:
         target = "" if r["target_ms"] is None else f"{r['target_ms']:g}"
-        print(f"  {r['case']:<22} {r['median_ms']:>7.1f} {r['min_ms']:>7.1f} {r['median_cpu_ms']:>7.1f} {target:>7}")
+        print(f"  {r['case']:<{width}} {r['median_ms']:>7.1f} {r['min_ms']:>7.1f} {r['median_cpu_ms']:>7.1f} "
+              f"{target:>7}")
     print(f"\n  one TAB inside a running shell ({args.names} cached names): "
           + ", ".join(f"{shell} {ms:.2f} ms" for shell, ms in tab_ms.items()))
-    if breakdown:
+    for label, breakdown in breakdowns.items():
         total = sum(ms for _, ms in breakdown)
-        print(f"\n  group show, import time per package (min self time over 7 runs, total {total:.1f} ms):")
+        print(f"\n  {label}, import time per package (min self time over 7 runs, total {total:.1f} ms):")
         for package, ms in breakdown[:15]:
             print(f"    {ms:7.1f}  {package}")
     print(f"\n  load average before {load_before}, after {load_after}; {os.cpu_count()} CPUs; "

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +86,8 @@ class Config:
         path = path or config_path()
         if not path.exists():
             return cls(path=path)
+        import tomllib  # only when there is a file: most one-off commands run without one
+
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:

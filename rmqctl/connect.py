@@ -63,7 +63,7 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
     web = resolve_dashboard(dashboard=target.dashboard, namesrv=target.namesrv, context=target.context,
                             timeout=target.timeout)
     if web is not None:
-        from rmqctl.dashboard import open_dashboard_source
+        from rmqctl.dashboard.source import open_dashboard_source
 
         async with open_dashboard_source(web.url, username=web.username, password=web.password,
                                          timeout=web.timeout) as dashboard_source:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,6 +114,8 @@ def write_names(key: str, kind: str, names: Iterable[str], *, merge: bool = Fals
     path = cache_file(key, kind, directory)
     text = "\n".join([HEADER, *sorted(wanted)]) + "\n"
     try:
+        import tempfile  # only when the names changed, which most commands do not see
+
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:

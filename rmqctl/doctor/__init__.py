@@ -17,7 +17,6 @@ from rmqctl.clock import Clock
 from rmqctl.doctor.checks import CODES, run_checks, skipped_checks, tag_conflict_topics
 from rmqctl.model import SEVERITY_RANK, Finding, GroupView
 from rmqctl.source import ClusterSource
-from rmqctl.watch import Watcher
 
 __all__ = ["CODES", "SEVERITY_RANK", "Diagnosis", "diagnose", "run_checks", "skipped_checks"]
 
@@ -71,6 +70,8 @@ async def diagnose(
     (and a source that can), the recent messages of topics whose clients subscribe different
     tags are read back by offset, read-only, so tag findings count real tags.
     """
+    from rmqctl.watch import Watcher  # not needed by run_checks (group show's conflict column)
+
     watcher = Watcher(source, groups, interval=interval or 1.0, clock=clock)
     rounds = [r async for r in watcher.rounds(2 if interval else 1)]
     last = rounds[-1]

@@ -10,8 +10,6 @@ Imports nothing from rmqctl but the frame codec and the model's Java string orde
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import os
 from dataclasses import dataclass, field, replace
 
@@ -37,6 +35,9 @@ class Credentials:
 
 def signature(ext_fields: dict[str, str], body: bytes, secret_key: str) -> str:
     """Base64 HMAC-SHA1 of the sorted ext-field values plus the body."""
+    import hashlib  # here, not at the top: loading OpenSSL costs every unsigned command ~3 ms
+    import hmac
+
     # Java sorts the keys in a TreeMap, i.e. by UTF-16 code units.
     content = "".join(
         ext_fields[k] for k in sorted(ext_fields, key=java_str_key) if k != "Signature"
