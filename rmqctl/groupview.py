@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from rmqctl import errors
@@ -258,6 +258,50 @@ def assemble_view(
     )
 
 
+async def _running_infos(
+    reads: BrokerReads, relay: Mapping[str, str], group: str
+) -> tuple[dict[str, ConsumerRunningInfo], dict[str, errors.RmqctlError]]:
+    """Each client's running info, asked through the broker in ``relay`` (client id → address)."""
+    client_ids = sorted(relay)
+    results = await asyncio.gather(
+        *(reads.consumer_running_info(relay[cid], group, cid) for cid in client_ids), return_exceptions=True
+    )
+    infos: dict[str, ConsumerRunningInfo] = {}
+    failures: dict[str, errors.RmqctlError] = {}
+    for cid, result in zip(client_ids, results):
+        if isinstance(result, errors.RmqctlError):
+            failures[f"client:{cid}"] = result
+        elif isinstance(result, BaseException):
+            raise result
+        else:
+            infos[cid] = result
+    return infos, failures
+
+
+async def _routes(reads: BrokerReads, topics: Sequence[str]) -> dict[str, TopicRoute | errors.RmqctlError]:
+    """Each topic's route, or the error that says why there is none."""
+    results = await asyncio.gather(*(reads.topic_route(t) for t in topics), return_exceptions=True)
+    routes: dict[str, TopicRoute | errors.RmqctlError] = {}
+    for topic, result in zip(topics, results):
+        if isinstance(result, BaseException) and not isinstance(result, errors.RmqctlError):
+            raise result
+        routes[topic] = result
+    return routes
+
+
+async def _dlq_offsets(
+    reads: BrokerReads, dlq_topic: str
+) -> tuple[tuple[TopicOffset, ...], dict[str, errors.RmqctlError]]:
+    """The group's dead-letter queues (none until a message was given up on: no route yet)."""
+    try:
+        route = await reads.topic_route(dlq_topic)
+    except errors.RmqctlError:
+        return (), {}
+    stats, failures = await fan_out(route.master_addrs(), lambda addr: reads.topic_stats(addr, dlq_topic))
+    offsets = sorted((o for s in stats.values() for o in s.offsets), key=lambda o: o.queue)
+    return tuple(offsets), {f"dlq:{b}": e for b, e in failures.items()}
+
+
 async def build_group_view(
     reads: BrokerReads, masters: Mapping[str, str], group: str, *, running_info: bool = True
 ) -> GroupView:
@@ -282,20 +326,16 @@ async def build_group_view(
                 hint="list groups with: rmqctl group list",
             )
 
-    infos: dict[str, ConsumerRunningInfo] = {}
-    if running_info and connections:
-        client_ids = sorted(relay)
-        results = await asyncio.gather(
-            *(reads.consumer_running_info(relay[cid], group, cid) for cid in client_ids),
-            return_exceptions=True,
-        )
-        for cid, result in zip(client_ids, results):
-            if isinstance(result, errors.RmqctlError):
-                failures[f"client:{cid}"] = result
-            elif isinstance(result, BaseException):
-                raise result
-            else:
-                infos[cid] = result
+    # The running infos (relayed through the brokers to each client), the routes of the topics the
+    # connections name and the DLQ's offsets do not depend on each other: ask for all at once.
+    known_topics = sorted({t for cc in conns_by_broker.values() for t in cc.subscriptions})
+    (infos, info_failures), routes, (dlq, dlq_failures) = await asyncio.gather(
+        _running_infos(reads, relay if running_info else {}, group),
+        _routes(reads, known_topics),
+        _dlq_offsets(reads, DLQ_PREFIX + group),
+    )
+    failures.update(info_failures)
+    failures.update(dlq_failures)
 
     owners: dict[MessageQueue, str] = {}
     for cid in sorted(infos):
@@ -303,31 +343,17 @@ async def build_group_view(
             if not pq.dropped:
                 owners.setdefault(mq, cid)
 
-    topics: set[str] = set()
-    for cc in conns_by_broker.values():
-        topics.update(cc.subscriptions)
+    topics = set(known_topics)
     for ri in infos.values():
         topics.update(s.topic for s in ri.subscriptions)
-    dlq_topic = DLQ_PREFIX + group
-    routes = await asyncio.gather(
-        *(reads.topic_route(t) for t in [*sorted(topics), dlq_topic]), return_exceptions=True
-    )
-    dlq_route = routes.pop()
-    dlq: list[TopicOffset] = []
-    if isinstance(dlq_route, TopicRoute):
-        stats, dlq_failures = await fan_out(
-            dlq_route.master_addrs(), lambda addr: reads.topic_stats(addr, dlq_topic)
-        )
-        dlq = sorted((o for s in stats.values() for o in s.offsets), key=lambda o: o.queue)
-        failures.update({f"dlq:{b}": e for b, e in dlq_failures.items()})
+    routes.update(await _routes(reads, sorted(topics - routes.keys())))  # a client's own topics
     topic_queues = {}
-    for topic, route in zip(sorted(topics), routes):
+    for topic in sorted(topics):
+        route = routes[topic]
         if isinstance(route, errors.RmqctlError):
             if not isinstance(route, errors.TopicNotExist):
                 failures[f"route:{topic}"] = route
             continue
-        if isinstance(route, BaseException):
-            raise route
         topic_queues[topic] = tuple(route.read_queues())
 
     progress = _merge_progress(stats_by_broker, owners)
@@ -337,7 +363,7 @@ async def build_group_view(
 
     return assemble_view(
         group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
-        progress=progress, topic_queues=topic_queues, dlq=tuple(dlq), failures=failures,
+        progress=progress, topic_queues=topic_queues, dlq=dlq, failures=failures,
     )
 
 

@@ -330,6 +330,32 @@ def group_assignment_rows(doc: GroupAssignmentDoc) -> list[RowSet]:
     return [RowSet("assignment", ASSIGNMENT_COLUMNS, assignment_rows(doc)), *error_rows(doc)]
 
 
+def watched(doc: Any, records: list[RowSet], *, sample: int, taken_at_ts: int,
+            rates: Mapping[tuple[str, str, int], float]) -> list[RowSet]:
+    """One ``--watch`` sample of ``group progress|assignment``.
+
+    The document gains ``sample`` (1, 2, ...), ``taken_at_ts`` and ``consume_rates``: per queue, the
+    messages per second consumed since the previous sample (empty on the first). Returns the rows
+    with ``sample`` first in each and, in each row that names a queue, its ``consume_rate``
+    (``null`` when there is no earlier sample of it)."""
+    doc["sample"] = sample
+    doc["taken_at_ts"] = taken_at_ts
+    doc["consume_rates"] = [{"topic": t, "broker": b, "queue_id": q, "consume_rate": rate}
+                            for (t, b, q), rate in sorted(rates.items())]
+    out = []
+    for rowset in records:
+        per_queue = "queue_id" in rowset.columns
+        columns = ("sample", *rowset.columns, *(("consume_rate",) if per_queue else ()))
+        rows = []
+        for row in rowset.rows:
+            shown = {"sample": sample, **row}
+            if per_queue:
+                shown["consume_rate"] = rates.get((row["topic"], row["broker"], row["queue_id"]))
+            rows.append(shown)
+        out.append(RowSet(rowset.kind, columns, rows))
+    return out
+
+
 GROUP_LIST_COLUMNS = ("group", "clients", "online", "consume_type", "message_model", "version",
                       "total_diff", "consume_tps")
 

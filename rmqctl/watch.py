@@ -206,3 +206,18 @@ class Watcher:
                 await self.clock.sleep(self.interval)
             yield await self.poll()
             done += 1
+
+
+def consume_rates(before: GroupView, after: GroupView, seconds: float) -> dict[tuple[str, str, int], float]:
+    """Messages per second each queue's consumer offset advanced between two samples taken
+    ``seconds`` apart, keyed like a document's queue: ``(topic, broker, queue_id)``. A queue in
+    only one sample has no rate; an offset moved backwards (a reset) counts as 0."""
+    if seconds <= 0:
+        return {}
+    earlier = {p.queue: p.consumer_offset for p in before.progress}
+    out = {}
+    for p in after.progress:
+        if p.queue in earlier:
+            key = (p.queue.topic, p.queue.broker_name, p.queue.queue_id)
+            out[key] = max(0, p.consumer_offset - earlier[p.queue]) / seconds
+    return out

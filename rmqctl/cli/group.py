@@ -7,6 +7,7 @@ command module.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -212,28 +213,18 @@ def assignment(
     execute(opts, run)
 
 
-def consume_rates(before: GroupView, after: GroupView, seconds: float) -> dict[tuple[str, str, int], float]:
-    """Messages per second each queue's consumer offset advanced between two samples taken
-    ``seconds`` apart."""
-    if seconds <= 0:
-        return {}
-    earlier = {p.queue: p.consumer_offset for p in before.progress}
-    out = {}
-    for p in after.progress:
-        if p.queue in earlier:
-            key = (p.queue.topic, p.queue.broker_name, p.queue.queue_id)
-            out[key] = max(0, p.consumer_offset - earlier[p.queue]) / seconds
-    return out
-
-
 def watch_group(opts: Settings, group: str, interval: float, count: int | None,
                 build: Callable[[GroupView, dict[tuple[str, str, int], float] | None], View]) -> None:
-    """Sample the group every ``interval`` seconds (on the source's clock) and redraw: in place on a
-    terminal (the screen is cleared), one block per sample, separated by a blank line, otherwise."""
-    from rmqctl.watch import Watcher
+    """Sample the group every ``interval`` seconds (on the source's clock) and print each sample.
+
+    A table is redrawn in place on a terminal (the screen is cleared) and printed as one block per
+    sample, after a blank line, otherwise; ``json`` prints one document per sample, a blank line
+    between them; ``jsonl`` and ``csv`` stream rows that say their sample (csv's header once)."""
+    from rmqctl.watch import Watcher, consume_rates
 
     out = sys.stdout
-    redraw = hasattr(out, "isatty") and out.isatty()
+    fmt = opts.output.value
+    redraw = fmt == "table" and hasattr(out, "isatty") and out.isatty()
 
     async def main() -> None:
         async with open_source(target(opts)) as opened:
@@ -247,13 +238,18 @@ def watch_group(opts: Settings, group: str, interval: float, count: int | None,
                 if previous is not None and rnd.previous is not None:
                     rates = consume_rates(previous, current, rnd.current.taken_at - rnd.previous.taken_at)
                 shown = build(current, rates)
+                shown.records = report.watched(shown.document, shown.records, sample=rnd.number,
+                                               taken_at_ts=round(rnd.current.taken_at * 1000), rates=rates)
+                options = opts.table_options
                 if redraw:
                     out.write("\x1b[H\x1b[2J")
-                elif rnd.number > 1:
+                elif rnd.number > 1 and fmt in ("table", "json"):
                     out.write("\n")
-                label = f"Every {interval:g}s: {opened.label}, sample {rnd.number}"
-                if not opts.no_headers and opts.output.value == "table":
-                    out.write(label + "\n\n")
-                emit(shown, opts.output, out, options=opts.table_options)
+                elif rnd.number > 1 and fmt == "csv":
+                    options = dataclasses.replace(options, no_headers=True)
+                if not opts.no_headers and fmt == "table":
+                    out.write(f"Every {interval:g}s: {opened.label}, sample {rnd.number}\n\n")
+                emit(shown, opts.output, out, options=options)
+                out.flush()
 
     asyncio.run(main())  # Ctrl-C ends the watch like any command: exit 130

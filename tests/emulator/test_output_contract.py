@@ -279,6 +279,25 @@ def test_watch_redraws_with_the_consume_rate_between_samples() -> None:
     assert (first[offset], second[offset]) == ("8", "15")
     assert second[rate] == "0.23"  # (15 - 8) / 30 s
     assert first[rate] == "-"  # no earlier sample
+    # the same samples as rows: every row carries its sample, rows of a queue their rate
+    rows = lines("--emulator", "stall-and-leave", "--at", "30", "-o", "jsonl", "group", "progress",
+                 "payment-service", "--watch", "30", "--count", "2")
+    mine = [r for r in rows if (r["topic"], r["broker"], r["queue_id"]) == ("PaymentTopic", "broker-a", 0)]
+    assert [(r["kind"], r["sample"], r["consumer_offset"]) for r in mine] == [
+        ("queue", 1, 8), ("queue", 2, 15)]
+    assert mine[0]["consume_rate"] is None and mine[1]["consume_rate"] == pytest.approx(7 / 30)
+    assert {r["sample"] for r in rows} == {1, 2} and all("consume_rate" in r for r in rows)
+    docs = [json.loads(block) for block in cli(
+        "--emulator", "stall-and-leave", "--at", "30", "-o", "json", "group", "assignment", "payment-service",
+        "-w", "30", "--count", "2").split("\n\n")]
+    assert [d["sample"] for d in docs] == [1, 2] and docs[0]["consume_rates"] == []
+    assert docs[1]["taken_at_ts"] - docs[0]["taken_at_ts"] == 30_000
+    rate = {(q["topic"], q["broker"], q["queue_id"]): q["consume_rate"] for q in docs[1]["consume_rates"]}
+    assert rate[("PaymentTopic", "broker-a", 0)] == pytest.approx(7 / 30)
+    csv_rows = cli("--emulator", "stall-and-leave", "--at", "30", "-o", "csv", "group", "assignment",
+                   "payment-service", "-w", "30", "--count", "2").splitlines()
+    assert csv_rows[0].split(",")[0] == "sample" and csv_rows[0].split(",")[-1] == "consume_rate"
+    assert [r.split(",")[0] for r in csv_rows].count("sample") == 1  # one header for the whole stream
     held = cli("--emulator", "stall-and-leave", "--at", "30", "group", "assignment", "payment-service",
                "-w", "30", "--count", "2")
     assert held.count("CONSUME_RATE") == 2
