@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from rmqctl import errors
 from rmqctl.clock import Clock, SystemClock
 from rmqctl.fanout import fan_out
-from rmqctl.model import GroupView, MessageQueue
+from rmqctl.model import GroupView, MessageQueue, sort_queues
 from rmqctl.source import ClusterSource
 
 #: groups sampled at the same time by default (each view itself fans out to every broker)
@@ -92,7 +92,7 @@ def group_change(before: GroupView, after: GroupView) -> GroupChange:
     old_owner, new_owner = holders(before), holders(after)
     moves = tuple(
         OwnerMove(mq, old_owner.get(mq), new_owner.get(mq))
-        for mq in sorted(set(old_owner) | set(new_owner))
+        for mq in sort_queues(set(old_owner) | set(new_owner))
         if old_owner.get(mq) != new_owner.get(mq)
     )
     return GroupChange(

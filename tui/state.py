@@ -293,7 +293,7 @@ def queue_rows(dash: Dashboard, group: str, now: float) -> dict[str, Row]:
         seen.add(mq)
         holders = owners.get(mq, ())
         owner_text = holders[0] if len(holders) == 1 else (", ".join(holders) or "(nobody)")
-        owner: Cell = Text(owner_text, style="reverse bold") if mq in lit else owner_text
+        owner: Cell = Text(owner_text, style="reverse bold") if lit and mq in lit else owner_text
         status = queue_status(p, old.get(mq), holders)
         age = (now_ms - p.last_timestamp) / 1000 if p.last_timestamp else None
         trend = trends.get(mq)

@@ -28,6 +28,7 @@ from rmqctl.model import (
     QueueProgress,
     Subscription,
     java_string_hash,
+    sort_queues,
 )
 
 BLOCKED_AFTER_MS = 60_000
@@ -94,7 +95,10 @@ def _stored(view: GroupView, topic: str) -> tuple[Subscription | None, dict[str,
 
 
 def _client_sub(view: GroupView, cid: str, topic: str) -> Subscription | None:
-    return next((s for s in view.client_subscriptions.get(cid, ()) if s.topic == topic), None)
+    info = view.running_infos.get(cid)  # not view.client_subscriptions, which builds all clients
+    if info is None:
+        return None
+    return next((s for s in info.user_subscriptions() if s.topic == topic), None)
 
 
 def _holder_of_stored(view: GroupView, stored: Subscription) -> list[str]:
@@ -110,7 +114,7 @@ def _holder_of_stored(view: GroupView, stored: Subscription) -> list[str]:
 def _queues_by_topic(view: GroupView, topic: str) -> list[MessageQueue]:
     queues = set(view.topic_queues.get(topic, ()))
     queues.update(p.queue for p in view.progress if p.queue.topic == topic)
-    return sorted(queues)
+    return sort_queues(queues)
 
 
 def _progress(view: GroupView) -> dict[MessageQueue, QueueProgress]:
@@ -327,7 +331,7 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
         if not non_subscribers:
             continue
         expected = _expected_allocation(view, topic) or {}
-        orphaned = sorted(mq for cid in non_subscribers for mq in expected.get(cid, []))
+        orphaned = sort_queues(mq for cid in non_subscribers for mq in expected.get(cid, []))
         per_topic.append({
             "topic": topic,
             "subscribed_by": sorted(c for c, ts in topic_sets.items() if topic in ts),
@@ -486,7 +490,7 @@ def orphaned_queues(ctx: CheckContext) -> list[Finding]:
         return []
     lags = {mq: progress[mq].lag if mq in progress else None for mq in orphans}
     lag = sum(v for v in lags.values() if v is not None)
-    unknown = sorted(mq for mq, v in lags.items() if v is None)
+    unknown = sort_queues(mq for mq, v in lags.items() if v is None)
     # A lag that could not be read may be anything: it never makes the verdict milder.
     backlog = _backlog_text(lag, len(unknown))
     return [_finding(
@@ -535,8 +539,8 @@ def uneven_allocation(ctx: CheckContext) -> list[Finding]:
                        if any(s.topic == topic for s in subs)}
         mismatched = {}
         for cid in sorted(subscribers):
-            have = sorted(mq for mq in actual.get(cid, []) if mq.topic == topic)
-            want = sorted(expected.get(cid, []))
+            have = sort_queues(mq for mq in actual.get(cid, []) if mq.topic == topic)
+            want = sort_queues(expected.get(cid, []))
             if have != want:
                 mismatched[cid] = {"holds": [_q(m) for m in have], "expected": [_q(m) for m in want]}
         counts = [len([m for m in actual.get(c, []) if m.topic == topic]) for c in sorted(subscribers)]
