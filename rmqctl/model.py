@@ -673,6 +673,9 @@ class GroupView:
     #: recent messages per queue of topics whose clients subscribe different tags (read back by
     #: offset, nothing committed); empty when not sampled (``--no-sample``) or not needed
     tag_samples: Mapping[MessageQueue, TagSample] = field(default_factory=dict)
+    #: holdings derived once per view (a dashboard and the doctor ask many times); not part of
+    #: the view's value: excluded from comparison, and ``replace`` starts it afresh
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def online(self) -> bool:
@@ -717,22 +720,32 @@ class GroupView:
         names = {info.strategy for info in self.running_infos.values() if info.strategy}
         return names.pop() if len(names) == 1 else None
 
+    def _holdings(self) -> dict[str, tuple[MessageQueue, ...]]:
+        held: dict[str, tuple[MessageQueue, ...]] | None = self._derived.get("holdings")
+        if held is None:
+            out: dict[str, list[MessageQueue]] = {cid: [] for cid in self.client_ids}
+            for cid, info in self.running_infos.items():
+                out.setdefault(cid, []).extend(mq for mq, pq in info.mq_table.items() if not pq.dropped)
+            held = self._derived["holdings"] = {cid: tuple(sort_queues(qs)) for cid, qs in sorted(out.items())}
+        return held
+
+    def _owners(self) -> dict[MessageQueue, tuple[str, ...]]:
+        owners: dict[MessageQueue, tuple[str, ...]] | None = self._derived.get("owners")
+        if owners is None:
+            out: dict[MessageQueue, list[str]] = {}
+            for cid, queues in self._holdings().items():
+                for mq in queues:
+                    out.setdefault(mq, []).append(cid)
+            owners = self._derived["owners"] = {mq: tuple(cids) for mq, cids in out.items()}
+        return owners
+
     def assignments(self) -> dict[str, list[MessageQueue]]:
         """Client id → queues it reports holding (from running infos), sorted Java-style."""
-        out: dict[str, list[MessageQueue]] = {cid: [] for cid in self.client_ids}
-        for cid, info in self.running_infos.items():
-            out.setdefault(cid, []).extend(
-                mq for mq, pq in info.mq_table.items() if not pq.dropped
-            )
-        return {cid: sort_queues(qs) for cid, qs in sorted(out.items())}
+        return {cid: list(queues) for cid, queues in self._holdings().items()}
 
     def owners(self) -> dict[MessageQueue, list[str]]:
         """Queue → every client that reports holding it (two or more is itself a problem)."""
-        out: dict[MessageQueue, list[str]] = {}
-        for cid, queues in self.assignments().items():
-            for mq in queues:
-                out.setdefault(mq, []).append(cid)
-        return out
+        return {mq: list(cids) for mq, cids in self._owners().items()}
 
     def held_twice(self) -> dict[MessageQueue, list[str]]:
         """Queue → its holders, for queues that two or more clients report holding at once.
