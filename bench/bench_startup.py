@@ -16,7 +16,7 @@ Cases, each run as a separate whole process ``--runs`` times after one untimed w
 
 By default every Python case runs ``python -m rmqctl`` from this checkout (``PYTHONPATH`` = the
 repository) under this interpreter, whose ``site`` may carry other projects' start-up hooks. With
-``--venv DIR`` (repeatable) the cases run as an operator runs them instead: the ``rmqctl`` console
+``--venv DIR`` (repeatable) they also run as an operator runs them: the ``rmqctl`` console
 script of a virtual environment holding this checkout, installed like the README's first command
 (``pip install .``, created when ``DIR`` does not exist; ``DIR,REQ...`` then also installs ``REQ``
 there, e.g. ``--venv /tmp/v29,typer==0.29.2`` to measure another Typer beside the pinned one).
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         (names / "namesrv_10.0.0.1_9876.groups").write_text(
             "# rmqctl names v1\n" + "".join(f"grp-{i:04d}\n" for i in range(args.names)))
         here = Runner("checkout", [sys.executable], [sys.executable, "-m", "rmqctl"], env)
-        runners = [venv_runner(spec, env) for spec in args.venv] or [here]
+        runners = [here, *(venv_runner(spec, env) for spec in args.venv)]
         log("starting emulator serve (tag-overwrite) on loopback ...")
         server, namesrv = serve_emulator(env)
         try:

@@ -306,16 +306,28 @@ async def build_group_view(
     reads: BrokerReads, masters: Mapping[str, str], group: str, *, running_info: bool = True
 ) -> GroupView:
     """Everything about ``group``; raises NotFound when no broker knows the group at all."""
-    (conns_by_broker, conn_failures), (stats_by_broker, stats_failures) = await asyncio.gather(
-        _connections(reads, masters, group),
-        fan_out(masters, lambda addr: reads.consume_stats(addr, group)),
-    )
+
+    # The consume stats are the slowest read of a real broker. What needs only the connections
+    # (each client's running info, relayed through a broker; the routes of the topics the
+    # connections name; the DLQ's offsets) goes out while they are still on their way.
+    stats = asyncio.ensure_future(fan_out(masters, lambda addr: reads.consume_stats(addr, group)))
+    try:
+        conns_by_broker, conn_failures = await _connections(reads, masters, group)
+        connections, relay, duplicates = merge_connections(conns_by_broker, masters)
+        known_topics = sorted({t for cc in conns_by_broker.values() for t in cc.subscriptions})
+        (infos, info_failures), routes, (dlq, dlq_failures) = await asyncio.gather(
+            _running_infos(reads, relay if running_info else {}, group),
+            _routes(reads, known_topics),
+            _dlq_offsets(reads, DLQ_PREFIX + group),
+        )
+        stats_by_broker, stats_failures = await stats
+    finally:
+        stats.cancel()  # only still running when something above failed
+
     failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures}
     if len(failures) == len(masters) and masters:
         detail = "; ".join(f"{b}: {e}" for b, e in failures.items())
         raise errors.ConnectionError(f"no broker answered for group {group!r}: {detail}")
-
-    connections, relay, duplicates = merge_connections(conns_by_broker, masters)
 
     has_offsets = any(s.offsets for s in stats_by_broker.values())
     if not connections and not has_offsets and not failures:
@@ -325,15 +337,6 @@ async def build_group_view(
                 f"consumer group {group!r} not found on any broker",
                 hint="list groups with: rmqctl group list",
             )
-
-    # The running infos (relayed through the brokers to each client), the routes of the topics the
-    # connections name and the DLQ's offsets do not depend on each other: ask for all at once.
-    known_topics = sorted({t for cc in conns_by_broker.values() for t in cc.subscriptions})
-    (infos, info_failures), routes, (dlq, dlq_failures) = await asyncio.gather(
-        _running_infos(reads, relay if running_info else {}, group),
-        _routes(reads, known_topics),
-        _dlq_offsets(reads, DLQ_PREFIX + group),
-    )
     failures.update(info_failures)
     failures.update(dlq_failures)
 
