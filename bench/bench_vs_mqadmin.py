@@ -20,7 +20,8 @@ rmqctl                          mqadmin
 Three tools are measured:
 
 * ``rmqctl`` — ``python -m rmqctl`` from this checkout (``PYTHONPATH`` set to it, bytecode
-  caching on);
+  caching on), or the command ``--rmqctl`` names (e.g. the console script of a virtual
+  environment where this checkout was installed with ``pip install .``);
 * ``mqadmin`` — the plain ``org.apache.rocketmq.tools.command.MQAdminStartup``, which is what
   operators run: it prints its answer and then lingers about 3 s until the client's non-daemon
   threads wind down;
@@ -47,7 +48,7 @@ machine is doing. Target to report against: rmqctl at least 5x faster per comman
 
 Usage::
 
-    /work/venv/bin/python bench/bench_vs_mqadmin.py [--runs 5] [--queues 8] [--messages 200] [--json]
+    python bench/bench_vs_mqadmin.py [--runs 5] [--queues 8] [--messages 200] [--rmqctl COMMAND] [--json]
 
 Exit status 0, or 1 when some run failed (a tool error, not a speed verdict). The cluster, the
 Java consumers and any command still running are torn down on exit, Ctrl-C and SIGTERM included.
