@@ -111,6 +111,7 @@ class Sample:
     run: int
     wall_ms: float
     printed_ms: float | None  # time of the last stdout byte (None when nothing was printed)
+    cpu_ms: float  # user + system time of the process (all threads)
     maxrss_kib: int
     returncode: int
     ok: bool
@@ -118,8 +119,8 @@ class Sample:
 
 
 def run_measured(cmd: list[str], *, env: dict[str, str], cwd: Path, timeout: float
-                 ) -> tuple[float, float | None, int, int, bytes, bytes]:
-    """Run ``cmd`` to completion; return wall s, last-output s, maxrss KiB, rc, stdout, stderr.
+                 ) -> tuple[float, float | None, float, int, int, bytes, bytes]:
+    """Run ``cmd`` to completion; return wall s, last-output s, CPU s, maxrss KiB, rc, stdout, stderr.
 
     The child gets its own session so it can be killed with everything it started; on timeout,
     Ctrl-C or any other exception it is killed and reaped before the exception propagates.
@@ -181,7 +182,8 @@ def run_measured(cmd: list[str], *, env: dict[str, str], cwd: Path, timeout: flo
     if timed_out.is_set():
         err_bytes += f"\n[bench] killed after {timeout:.0f}s timeout".encode()
     printed = (last_output[-1] - t0) if last_output else None
-    return wall, printed, int(usage.ru_maxrss), proc.returncode, b"".join(chunks), err_bytes
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, printed, cpu, int(usage.ru_maxrss), proc.returncode, b"".join(chunks), err_bytes
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,7 +245,7 @@ class Runner:
                                          jvm_args=["-XX:TieredStopAtLevel=1"])
 
     def run(self, tool: str, pair: Pair, run: int) -> tuple[Sample, str]:
-        wall, printed, rss, rc, out, err = run_measured(
+        wall, printed, cpu, rss, rc, out, err = run_measured(
             self.command(tool, pair), env=self.env, cwd=self.cwd, timeout=self.timeout)
         text = out.decode("utf-8", "replace")
         err_text = err.decode("utf-8", "replace")
@@ -260,7 +262,7 @@ class Runner:
             problem += ": " + (err_text.strip() or text.strip())[-800:]
         sample = Sample(tool=tool, run=run, wall_ms=round(wall * 1000, 1),
                         printed_ms=round(printed * 1000, 1) if printed is not None else None,
-                        maxrss_kib=rss, returncode=rc, ok=problem is None, error=problem)
+                        cpu_ms=round(cpu * 1000, 1), maxrss_kib=rss, returncode=rc, ok=problem is None, error=problem)
         return sample, text
 
 
@@ -336,6 +338,7 @@ def summarize(pair: Pair) -> dict[str, Any]:
             "min_ms": min((s.wall_ms for s in ok), default=None),
             "max_ms": max((s.wall_ms for s in ok), default=None),
             "median_printed_ms": median([s.printed_ms for s in ok if s.printed_ms is not None]),
+            "median_cpu_ms": median([s.cpu_ms for s in ok]),
             "median_peak_mib": round(peak / 1024, 1) if peak is not None else None,
             "max_peak_mib": round(max(s.maxrss_kib for s in ok) / 1024, 1) if ok else None,
         }
@@ -352,7 +355,7 @@ def fmt(value: float | None, spec: str, suffix: str = "") -> str:
 
 
 COLUMNS = [  # header, width
-    ("command", 16), ("rmqctl", 7), ("mqadmin", 8), ("printed", 7), ("AdminCli", 8),
+    ("command", 16), ("rmqctl", 7), ("its CPU", 7), ("mqadmin", 8), ("printed", 7), ("AdminCli", 8),
     ("printed", 7), ("x mqadm", 7), ("x AdmCli", 8), ("x printd", 8),
     ("rmqctl", 7), ("mqadmin", 7), ("AdminCli", 8),
 ]
@@ -367,7 +370,7 @@ def print_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     print()
     print(f"rmqctl vs mqadmin on a real RocketMQ {meta['broker_version']} cluster: medians of "
           f"{meta['runs']} runs per tool, whole process")
-    spans = [(" " * COLUMNS[0][1], 1), ("wall time, ms", 5), ("speedup", 3), ("peak RSS, MiB", 3)]
+    spans = [(" " * COLUMNS[0][1], 1), ("wall time, ms", 6), ("speedup", 3), ("peak RSS, MiB", 3)]
     parts, col = [], 0
     for label, n in spans:
         width = sum(w for _, w in COLUMNS[col:col + n]) + 2 * (n - 1)
@@ -379,7 +382,8 @@ def print_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     for row in rows:
         rq, mq, ac = row["rmqctl"], row["mqadmin"], row["admincli"]
         print(line([
-            row["command"], fmt(rq["median_ms"], ".0f"), fmt(mq["median_ms"], ".0f"),
+            row["command"], fmt(rq["median_ms"], ".0f"), fmt(rq["median_cpu_ms"], ".0f"),
+            fmt(mq["median_ms"], ".0f"),
             fmt(mq["median_printed_ms"], ".0f"), fmt(ac["median_ms"], ".0f"),
             fmt(ac["median_printed_ms"], ".0f"),
             fmt(row["speedup_vs_mqadmin"], ".1f", "x"), fmt(row["speedup_vs_admincli"], ".1f", "x"),
@@ -398,6 +402,7 @@ def print_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     print("  mqadmin  = plain MQAdminStartup, what operators run (the JVM lingers after printing);")
     print("  AdminCli = MQAdminStartup + Runtime.halt once it returns (fair JVM lower bound);")
     print("  printed  = time of the tool's last stdout byte (answer complete, process maybe not);")
+    print("  its CPU  = rmqctl's user + system time (the rest of its wall time is waiting);")
     print("  x mqadm / x AdmCli / x printd = that median / rmqctl's whole-process median.")
     print(f"  load average (1/5/15 min): before {meta['loadavg_before']}, "
           f"after {meta['loadavg_after']}; {meta['cpus']} CPUs; "
@@ -433,7 +438,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=120.0, help="per-process timeout in s (default 120)")
     p.add_argument("--target", type=float, default=5.0, help="speedup to report against (default 5)")
     p.add_argument("--rmqctl", default=None,
-                   help="rmqctl command (default: the console script beside sys.executable)")
+                   help="rmqctl command (default: python -m rmqctl from this checkout)")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     p.add_argument("--json-file", type=Path, default=None,
                    help="also write the JSON results (every sample) to this file")
