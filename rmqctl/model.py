@@ -197,6 +197,18 @@ class ClusterInfo:
             name: data.addrs[0] for name, data in sorted(self.brokers.items()) if 0 in data.addrs
         }
 
+    def broker_addresses(self) -> list[tuple[str, str, int, str]]:
+        """``(cluster, broker name, broker id, address)`` of every broker, masters and slaves, in
+        cluster, then broker-set order (each set's ids ascending)."""
+        out: list[tuple[str, str, int, str]] = []
+        for cluster_name, broker_names in sorted(self.clusters.items()):
+            for broker_name in broker_names:
+                data = self.brokers.get(broker_name)
+                if data is not None:
+                    out.extend((cluster_name, broker_name, broker_id, addr)
+                               for broker_id, addr in sorted(data.addrs.items()))
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class QueueData:
@@ -753,8 +765,8 @@ class GroupView:
         Empty for a BROADCASTING group, where every client holds every queue by design."""
         if (self.message_model or "").upper() == "BROADCASTING":
             return {}
-        owners = self.owners()
-        return {mq: owners[mq] for mq in sort_queues(mq for mq, cids in owners.items() if len(cids) > 1)}
+        owners = self._owners()
+        return {mq: list(owners[mq]) for mq in sort_queues(mq for mq, cids in owners.items() if len(cids) > 1)}
 
     def known_queues(self) -> list[MessageQueue]:
         """Every queue the group should be consuming: progress rows plus route queues."""
@@ -778,7 +790,7 @@ class GroupView:
 
     def unassigned(self) -> list[MessageQueue]:
         """Queues of the group's topics that no online client reports holding."""
-        owners = self.owners()
+        owners = self._owners()
         return [mq for mq in self.known_queues() if mq not in owners]
 
     @property
@@ -802,7 +814,7 @@ class GroupView:
         subs = self.client_subscriptions
         common = set.intersection(*({s.topic for s in ss} for ss in subs.values())) if subs else set()
         common.add(RETRY_PREFIX + self.group)
-        owners = self.owners()
+        owners = self._owners()
         shared = sort_queues(mq for mq, holders in owners.items() if len(holders) > 1 and mq.topic in common)
         # A group that just started: the broker creates %RETRY%<group> on the first heartbeat and
         # the clients allocate it only after their next route poll (up to 30 s), so until an
@@ -820,7 +832,7 @@ class GroupView:
         pull) while messages wait or the lag is unknown. Queue → the reason, in plain words."""
         out: dict[MessageQueue, str] = {}
         progress = {p.queue: p for p in self.progress}
-        for mq in self.owners():
+        for mq in self._owners():
             table = self.broker_subscriptions.get(mq.broker_name)
             if table is None or mq.topic in table or mq.topic.startswith(RETRY_PREFIX):
                 continue

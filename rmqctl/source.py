@@ -114,15 +114,10 @@ class RemotingSource:
         info = info or await self.cluster()
         targets: dict[str, str] = {}
         meta: dict[str, tuple[str, int, str]] = {}
-        for cluster_name, broker_names in sorted(info.clusters.items()):
-            for broker_name in broker_names:
-                data = info.brokers.get(broker_name)
-                if data is None:
-                    continue
-                for broker_id, addr in sorted(data.addrs.items()):
-                    key = f"{broker_name}#{broker_id}"
-                    targets[key] = addr
-                    meta[key] = (broker_name, broker_id, cluster_name)
+        for cluster_name, broker_name, broker_id, addr in info.broker_addresses():
+            key = f"{broker_name}#{broker_id}"
+            targets[key] = addr
+            meta[key] = (broker_name, broker_id, cluster_name)
         tables, failures = await self.admin.fan_out(targets, self.admin.broker_runtime_info)
         runtimes = [
             BrokerRuntime(meta[k][0], meta[k][1], targets[k], meta[k][2], tables[k])

@@ -31,24 +31,17 @@ def tags_text(counts: dict[str, int]) -> str:
 
 
 def report_view(doc: report.EmulatorRunDoc) -> View:
-    """Tables for the ``emulator run`` document."""
+    """Tables for the ``emulator run`` document, from its rows."""
+    records = report.emulator_run_rows(doc)
+    rows = {r.kind: r.rows for r in records}
     consumer_rows = [
-        {"client_id": cid, "group": c["group"], "received": tags_text(c["received_by_tag"]),
-         "queues": queues_text(c["queues"]),
-         "errors": ", ".join(f"{name} x{n}" for name, n in c.get("pull_errors", {}).items()) or ""}
-        for cid, c in doc["consumers"].items()
+        {"client_id": r["client_id"], "group": r["group"], "received": tags_text(r["received_by_tag"]),
+         "queues": queues_text(r["queues"]),
+         "errors": ", ".join(f"{name} x{n}" for name, n in r["pull_errors"].items())}
+        for r in rows["consumer"]
     ]
-    tag_rows = [
-        {"tag": tag or "(no tag)", "produced": n, "lost": doc["lost_by_tag"].get(tag, 0)}
-        for tag, n in doc["produced_by_tag"].items()
-    ]
-    sub_rows = [
-        {"broker": broker, "group": group, "topic": topic, "expression": sub["expression"],
-         "sub_version": sub["sub_version"]}
-        for broker, groups in doc["broker_subscriptions"].items()
-        for group, topics in groups.items()
-        for topic, sub in topics.items()
-    ]
+    tag_rows = [{**r, "tag": r["tag"] or "(no tag)"} for r in rows["tag"]]
+    sub_rows = rows["broker_subscription"]
     tables = [
         Table(["client_id", "group", "received", ("queues", "QUEUES_HELD"), ("errors", "PULL_ERRORS")],
               consumer_rows, title=f"Scenario {doc['scenario']} at {doc['at']:g}s",
@@ -60,4 +53,4 @@ def report_view(doc: report.EmulatorRunDoc) -> View:
     lost = sum(doc["lost_by_tag"].values())
     footer = ([f"{lost} message{'' if lost == 1 else 's'} lost (wanted by a group, never received by it)"]
               if lost else [])
-    return View(doc, tables, footer, report.emulator_run_rows(doc))
+    return View(doc, tables, footer, records)

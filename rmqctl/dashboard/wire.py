@@ -149,15 +149,10 @@ def cluster_list(data: Any) -> tuple[ClusterInfo, dict[str, dict[int, dict[str, 
 
 def broker_runtimes(info: ClusterInfo, tables: Mapping[str, Mapping[int, Mapping[str, str]]]) -> list[BrokerRuntime]:
     out = []
-    for cluster_name, broker_names in sorted(info.clusters.items()):
-        for broker_name in broker_names:
-            data = info.brokers.get(broker_name)
-            if data is None:
-                continue
-            for broker_id, addr in sorted(data.addrs.items()):
-                table = tables.get(broker_name, {}).get(broker_id)
-                if table is not None:
-                    out.append(BrokerRuntime(broker_name, broker_id, addr, cluster_name, dict(table)))
+    for cluster_name, broker_name, broker_id, addr in info.broker_addresses():
+        table = tables.get(broker_name, {}).get(broker_id)
+        if table is not None:
+            out.append(BrokerRuntime(broker_name, broker_id, addr, cluster_name, dict(table)))
     return out
 
 
