@@ -23,7 +23,7 @@ from rich.text import Text
 from rmqctl import errors
 from rmqctl.doctor import SEVERITY_RANK, run_checks
 from rmqctl.model import Finding, GroupView, MessageQueue, QueueProgress, Subscription
-from rmqctl.watch import Round, Sample
+from rmqctl.watch import Round, Sample, consume_rates
 
 #: polls a group's lag trend covers
 TREND_LENGTH = 30
@@ -124,9 +124,7 @@ def consume_tps(before: GroupView | None, after: GroupView, seconds: float) -> f
     """Messages committed per second between two samples (``None`` without a previous one)."""
     if before is None or seconds <= 0:
         return None
-    old = {p.queue: p.consumer_offset for p in before.progress}
-    done = sum(max(0, p.consumer_offset - old[p.queue]) for p in after.progress if p.queue in old)
-    return done / seconds
+    return sum(consume_rates(before, after, seconds).values())
 
 
 @dataclass(frozen=True, slots=True)
