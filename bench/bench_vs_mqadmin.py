@@ -21,7 +21,9 @@ Three tools are measured:
 
 * ``rmqctl`` — ``python -m rmqctl`` from this checkout (``PYTHONPATH`` set to it, bytecode
   caching on), or the command ``--rmqctl`` names (e.g. the console script of a virtual
-  environment where this checkout was installed with ``pip install .``);
+  environment where this checkout was installed with ``pip install .``). ``--rmqctl`` may be
+  repeated as ``LABEL=COMMAND``: every build then runs in the same rotation, under the same load,
+  and gets its own row per command (e.g. the same install under two Python interpreters);
 * ``mqadmin`` — the plain ``org.apache.rocketmq.tools.command.MQAdminStartup``, which is what
   operators run: it prints its answer and then lingers about 3 s until the client's non-daemon
   threads wind down;
@@ -48,7 +50,7 @@ machine is doing. Target to report against: rmqctl at least 5x faster per comman
 
 Usage::
 
-    python bench/bench_vs_mqadmin.py [--runs 5] [--queues 8] [--messages 200] [--rmqctl COMMAND] [--json]
+    python bench/bench_vs_mqadmin.py [--runs 5] [--queues 8] [--messages 200] [--rmqctl [LABEL=]COMMAND]... [--json]
 
 Exit status 0, or 1 when some run failed (a tool error, not a speed verdict). The cluster, the
 Java consumers and any command still running are torn down on exit, Ctrl-C and SIGTERM included.
@@ -82,7 +84,7 @@ from tests.harness.realcluster import (  # noqa: E402 - needs the sys.path entry
     wait_until,
 )
 
-TOOLS = ("rmqctl", "mqadmin", "admincli")
+JVM_TOOLS = ("mqadmin", "admincli")
 TOOL_TITLES = {"rmqctl": "rmqctl", "mqadmin": "mqadmin (plain MQAdminStartup)",
                "admincli": "AdminCli (MQAdminStartup + halt)"}
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
@@ -222,10 +224,10 @@ def build_pairs(cluster: RealCluster, topic: str, groups: list[str]) -> list[Pai
 class Runner:
     """Builds the command line of each tool and runs it once, measured and checked."""
 
-    def __init__(self, cluster: RealCluster, rmqctl_cmd: list[str], timeout: float) -> None:
+    def __init__(self, cluster: RealCluster, rmqctl_cmds: dict[str, list[str]], timeout: float) -> None:
         assert cluster.base_dir is not None
         self.cluster = cluster
-        self.rmqctl_cmd = rmqctl_cmd
+        self.rmqctl_cmds = rmqctl_cmds  # tool id ("rmqctl", "rmqctl:LABEL") -> command
         self.timeout = timeout
         self.cwd = cluster.base_dir
         env = cluster.env()  # ROCKETMQ_HOME = the cluster dir; no NAMESRV_ADDR / JAVA_TOOL_OPTIONS
@@ -236,8 +238,8 @@ class Runner:
         self.env = env
 
     def command(self, tool: str, pair: Pair) -> list[str]:
-        if tool == "rmqctl":
-            return [*self.rmqctl_cmd, "-n", self.cluster.namesrv_addr, *pair.rmqctl]
+        if tool in self.rmqctl_cmds:
+            return [*self.rmqctl_cmds[tool], "-n", self.cluster.namesrv_addr, *pair.rmqctl]
         main = MQADMIN_MAIN if tool == "mqadmin" else ADMINCLI_MAIN
         # exactly RealCluster.mqadmin_run's JVM, only the main class differs for plain mqadmin
         return self.cluster.java_command(main, *pair.mqadmin, "-n", self.cluster.namesrv_addr,
@@ -252,7 +254,7 @@ class Runner:
         problem = None
         if rc != 0:
             problem = f"exit status {rc}"
-        elif tool != "rmqctl" and "Exception" in err_text + text:
+        elif tool in JVM_TOOLS and "Exception" in err_text + text:
             problem = "Java exception (mqadmin exits 0 on failure)"
         else:
             missing = [e for e in pair.expect if e not in text]
@@ -323,15 +325,16 @@ def ratio(slow: float | None, fast: float | None) -> float | None:
     return round(slow / fast, 2) if slow and fast else None
 
 
-def summarize(pair: Pair) -> dict[str, Any]:
-    """Medians (and min/max) per tool over the successful runs, and the speedups."""
-    out: dict[str, Any] = {"command": pair.label,
+def summarize(pair: Pair, rmqctl_tool: str, build: str) -> dict[str, Any]:
+    """Medians (and min/max) over the successful runs of one rmqctl build (``rmqctl_tool``, shown
+    under the key ``rmqctl``) and of both JVM tools, and the speedups."""
+    out: dict[str, Any] = {"command": pair.label, "build": build,
                            "rmqctl_argv": ["rmqctl", *pair.rmqctl],
                            "mqadmin_argv": ["mqadmin", *pair.mqadmin]}
-    for tool in TOOLS:
+    for key, tool in (("rmqctl", rmqctl_tool), *((t, t) for t in JVM_TOOLS)):
         ok = [s for s in pair.samples if s.tool == tool and s.ok]
         peak = median([float(s.maxrss_kib) for s in ok])
-        out[tool] = {
+        out[key] = {
             "runs_ok": len(ok),
             "runs_failed": sum(1 for s in pair.samples if s.tool == tool and not s.ok),
             "median_ms": median([s.wall_ms for s in ok]),
@@ -362,27 +365,34 @@ COLUMNS = [  # header, width
 
 
 def print_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
-    """The human-readable report: one row per command, medians, then the legend and load."""
+    """The human-readable report: one row per command (and rmqctl build), medians, then the
+    legend and load."""
+    builds = list(meta["rmqctl_builds"])
+    columns = list(COLUMNS)
+    if len(builds) > 1:  # the command cell also names the build
+        columns[0] = ("command [build]", max(len(f"{r['command']} [{r['build']}]") for r in rows))
+
     def line(cells: list[str]) -> str:
         return "  " + "  ".join(
-            f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, (_, w)) in enumerate(zip(cells, COLUMNS)))
+            f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, (_, w)) in enumerate(zip(cells, columns)))
 
     print()
     print(f"rmqctl vs mqadmin on a real RocketMQ {meta['broker_version']} cluster: medians of "
           f"{meta['runs']} runs per tool, whole process")
-    spans = [(" " * COLUMNS[0][1], 1), ("wall time, ms", 6), ("speedup", 3), ("peak RSS, MiB", 3)]
+    spans = [(" " * columns[0][1], 1), ("wall time, ms", 6), ("speedup", 3), ("peak RSS, MiB", 3)]
     parts, col = [], 0
     for label, n in spans:
-        width = sum(w for _, w in COLUMNS[col:col + n]) + 2 * (n - 1)
+        width = sum(w for _, w in columns[col:col + n]) + 2 * (n - 1)
         parts.append(label if not label.strip() else f" {label} ".center(width, "-"))
         col += n
     print("  " + "  ".join(parts))
-    print(line([h for h, _ in COLUMNS]))
-    print(line(["-" * w for _, w in COLUMNS]))
+    print(line([h for h, _ in columns]))
+    print(line(["-" * w for _, w in columns]))
     for row in rows:
         rq, mq, ac = row["rmqctl"], row["mqadmin"], row["admincli"]
         print(line([
-            row["command"], fmt(rq["median_ms"], ".0f"), fmt(rq["median_cpu_ms"], ".0f"),
+            f"{row['command']} [{row['build']}]" if len(builds) > 1 else row["command"],
+            fmt(rq["median_ms"], ".0f"), fmt(rq["median_cpu_ms"], ".0f"),
             fmt(mq["median_ms"], ".0f"),
             fmt(mq["median_printed_ms"], ".0f"), fmt(ac["median_ms"], ".0f"),
             fmt(ac["median_printed_ms"], ".0f"),
@@ -392,13 +402,18 @@ def print_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
             fmt(ac["median_peak_mib"], ".1f"),
         ]))
     target = meta["target_speedup"]
-    met = {key: sum(1 for r in rows if (r[key] or 0) >= target)
-           for key in ("speedup_vs_mqadmin", "speedup_vs_admincli", "speedup_vs_admincli_printed")}
     print()
-    print(f"  target: rmqctl >= {target:g}x faster per command. Met for "
-          f"{met['speedup_vs_mqadmin']}/{len(rows)} vs plain mqadmin, "
-          f"{met['speedup_vs_admincli']}/{len(rows)} vs AdminCli, "
-          f"{met['speedup_vs_admincli_printed']}/{len(rows)} vs AdminCli's printed time.")
+    for build in builds:
+        mine = [r for r in rows if r["build"] == build]
+        met = {key: sum(1 for r in mine if (r[key] or 0) >= target)
+               for key in ("speedup_vs_mqadmin", "speedup_vs_admincli", "speedup_vs_admincli_printed")}
+        print(f"  target: rmqctl{f' [{build}]' if len(builds) > 1 else ''} >= {target:g}x faster per "
+              f"command. Met for {met['speedup_vs_mqadmin']}/{len(mine)} vs plain mqadmin, "
+              f"{met['speedup_vs_admincli']}/{len(mine)} vs AdminCli, "
+              f"{met['speedup_vs_admincli_printed']}/{len(mine)} vs AdminCli's printed time.")
+    if len(builds) > 1:
+        for build, cmd in meta["rmqctl_builds"].items():
+            print(f"  [{build}] = {' '.join(cmd)}")
     print("  mqadmin  = plain MQAdminStartup, what operators run (the JVM lingers after printing);")
     print("  AdminCli = MQAdminStartup + Runtime.halt once it returns (fair JVM lower bound);")
     print("  printed  = time of the tool's last stdout byte (answer complete, process maybe not);")
@@ -422,6 +437,22 @@ def default_rmqctl() -> list[str]:
     return [sys.executable, "-m", "rmqctl"]
 
 
+def rmqctl_builds(specs: list[str]) -> dict[str, list[str]]:
+    """``--rmqctl [LABEL=]COMMAND`` values as label -> command (the first one is the main build);
+    without any, this checkout under this interpreter."""
+    if not specs:
+        return {"rmqctl": default_rmqctl()}
+    builds: dict[str, list[str]] = {}
+    for i, spec in enumerate(specs):
+        label, sep, command = spec.partition("=")
+        if not sep or " " in label or "/" in label:  # no label: the command is the whole value
+            label, command = (f"rmqctl{i + 1}" if i else "rmqctl"), spec
+        if label in builds:
+            raise SystemExit(f"bench: --rmqctl label {label!r} given twice")
+        builds[label] = command.split()
+    return builds
+
+
 def java_version(java: str) -> str:
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
@@ -437,8 +468,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--messages", type=int, default=200, help="messages produced (default 200)")
     p.add_argument("--timeout", type=float, default=120.0, help="per-process timeout in s (default 120)")
     p.add_argument("--target", type=float, default=5.0, help="speedup to report against (default 5)")
-    p.add_argument("--rmqctl", default=None,
-                   help="rmqctl command (default: python -m rmqctl from this checkout)")
+    p.add_argument("--rmqctl", action="append", default=[], metavar="[LABEL=]COMMAND",
+                   help="rmqctl command (default: python -m rmqctl from this checkout); repeat to "
+                        "measure several builds in the same runs, e.g. one per interpreter")
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     p.add_argument("--json-file", type=Path, default=None,
                    help="also write the JSON results (every sample) to this file")
@@ -457,7 +489,7 @@ def _sigterm(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _sigterm)  # unwind the context managers like Ctrl-C
-    rmqctl_cmd = args.rmqctl.split() if args.rmqctl else default_rmqctl()
+    rmqctl_cmds = rmqctl_builds(args.rmqctl)
     token = uuid.uuid4().hex[:6]
     try:
         log("starting name server + broker ...")
@@ -469,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 messages=args.messages, token=token)
                 log(f"settled: {topic} x {args.queues} queues, groups {groups} x 2 consumers, "
                     f"{args.messages} messages consumed and committed")
-                rows, meta = measure(cluster, clients, topic, groups, rmqctl_cmd, args)
+                rows, meta = measure(cluster, clients, topic, groups, rmqctl_cmds, args)
     except KeyboardInterrupt:
         log("interrupted; cluster and clients torn down")
         return 130
@@ -484,31 +516,37 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measure(cluster: RealCluster, clients: ScenarioClientsProcess, topic: str, groups: list[str],
-            rmqctl_cmd: list[str], args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    runner = Runner(cluster, rmqctl_cmd, args.timeout)
+            rmqctl_cmds: dict[str, list[str]], args: argparse.Namespace
+            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    tool_ids = {label: "rmqctl" if i == 0 else f"rmqctl:{label}" for i, label in enumerate(rmqctl_cmds)}
+    runner = Runner(cluster, {tool_ids[label]: cmd for label, cmd in rmqctl_cmds.items()}, args.timeout)
     pairs = build_pairs(cluster, topic, groups)
-    for tool in TOOLS:  # untimed warm-up: page cache, .pyc files, class data sharing archive
+    tools = (*tool_ids.values(), *JVM_TOOLS)
+    several = len(rmqctl_cmds) > 1
+    titles = {**TOOL_TITLES, **{t: f"rmqctl [{label}]" if several else "rmqctl" for label, t in tool_ids.items()}}
+    short = {t: t for t in JVM_TOOLS} | {t: label if several else "rmqctl" for label, t in tool_ids.items()}
+    for tool in tools:  # untimed warm-up: page cache, .pyc files, class data sharing archive
         sample, _ = runner.run(tool, pairs[0], -1)
-        log(f"warm-up {TOOL_TITLES[tool]}: {sample.wall_ms:.0f} ms"
+        log(f"warm-up {titles[tool]}: {sample.wall_ms:.0f} ms"
             + ("" if sample.ok else f" FAILED: {sample.error}"))
     before = loadavg()
     log(f"load average before measuring: {before}")
     started = time.monotonic()
     for pair in pairs:
         for run in range(args.runs):
-            order = TOOLS[run % len(TOOLS):] + TOOLS[:run % len(TOOLS)]  # rotate who goes first
+            order = tools[run % len(tools):] + tools[:run % len(tools)]  # rotate who goes first
             for tool in order:
                 sample, text = runner.run(tool, pair, run)
                 pair.samples.append(sample)
                 pair.example_output.setdefault(tool, text)
-        meds = {t: median([s.wall_ms for s in pair.samples if s.tool == t and s.ok]) for t in TOOLS}
-        log(f"{pair.label:<17} " + "  ".join(f"{t} {fmt(m, '.0f')} ms" for t, m in meds.items()))
+        meds = {t: median([s.wall_ms for s in pair.samples if s.tool == t and s.ok]) for t in tools}
+        log(f"{pair.label:<17} " + "  ".join(f"{short[t]} {fmt(m, '.0f')} ms" for t, m in meds.items()))
         if args.show_output:
-            for tool in TOOLS:
-                print(f"----- {pair.label} / {TOOL_TITLES[tool]} -----\n{pair.example_output.get(tool, '')}",
+            for tool in tools:
+                print(f"----- {pair.label} / {titles[tool]} -----\n{pair.example_output.get(tool, '')}",
                       file=sys.stderr)
     after = loadavg()
-    rows = [summarize(p) for p in pairs]
+    rows = [summarize(p, tool_ids[label], label) for p in pairs for label in rmqctl_cmds]
     failures = [{"command": p.label, **asdict(s)} for p in pairs for s in p.samples if not s.ok]
     from rmqctl import __version__ as rmqctl_version
 
@@ -518,7 +556,7 @@ def measure(cluster: RealCluster, clients: ScenarioClientsProcess, topic: str, g
         "broker_version": cluster.version,
         "client_version": clients.client_version,
         "rmqctl_version": rmqctl_version,
-        "rmqctl_command": rmqctl_cmd,
+        "rmqctl_builds": rmqctl_cmds,
         "java": java_version(cluster.java),
         "python": platform.python_version(),
         "jvm_flags": [a for a in runner.command("admincli", pairs[0])[1:] if a.startswith("-X")],
