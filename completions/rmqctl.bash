@@ -92,7 +92,9 @@ _rmqctl_lookup() {
     'V|topic route|--at') _rmqctl_r='@none' ;;
     'V|topic route|--table') _rmqctl_r='@none' ;;
     'A|topic route') _rmqctl_r='@topics' ;;
-    'O|topic status') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
+    'O|topic status') _rmqctl_r='--sort --match --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
+    'V|topic status|--sort') _rmqctl_r='@none' ;;
+    'V|topic status|--match') _rmqctl_r='@none' ;;
     'V|topic status|--namesrv') _rmqctl_r='@none' ;;
     'V|topic status|-n') _rmqctl_r='@none' ;;
     'V|topic status|--context') _rmqctl_r='@contexts' ;;

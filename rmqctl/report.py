@@ -415,8 +415,11 @@ class TopicListDoc(TypedDict):
     errors: Errors
 
 
+TOPIC_LIST_COLUMNS = ("topic", "type")
+
+
 def topic_list_rows(doc: TopicListDoc) -> list[RowSet]:
-    return [RowSet("topic", ("topic", "type"), doc["topics"]), *error_rows(doc)]
+    return [RowSet("topic", TOPIC_LIST_COLUMNS, doc["topics"]), *error_rows(doc)]
 
 
 class TopicRouteDoc(TypedDict):

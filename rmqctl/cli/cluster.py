@@ -37,8 +37,8 @@ async def cluster_view(source: ClusterSource, match: str | None = None,
                     "out_tps": rt.out_tps if rt else None,
                     "disk_ratio": rt.disk_ratio if rt else None,
                 })
-    doc = report.ClusterListDoc(brokers=select_rows(rows, name_key="broker", match=match, sort=sort),
-                                errors=report.errors_doc(runtimes.errors))
+    rows = select_rows(rows, report.CLUSTER_COLUMNS, name_key="broker", match=match, sort=sort)
+    doc = report.ClusterListDoc(brokers=rows, errors=report.errors_doc(runtimes.errors))
     return (View(doc, [Table(list(report.CLUSTER_COLUMNS), doc["brokers"])], records=report.cluster_list_rows(doc)),
             dict(runtimes.errors))
 

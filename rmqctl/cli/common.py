@@ -203,19 +203,43 @@ def optional_watch_value(args: list[str]) -> list[str]:
     return out
 
 
+#: click's usage error (unknown option or command, bad or missing value): Typer exports only its
+#: ``BadParameter`` subclass, so the base class is taken from there
+CommandLineError: type[Exception] = typer.BadParameter.__bases__[0]
+
+
+def command_line_error(exc: Exception) -> NoReturn:
+    """Report a command-line mistake like every other error (one line, a hint, exit 2), instead
+    of Typer's usage block and boxed message. Asking a group for its commands with no arguments
+    (``rmqctl group``) still prints its help, as Typer does."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        raise exc
+    ctx = getattr(exc, "ctx", None)
+    hint = f"see '{ctx.command_path} -h'" if ctx is not None else None
+    format_message: Callable[[], str] = getattr(exc, "format_message", lambda: str(exc))
+    console.error(format_message(), hint)
+    raise typer.Exit(int(getattr(exc, "exit_code", ExitCode.USAGE)))
+
+
 class RootGroup(TyperGroup):
     """The ``rmqctl`` command group: runs a command and turns what it raises into an exit code.
 
     Every :class:`~rmqctl.errors.RmqctlError` is reported once here, with its documented exit
-    code; Ctrl-C anywhere in a command exits 130. Commands simply raise.
+    code, and so is every mistake on the command line; Ctrl-C anywhere in a command exits 130.
+    Commands simply raise.
     """
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, optional_watch_value(args))
+        try:
+            return super().parse_args(ctx, optional_watch_value(args))
+        except CommandLineError as exc:  # an option of the root (``rmqctl --bogus``)
+            command_line_error(exc)
 
     def invoke(self, ctx: Any) -> Any:  # a typer.Context at run time
         try:
             return super().invoke(ctx)
+        except CommandLineError as exc:  # the command's and its group's own options and arguments
+            command_line_error(exc)
         except errors.RmqctlError as exc:
             opts = ctx.find_object(Settings) or Settings()
             report_error(exc, opts.debug)

@@ -53,7 +53,8 @@ def list_(
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         result = await source.group_summaries(include_system=system)
         doc = report.group_list(result.value, result.errors)
-        doc["groups"] = select_rows(doc["groups"], name_key="group", match=match, sort=sort)
+        doc["groups"] = select_rows(doc["groups"], report.GROUP_LIST_COLUMNS, name_key="group", match=match,
+                                    sort=sort)
         columns = ["group", "clients", "consume_type", "message_model", "version", "total_diff", "consume_tps"]
         return (View(doc, [Table(columns, doc["groups"], flexible=("group", "version"))],
                      records=report.group_list_rows(doc)), dict(result.errors))
@@ -151,7 +152,14 @@ def progress(
     def build(view: GroupView, rates: dict[tuple[str, str, int], float] | None) -> View:
         shown = progress_view(view, rates)
         doc = shown.document
-        doc["queues"] = select_rows(doc["queues"], name_key="topic", match=match, sort=sort)
+        if rates is None:
+            doc["queues"] = select_rows(doc["queues"], report.PROGRESS_COLUMNS, name_key="topic", match=match,
+                                        sort=sort)
+        else:  # --watch: the rate since the previous sample sorts too (the document keeps it apart)
+            rated = [{**q, "consume_rate": rates.get((q["topic"], q["broker"], q["queue_id"]))} for q in doc["queues"]]
+            picked = select_rows(rated, (*report.PROGRESS_COLUMNS, "consume_rate"), name_key="topic", match=match,
+                                 sort=sort)
+            doc["queues"] = [{k: v for k, v in q.items() if k != "consume_rate"} for q in picked]
         keep = {(q["topic"], q["broker"], q["queue_id"]) for q in doc["queues"]}
         table = shown.tables[0]
         rows = [r for r in table.rows if (r["topic"], r["broker"], r["queue_id"]) in keep]

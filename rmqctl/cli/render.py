@@ -259,10 +259,11 @@ def emit(view: View, fmt: OutputFormat, stream: TextIO | None = None,
     out.flush()
 
 
-def select_rows(rows: list[dict[str, Any]], *, name_key: str, match: str | None = None,
-                sort: str | None = None) -> list[dict[str, Any]]:
-    """``--match REGEX`` (searched in ``name_key``) and ``--sort COLUMN`` (a key or its header,
-    any case; numbers sort as numbers, nothing sorts last) applied to a list command's rows."""
+def select_rows(rows: list[dict[str, Any]], columns: Sequence[str], *, name_key: str,
+                match: str | None = None, sort: str | None = None) -> list[dict[str, Any]]:
+    """``--match REGEX`` (searched in ``name_key``) and ``--sort COLUMN`` (one of ``columns``, the
+    rows' keys, by key or header, any case; numbers sort as numbers, nothing sorts last) applied
+    to a list command's rows. ``--sort`` is checked against ``columns`` even when no row is left."""
     if match is not None:
         try:
             pattern = re.compile(match)
@@ -270,7 +271,7 @@ def select_rows(rows: list[dict[str, Any]], *, name_key: str, match: str | None 
             raise errors.UsageError(f"--match: invalid regular expression {match!r}: {exc}") from None
         rows = [r for r in rows if pattern.search(str(r.get(name_key) or ""))]
     if sort is not None:
-        keys = list(dict.fromkeys(k for r in rows for k in r)) or [name_key]
+        keys = list(dict.fromkeys([*columns, *(k for r in rows for k in r)]))
         wanted = sort.strip().lower()
         key = next((k for k in keys if k.lower() == wanted or header_for(k).lower() == wanted), None)
         if key is None:

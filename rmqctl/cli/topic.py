@@ -38,7 +38,8 @@ def list_(
         rows = [{"topic": t, "type": topic_kind(t, info)} for t in await source.topics()]
         if not (system or all_):
             rows = [r for r in rows if r["type"] == "normal"]
-        doc = report.TopicListDoc(topics=select_rows(rows, name_key="topic", match=match, sort=sort), errors={})
+        rows = select_rows(rows, report.TOPIC_LIST_COLUMNS, name_key="topic", match=match, sort=sort)
+        doc = report.TopicListDoc(topics=rows, errors={})
         return View(doc, [Table(["topic", "type"], doc["topics"], flexible=("topic",))],
                     records=report.topic_list_rows(doc))
 
@@ -84,8 +85,10 @@ def status(
     ctx: typer.Context,
     opts: Settings,
     topic: TopicArg,
+    sort: SortOpt = None,
+    match: MatchOpt = None,
 ) -> None:
-    """Min/max offset and last write of every queue (like mqadmin topicStatus)."""
+    """Min/max offset and last write of every queue (like mqadmin topicStatus); --match selects brokers."""
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         stats = await source.topic_status(topic)
@@ -96,6 +99,7 @@ def status(
             "max_offset": o.max_offset,
             "last_updated_ts": o.last_update_timestamp or None,
         } for o in stats.value.offsets]
+        rows = select_rows(rows, report.STATUS_COLUMNS, name_key="broker", match=match, sort=sort)
         doc = report.TopicStatusDoc(topic=topic, queues=rows, put_tps=stats.value.put_tps,
                                     errors=report.errors_doc(stats.errors))
         footer = [] if stats.value.put_tps is None else [f"Put TPS: {stats.value.put_tps:.2f}"]

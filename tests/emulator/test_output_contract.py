@@ -260,6 +260,20 @@ def test_no_headers_sort_and_match() -> None:
     assert bad.exit_code == 2 and bad.stderr.startswith("rmqctl: error: --sort: no column 'nope'")
     bad = runner.invoke(app, [*H, "group", "list", "--match", "("])
     assert bad.exit_code == 2 and "invalid regular expression" in bad.stderr
+    # a filter that leaves nothing is an empty answer, whatever the sort column: not a usage error
+    for command in (["group", "list"], ["topic", "list"], ["cluster", "list"]):
+        column = {"group": "clients", "topic": "type", "cluster": "disk_ratio"}[command[0]]
+        empty = runner.invoke(app, [*H, *command, "--match", "^nomatch$", "--sort", column, "-o", "json"])
+        assert empty.exit_code == 0, empty.stderr
+        assert next(v for k, v in json.loads(empty.stdout).items() if k != "errors") == []
+    # topic status: --match on the broker, --sort by any column (numbers as numbers)
+    every = doc("--emulator", "stall-and-leave", "--at", "300", "topic", "status", "PaymentTopic")["queues"]
+    assert len({q["max_offset"] for q in every}) > 1 and {q["broker"] for q in every} == {"broker-a", "broker-b"}
+    ranked = doc("--emulator", "stall-and-leave", "--at", "300", "topic", "status", "PaymentTopic",
+                 "--sort", "MAX_OFFSET", "--match", "-b$")["queues"]
+    assert ranked == sorted((q for q in every if q["broker"] == "broker-b"), key=lambda q: q["max_offset"])
+    bad = runner.invoke(app, [*H, "group", "list", "--match", "^nomatch$", "--sort", "nope"])
+    assert bad.exit_code == 2 and "columns: group, clients," in bad.stderr
 
 
 def test_watch_redraws_with_the_consume_rate_between_samples() -> None:
@@ -287,6 +301,15 @@ def test_watch_redraws_with_the_consume_rate_between_samples() -> None:
         ("queue", 1, 8), ("queue", 2, 15)]
     assert mine[0]["consume_rate"] is None and mine[1]["consume_rate"] == pytest.approx(7 / 30)
     assert {r["sample"] for r in rows} == {1, 2} and all("consume_rate" in r for r in rows)
+    # --sort consume_rate orders each sample by the rate since the previous one, unknown rates last
+    by_rate = lines("--emulator", "stall-and-leave", "--at", "30", "-o", "jsonl", "group", "progress",
+                    "payment-service", "--watch", "30", "--count", "2", "--sort", "consume_rate")
+    second = [r for r in by_rate if r["kind"] == "queue" and r["sample"] == 2]
+    expected = sorted((r for r in rows if r["kind"] == "queue" and r["sample"] == 2),
+                      key=lambda r: (r["consume_rate"] is None, r["consume_rate"] or 0))
+    assert [(r["topic"], r["broker"], r["queue_id"]) for r in second] == [
+        (r["topic"], r["broker"], r["queue_id"]) for r in expected]
+    assert len({r["consume_rate"] for r in second}) >= 3  # stalled, steady and unknown queues
     docs = [json.loads(block) for block in cli(
         "--emulator", "stall-and-leave", "--at", "30", "-o", "json", "group", "assignment", "payment-service",
         "-w", "30", "--count", "2").split("\n\n")]

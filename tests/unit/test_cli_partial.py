@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -114,6 +115,31 @@ def test_bad_address_and_bad_flag_are_usage_errors() -> None:
     assert bad.exit_code == 2 and "invalid address" in bad.stderr
     typo = runner.invoke(app, ["group", "list", "--namesrvv", "x:1"])
     assert typo.exit_code == 2
+
+
+@pytest.mark.parametrize(("argv", "message", "where"), [
+    (["group", "list", "--namesrvv", "x:1"], "No such option: --namesrvv", "rmqctl group list"),
+    (["--bogus", "group", "list"], "No such option: --bogus", "rmqctl"),
+    (["group", "lst"], "No such command 'lst'. Did you mean 'list'?", "rmqctl group"),
+    (["group", "show"], "Missing argument 'group'.", "rmqctl group show"),
+    (["doctor", "--all", "--fail-on", "sometimes"], "Invalid value for '--fail-on': 'sometimes'", "rmqctl doctor"),
+    (["group", "list", "--timeout", "abc"], "Invalid value for '--timeout': 'abc'", "rmqctl group list"),
+])
+def test_a_mistake_on_the_command_line_is_one_error_line_and_a_hint(
+        argv: list[str], message: str, where: str) -> None:
+    # the real process: Typer's own error block (usage lines, a boxed message) must not appear
+    proc = subprocess.run([sys.executable, "-m", "rmqctl", *argv], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 2 and proc.stdout == ""
+    first, hint = proc.stderr.splitlines()
+    assert first.startswith(f"rmqctl: error: {message}")
+    assert hint == f"hint: see 'python -m {where} -h'"  # click names a `-m` run so
+
+
+def test_a_group_without_its_command_still_shows_its_help() -> None:
+    result = CliRunner().invoke(app, ["group"])
+    assert result.exit_code == 2
+    assert "list" in result.output and "show" in result.output and "rmqctl: error" not in result.output
 
 
 def test_silent_name_server_is_a_timeout_exit_4() -> None:
