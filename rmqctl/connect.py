@@ -58,10 +58,12 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
         ) as opened:
             yield opened
         return
-    from rmqctl.dashboard.settings import resolve_dashboard
+    web = None
+    if target.dashboard or not target.namesrv:  # a name server given on its own is read directly
+        from rmqctl.dashboard.settings import resolve_dashboard
 
-    web = resolve_dashboard(dashboard=target.dashboard, namesrv=target.namesrv, context=target.context,
-                            timeout=target.timeout)
+        web = resolve_dashboard(dashboard=target.dashboard, namesrv=target.namesrv, context=target.context,
+                                timeout=target.timeout)
     if web is not None:
         from rmqctl.dashboard.source import open_dashboard_source
 

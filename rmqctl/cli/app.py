@@ -11,6 +11,7 @@ Must not import textual or pyspark, nor any command module at module level.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import logging
 import sys
@@ -51,12 +52,20 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def load_command(name: str, spec: str) -> Any:
-    """The click command for one :data:`COMMANDS` entry, built as ``add_typer``/``command`` would."""
+def load_command(name: str, spec: str, only: str | None = None) -> Any:
+    """The click command for one :data:`COMMANDS` entry, built as ``add_typer``/``command`` would.
+
+    ``only``: when the entry is a command group and this names one of its commands, the group is
+    built with that command alone (what running it needs; building every command's parameters
+    costs a few milliseconds of each run)."""
     module_name, _, attribute = spec.partition(":")
     target = getattr(importlib.import_module(module_name), attribute)
     holder = typer.Typer(add_completion=False)
     if isinstance(target, typer.Typer):
+        picked = [c for c in target.registered_commands if only is not None and c.name == only]
+        if picked:
+            target = copy.copy(target)
+            target.registered_commands, target.registered_groups = picked, []
         holder.add_typer(target, name=name)
     else:
         holder.command(name)(target)
@@ -78,6 +87,14 @@ class LazyGroup(RootGroup):
             command = load_command(cmd_name, COMMANDS[cmd_name])
             self.add_command(command, cmd_name)
         return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # Running ``rmqctl group show G`` builds the group with ``show`` alone; help, a typo or
+        # shell completion get the whole group from get_command. The partial group is not kept.
+        name = args[0] if args else None
+        if name in COMMANDS and name not in self.commands and len(args) > 1 and not ctx.resilient_parsing:
+            return name, load_command(name, COMMANDS[name], only=args[1]), args[1:]
+        return super().resolve_command(ctx, args)
 
 
 app = typer.Typer(

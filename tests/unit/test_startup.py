@@ -53,3 +53,20 @@ def test_a_command_loads_only_its_own_module() -> None:
         "rmqctl.cli.app", "rmqctl.cli.common", "rmqctl.cli.render"))
     assert commands == ["rmqctl.cli.group"]
     assert top(modules, ["rmqctl.emulator", "httpx", "textual"]) == []
+
+
+def test_running_a_command_builds_only_that_command_of_its_group() -> None:
+    import typer.main
+
+    from rmqctl.cli.app import app
+
+    root = typer.main.get_command(app)
+    with root.make_context("rmqctl", ["group", "show", "G"], resilient_parsing=True) as ctx:
+        ctx.resilient_parsing = False  # as when the command line is run
+        name, group, rest = root.resolve_command(ctx, ["group", "show", "G"])
+        assert (name, rest, sorted(group.commands)) == ("group", ["show", "G"], ["show"])
+        # help, a typo or a nested group: the whole group, which is also what stays registered
+        for args in (["group", "-h"], ["group", "shwo"], ["emulator", "ctl", "state"]):
+            _, whole, _ = root.resolve_command(ctx, args)
+            assert len(whole.commands) > 1, args
+        assert sorted(root.get_command(ctx, "group").commands) == ["assignment", "list", "progress", "show"]
