@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import os
 from typing import ClassVar
 
 
@@ -205,3 +206,16 @@ class AllocationError(UsageError, ValueError):
 
 class UnknownStrategyError(AllocationError):
     """A strategy name (or an option) that no strategy answers to."""
+
+
+def os_reason(exc: OSError) -> str:
+    """What the operating system says went wrong with a connection, in its own words: a host name
+    that does not resolve, else errno's text (``Connection refused``), not the caller's wrapping
+    (asyncio's ``Connect call failed (addr)``, httpx's layers) that repeats the address."""
+    import socket  # only on this error path
+
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve host ({exc.strerror})"
+    if exc.errno and exc.errno > 0:
+        return os.strerror(exc.errno)
+    return str(exc) or type(exc).__name__

@@ -44,6 +44,8 @@ def parse_clients(value: str) -> list[str]:
     value = value.strip()
     if value.isdigit():
         return synthetic_client_ids(int(value))
+    if value.startswith("-") and value[1:].isdigit():
+        raise errors.UsageError(f"--clients {value}: a count of clients cannot be negative")
     ids = [c.strip() for c in value.split(",") if c.strip()]
     if not ids:
         raise errors.UsageError("--clients needs a count or a comma-separated list of client ids")

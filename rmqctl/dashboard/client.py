@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -202,6 +201,6 @@ def _reason(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     while cause is not None:
         if isinstance(cause, OSError) and cause.errno:
-            return os.strerror(cause.errno)  # asyncio's strerror is "Connect call failed (addr)"
+            return errors.os_reason(cause)
         cause = cause.__cause__ or cause.__context__
     return text

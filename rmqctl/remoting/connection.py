@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 
@@ -111,14 +109,7 @@ class Connection:
                 f"connecting to {self.address} timed out after {timeout:g}s"
             ) from exc
         except OSError as exc:
-            # asyncio's own text ("Connect call failed ('h', p)") repeats the address; use errno's
-            if isinstance(exc, socket.gaierror):
-                reason = f"cannot resolve host ({exc.strerror})"
-            elif exc.errno:
-                reason = os.strerror(exc.errno)
-            else:
-                reason = str(exc) or exc.__class__.__name__
-            raise errors.ConnectionError(f"cannot connect to {self.address}: {reason}") from exc
+            raise errors.ConnectionError(f"cannot connect to {self.address}: {errors.os_reason(exc)}") from exc
         self._reader_task = asyncio.create_task(self._read_loop(), name=f"rmq-read-{self.address}")
 
     def _next_opaque(self) -> int:

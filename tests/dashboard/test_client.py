@@ -305,6 +305,26 @@ async def test_dashboard_down_is_a_connection_error() -> None:
     assert info.value.exit_code == ExitCode.CONNECTION
 
 
+async def test_a_dashboard_host_that_does_not_resolve_says_so() -> None:
+    import socket
+
+    def unresolved(request: httpx.Request) -> httpx.Response:
+        # what httpcore raises when getaddrinfo fails: the gaierror is the cause, errno negative
+        try:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        except socket.gaierror as exc:
+            raise httpx.ConnectError("[Errno -2] Name or service not known", request=request) from exc
+
+    source = make_source(unresolved)
+    with pytest.raises(errors.ConnectionError) as info:
+        try:
+            await source.client.open()
+        finally:
+            await source.close()
+    assert info.value.message == (f"cannot reach the dashboard at {URL}: "
+                                  "cannot resolve host (Name or service not known)")
+
+
 async def test_timeout_covers_the_whole_command() -> None:
     def slow(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=request)

@@ -46,6 +46,9 @@ def test_bad_inputs_are_usage_errors() -> None:
     assert run("--topic", "T", "--brokers", "a=4", "--clients", "2", "--vnodes", "3").exit_code == 2
     missing = run("--topic", "T")
     assert missing.exit_code == 2 and "--brokers" in missing.stderr
+    negative = run("--topic", "T", "--brokers", "a=4", "--clients", "-1")
+    assert negative.exit_code == 2 and negative.stdout == ""
+    assert negative.stderr.startswith("rmqctl: error: --clients -1: a count of clients cannot be negative")
     assert "Traceback" not in missing.stderr
 
 
