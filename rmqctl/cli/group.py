@@ -228,6 +228,7 @@ def watch_group(opts: Settings, group: str, interval: float, count: int | None,
     A table is redrawn in place on a terminal (the screen is cleared) and printed as one block per
     sample, after a blank line, otherwise; ``json`` prints one document per sample, a blank line
     between them; ``jsonl`` and ``csv`` stream rows that say their sample (csv's header once)."""
+    from rmqctl.clock import SystemClock
     from rmqctl.watch import Watcher, consume_rates
 
     out = sys.stdout
@@ -259,5 +260,8 @@ def watch_group(opts: Settings, group: str, interval: float, count: int | None,
                     out.write(f"Every {interval:g}s: {opened.label}, sample {rnd.number}\n\n")
                 emit(shown, opts.output, out, options=options)
                 out.flush()
+                if redraw and not isinstance(opened.clock, SystemClock) and rnd.number != count:
+                    # the emulator's clock moves on at once; a person watching gets one redraw a period
+                    await asyncio.sleep(interval)
 
     asyncio.run(main())  # Ctrl-C ends the watch like any command: exit 130

@@ -328,6 +328,44 @@ def test_watch_redraws_with_the_consume_rate_between_samples() -> None:
     assert bare.startswith("Every 2s: ")  # --watch without a value: every 2 s
 
 
+def test_watch_on_a_terminal_redraws_once_a_period_on_the_emulator() -> None:
+    # piped, the emulator's samples come at once (above); on a terminal a person reads them
+    import os
+    import pty
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmqctl", "--emulator", "stall-and-leave", "--at", "30", "group", "progress",
+         "payment-service", "--watch", "0.5"],
+        stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200"})
+    os.close(slave)
+    seen: dict[int, float] = {}
+    screen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while 4 not in seen and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 1)
+            if ready:
+                screen += os.read(master, 65536)
+                for n in range(1, 5):
+                    if n not in seen and f", sample {n}\r\n".encode() in screen:
+                        seen[n] = time.monotonic()
+        assert 4 in seen, screen[-2000:]
+        assert b", sample 5" not in screen
+        # three periods of 0.5 s between the first and the fourth redraw (a busy loop took ~1 ms)
+        assert seen[4] - seen[1] >= 1.2
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        os.close(master)
+    assert proc.returncode == 130 and err.decode().strip() == "rmqctl: error: interrupted"
+
+
 # ---------------------------------------------------------------------------------------------
 # Correctness found by trying it
 
