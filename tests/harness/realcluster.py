@@ -1319,17 +1319,19 @@ class ScenarioClientsProcess:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
 
-def run_tag_overwrite(cluster: RealCluster, clients: ScenarioClientsProcess, prefix: str) -> tuple[str, str, str, str]:
+def run_tag_overwrite(cluster: RealCluster, clients: ScenarioClientsProcess, prefix: str,
+                      handles: tuple[str, str] = ("a", "b")) -> tuple[str, str, str, str]:
     """The tag-overwrite set-up several comparisons share, settled: a fresh 4-queue topic, client A
     subscribing ``tagA`` and then B ``tagB`` in one group, two queues each, 4 messages of each tag,
-    every queue committed at offset 2 and the retry queue's offset committed. Returns (topic,
-    group, client id of A, client id of B)."""
+    every queue committed at offset 2 and the retry queue's offset committed. ``handles`` name
+    the two consumers in ``clients`` (for ``stop_consumer``). Returns (topic, group, client id of
+    A, client id of B)."""
     token = uuid.uuid4().hex[:8]
     topic, group = f"{prefix}Topic_{token}", f"{prefix}Group_{token}"
     cluster.create_topic(topic, 4)
-    a = clients.start_consumer("a", group, {topic: "tagA"}, instance_name=f"{prefix.lower()}A_{token}")
+    a = clients.start_consumer(handles[0], group, {topic: "tagA"}, instance_name=f"{prefix.lower()}A_{token}")
     wait_until(lambda: cluster.consumer_ids(group) == [a], timeout=60, message="A registered")
-    b = clients.start_consumer("b", group, {topic: "tagB"}, instance_name=f"{prefix.lower()}B_{token}")
+    b = clients.start_consumer(handles[1], group, {topic: "tagB"}, instance_name=f"{prefix.lower()}B_{token}")
     wait_until(lambda: cluster.consumer_ids(group) == sorted([a, b]), timeout=60, message="A and B registered")
     clients.wait_stable(lambda: clients.queue_ids(topic), duration=3.0, timeout=90,
                         accept=lambda alloc: sorted(q for qs in alloc.values() for q in qs) == [0, 1, 2, 3]

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from rmqctl.cli.app import app
 from rmqctl.remoting import fastjson
-from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
+from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, run_tag_overwrite, wait_until
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(600)]
 
@@ -53,30 +53,15 @@ def run_real(cluster: RealCluster, sc: ScenarioClientsProcess,
              names: Callable[[str], str]) -> tuple[str, str, str, str]:
     """Tag overwrite on the real broker; returns (topic, group, instance A, instance B) once B won."""
     for _ in range(3):
-        topic, group, inst = names("EvrTopic"), names("EvrGroup"), names("evr")
-        cluster.create_topic(topic, 4)
-        a = sc.start_consumer(f"{inst}_a", group, {topic: "tagA"}, instance_name=f"{inst}_a")
-        wait_until(lambda: cluster.consumer_ids(group) == [a], timeout=60, message="A registered")
-        b = sc.start_consumer(f"{inst}_b", group, {topic: "tagB"}, instance_name=f"{inst}_b")
-        wait_until(lambda: cluster.consumer_ids(group) == sorted([a, b]), timeout=60, message="B registered")
-        sc.wait_stable(lambda: {k: v for k, v in sc.queue_ids(topic).items() if k.startswith(inst)},
-                       duration=3.0, timeout=90, message="2 queues each",
-                       accept=lambda alloc: sorted(len(v) for v in alloc.values()) == [2, 2])
-        sc.produce(topic, "tagA", 4, queue_ids=[0, 1, 2, 3])
-        sc.produce(topic, "tagB", 4, queue_ids=[0, 1, 2, 3])
-        wait_until(lambda: all(cluster.consumer_offset(group, topic, q) == 2 for q in range(4)),
-                   timeout=90, message="all queues committed")
-        # the empty retry queue's offset 0 is only committed by the periodic persist (first after
-        # 10 s), never piggybacked on a pull; the emulated run is past that point
-        wait_until(lambda: cluster.consumer_offset(group, f"%RETRY%{group}", 0) is not None,
-                   timeout=60, message="retry queue offset committed")
+        handles = (names("evr_a"), names("evr_b"))
+        topic, group, a, b = run_tag_overwrite(cluster, sc, "Evr", handles)
         wait_until(lambda: (cluster.consumer_connection(group) or {}).get("subscriptionTable", {})
                    .get(topic, {}).get("subString") in ("tagA", "tagB"), timeout=30, message="stored sub")
         stored = cluster.consumer_connection(group)["subscriptionTable"][topic]["subString"]  # type: ignore[index]
         if stored == "tagB":  # the later subscriber won the subVersion race, as it usually does
-            return topic, group, f"{inst}_a", f"{inst}_b"
-        sc.stop_consumer(f"{inst}_a")
-        sc.stop_consumer(f"{inst}_b")
+            return topic, group, a.split("@", 1)[1], b.split("@", 1)[1]
+        for handle in handles:
+            sc.stop_consumer(handle)
     pytest.fail("the earlier subscriber won the subVersion race three times in a row")
 
 
