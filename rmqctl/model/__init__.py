@@ -1,0 +1,67 @@
+"""Domain model: frozen dataclasses that every layer exchanges.
+
+Wire formats never cross a layer boundary; these objects do. Derived numbers (lag, inflight,
+owner lookups, Java ordering) are properties here, never recomputed in a command or widget.
+The package is cut by concern: ``names`` (reserved topics and groups), ``java`` (Java string and
+version semantics), ``cluster`` (brokers, topics, queues), ``consumer`` (subscriptions, clients,
+running info), ``group`` (the group view), ``finding`` (doctor verdicts) and ``formatting``
+(display text for people). Every public name is re-exported here, so ``from rmqctl.model import
+X`` is the way to reach them.
+
+Must not import anything that does I/O, and nothing from the rest of rmqctl but ``errors``.
+"""
+
+from __future__ import annotations
+
+from rmqctl.model.cluster import (
+    BrokerData,
+    BrokerRuntime,
+    ClusterInfo,
+    MessageQueue,
+    QueueData,
+    TopicKind,
+    TopicOffset,
+    TopicRoute,
+    TopicStats,
+    queues_as_dicts,
+    sort_queues,
+    topic_kind,
+)
+from rmqctl.model.consumer import (
+    DEFAULT_STRATEGY,
+    STRATEGY_CLASSES,
+    ClientConnection,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    ConsumeStatus,
+    OffsetEntry,
+    ProcessQueueInfo,
+    Subscription,
+    SubscriptionGroupConfig,
+    parse_tag_expression,
+)
+from rmqctl.model.finding import SEVERITY_RANK, Finding, Severity
+from rmqctl.model.formatting import format_millis
+from rmqctl.model.group import GroupSummary, GroupView, QueueProgress, SampledMessage, TagSample
+from rmqctl.model.java import java_str_key, java_string_hash, version_desc, version_ordinal
+from rmqctl.model.names import (
+    BROKER_BUILTIN_GROUPS,
+    DLQ_PREFIX,
+    RETRY_PREFIX,
+    SUB_ALL,
+    SYSTEM_GROUPS,
+    SYSTEM_TOPICS,
+)
+
+__all__ = [
+    "BROKER_BUILTIN_GROUPS", "DEFAULT_STRATEGY", "DLQ_PREFIX", "RETRY_PREFIX", "SEVERITY_RANK",
+    "STRATEGY_CLASSES", "SUB_ALL", "SYSTEM_GROUPS", "SYSTEM_TOPICS",
+    "BrokerData", "BrokerRuntime", "ClientConnection", "ClusterInfo", "ConsumeStats",
+    "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Finding", "GroupSummary",
+    "GroupView", "MessageQueue", "OffsetEntry", "ProcessQueueInfo", "QueueData", "QueueProgress",
+    "SampledMessage", "Severity", "Subscription", "SubscriptionGroupConfig", "TagSample",
+    "TopicKind", "TopicOffset", "TopicRoute", "TopicStats",
+    "format_millis", "java_str_key", "java_string_hash", "parse_tag_expression", "queues_as_dicts",
+    "sort_queues", "topic_kind", "version_desc", "version_ordinal",
+]

@@ -1,0 +1,261 @@
+"""Consumer-side types: subscriptions, client connections, consume stats, running info.
+
+What a broker stores about a group and what each client reports about itself. Frozen dataclasses,
+no I/O; must not import anything from rmqctl outside this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rmqctl.model.cluster import MessageQueue
+from rmqctl.model.java import java_string_hash, version_desc
+from rmqctl.model.names import RETRY_PREFIX, SUB_ALL
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    """A subscription as a client sends it or the broker stores it (``SubscriptionData``)."""
+
+    topic: str
+    expression: str
+    tags: tuple[str, ...] = ()
+    codes: tuple[int, ...] = ()
+    sub_version: int = 0
+    expression_type: str = "TAG"
+
+    @property
+    def is_all(self) -> bool:
+        # Only an exact "*" (or nothing) means everything; " * " or "TagA||*" is the literal tag *.
+        return self.expression_type == "TAG" and self.expression in ("", SUB_ALL)
+
+    def accepts(self, tag: str | None) -> bool:
+        """Does a message with ``tag`` reach the application through this subscription?
+
+        For TAG expressions this is the client's final check (``PullAPIWrapper`` keeps a message
+        only when its tag string is in the subscription's tag set; ``*`` keeps everything). A
+        SQL92 expression filters on properties, which a tag alone cannot decide: it is taken to
+        pass, so nothing is ever counted as lost on a guess.
+        """
+        if self.expression_type != "TAG" or self.is_all:
+            return True
+        return tag is not None and tag in self.tags
+
+    def accepts_code(self, tags_code: int) -> bool:
+        """The broker's pull-time filter (``ExpressionMessageFilter``): tag hash codes, so two
+        tags with the same hash both pass here and the client's :meth:`accepts` drops one."""
+        if self.expression_type != "TAG" or self.is_all:
+            return True
+        return tags_code in self.codes
+
+    def same_filter(self, other: Subscription) -> bool:
+        """True when both select the same messages (tag sets, not spelling, for TAG)."""
+        if self.expression_type != other.expression_type:
+            return False
+        if self.expression_type == "TAG":
+            if self.is_all or other.is_all:
+                return self.is_all and other.is_all
+            return set(self.tags) == set(other.tags)
+        return " ".join(self.expression.split()) == " ".join(other.expression.split())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "expression": self.expression,
+            "expression_type": self.expression_type,
+            "tags": list(self.tags),
+            "sub_version": self.sub_version,
+        }
+
+
+def parse_tag_expression(topic: str, expression: str, sub_version: int = 0) -> Subscription:
+    """Build a TAG subscription like ``FilterAPI.buildSubscriptionData``: split on ``||``."""
+    expr = expression if expression is not None else SUB_ALL
+    if expr in ("", SUB_ALL):
+        return Subscription(topic, SUB_ALL, (), (), sub_version)
+    tags: list[str] = []
+    for part in expr.split("||"):
+        # Java's trim() strips every char <= U+0020, which is not Python's strip()
+        tag = part.strip("".join(chr(c) for c in range(0x21)))
+        if tag and tag not in tags:
+            tags.append(tag)
+    return Subscription(
+        topic, expr, tuple(tags), tuple(java_string_hash(t) for t in tags), sub_version
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConnection:
+    """One consumer client connected to a broker (an entry of ``connectionSet``)."""
+
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+    @property
+    def version_desc(self) -> str:
+        return version_desc(self.version)
+
+    @property
+    def ip(self) -> str:
+        """The IP part of the client id (what mqadmin shows as Client IP)."""
+        return self.client_id.split("@", 1)[0]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "client_id": self.client_id,
+            "client_addr": self.client_addr,
+            "language": self.language,
+            "version": self.version_desc,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConnection:
+    """A broker's view of a group (request 203): live channels and its stored subscriptions."""
+
+    connections: tuple[ClientConnection, ...]
+    subscriptions: Mapping[str, Subscription]
+    consume_type: str | None
+    message_model: str | None
+    consume_from_where: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetEntry:
+    """One queue of ``ConsumeStats`` (request 208)."""
+
+    broker_offset: int
+    consumer_offset: int
+    pull_offset: int | None
+    last_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeStats:
+    offsets: Mapping[MessageQueue, OffsetEntry]
+    consume_tps: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessQueueInfo:
+    """A client's local state for one queue it holds (``mqTable`` of ConsumerRunningInfo)."""
+
+    commit_offset: int = 0
+    cached_msg_count: int = 0
+    cached_msg_min_offset: int = 0
+    cached_msg_max_offset: int = 0
+    cached_msg_size_mib: int = 0
+    locked: bool = False
+    dropped: bool = False
+    try_unlock_times: int = 0
+    last_lock_timestamp: int = 0
+    last_pull_timestamp: int = 0
+    last_consume_timestamp: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeStatus:
+    """One topic's row of a client's ``statusTable`` (``ConsumeStatus``): rates over the last
+    minute, and failed messages over the last hour, as the Java client's stats manager keeps them."""
+
+    pull_rt: float = 0.0
+    pull_tps: float = 0.0
+    consume_rt: float = 0.0
+    consume_ok_tps: float = 0.0
+    consume_failed_tps: float = 0.0
+    consume_failed_msgs: int = 0
+
+    @property
+    def failing(self) -> bool:
+        return self.consume_failed_tps > 0 or self.consume_failed_msgs > 0
+
+
+#: Strategy name (Java ``getName()``) → the simple name of the Java class that implements it.
+STRATEGY_CLASSES: Mapping[str, str] = {
+    "AVG": "AllocateMessageQueueAveragely",
+    "AVG_BY_CIRCLE": "AllocateMessageQueueAveragelyByCircle",
+    "CONSISTENT_HASH": "AllocateMessageQueueConsistentHash",
+    "CONFIG": "AllocateMessageQueueByConfig",
+    "MACHINE_ROOM": "AllocateMessageQueueByMachineRoom",
+    "MACHINE_ROOM_NEARBY": "AllocateMachineRoomNearby",
+}
+_STRATEGY_BY_CLASS = {cls: name for name, cls in STRATEGY_CLASSES.items()}
+#: what ``DefaultMQPushConsumer`` allocates with unless told otherwise
+DEFAULT_STRATEGY = "AVG"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRunningInfo:
+    """What one client reports about itself (request 307, relayed by the broker)."""
+
+    client_id: str
+    properties: Mapping[str, str]
+    subscriptions: tuple[Subscription, ...]
+    mq_table: Mapping[MessageQueue, ProcessQueueInfo]
+    #: topic → the client's consume/pull rates for it (``statusTable``)
+    status: Mapping[str, ConsumeStatus] = field(default_factory=dict)
+
+    @property
+    def consume_ok_tps(self) -> float:
+        """Messages consumed successfully per second, every topic together."""
+        return float(sum(s.consume_ok_tps for s in self.status.values()))
+
+    @property
+    def consume_failed_tps(self) -> float:
+        """Messages whose listener failed (RECONSUME_LATER or an exception) per second."""
+        return float(sum(s.consume_failed_tps for s in self.status.values()))
+
+    @property
+    def consume_failed_msgs(self) -> int:
+        """Failed consumptions over the last hour, every topic together."""
+        return sum(s.consume_failed_msgs for s in self.status.values())
+
+    @property
+    def consume_type(self) -> str | None:
+        return self.properties.get("PROP_CONSUME_TYPE")
+
+    @property
+    def message_model(self) -> str | None:
+        return self.properties.get("messageModel")
+
+    @property
+    def consume_orderly(self) -> bool:
+        return self.properties.get("PROP_CONSUMEORDERLY", "false").lower() == "true"
+
+    @property
+    def start_timestamp(self) -> int:
+        try:
+            return int(self.properties.get("PROP_CONSUMER_START_TIMESTAMP", "0"))
+        except ValueError:
+            return 0
+
+    @property
+    def strategy(self) -> str | None:
+        """Allocation strategy name (``AVG`` …) from the Java ``toString`` in the properties."""
+        raw = self.properties.get("allocateMessageQueueStrategy")
+        if not raw:
+            return self.properties.get("allocateStrategy")
+        cls = raw.split("@", 1)[0].rsplit(".", 1)[-1]
+        return _STRATEGY_BY_CLASS.get(cls, raw if "." not in raw else cls)
+
+    def user_subscriptions(self) -> tuple[Subscription, ...]:
+        """The subscriptions the application asked for, without the automatic retry topic."""
+        return tuple(s for s in self.subscriptions if not s.topic.startswith(RETRY_PREFIX))
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionGroupConfig:
+    """A broker's stored config of a consumer group (request 201/352)."""
+
+    group_name: str
+    consume_enable: bool = True
+    consume_broadcast_enable: bool = True
+    consume_message_orderly: bool = False
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    notify_consumer_ids_changed_enable: bool = True

@@ -1,0 +1,314 @@
+"""The group view: everything known about one consumer group, and its per-queue progress.
+
+Derived holdings (owners, unassigned queues, rebalances in progress) are computed here once, never
+in a command or widget. Frozen dataclasses, no I/O; must not import anything from rmqctl but
+``errors`` and this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rmqctl.errors import RmqctlError
+from rmqctl.model.cluster import MessageQueue, TopicOffset, sort_queues
+from rmqctl.model.consumer import ClientConnection, ConsumerRunningInfo, Subscription
+from rmqctl.model.names import RETRY_PREFIX
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    """Progress of one queue for a group, with the client that reports holding it."""
+
+    queue: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    pull_offset: int | None
+    last_timestamp: int
+    owner: str | None = None
+    #: where the offsets come from: ``consume_stats`` (208), ``offset_table`` (the broker's offset
+    #: table and topic stats, read per queue because consume stats left the topic out while it
+    #: was absent from the group's subscription table) or ``unknown`` (neither could be read)
+    offsets_from: str = "consume_stats"
+
+    @property
+    def known(self) -> bool:
+        """False when the offsets could not be read: the numbers of this row mean nothing."""
+        return self.offsets_from != "unknown"
+
+    @property
+    def diff(self) -> int:
+        """Lag in messages, as mqadmin's ``#Diff`` (broker offset − consumer offset); 0 for a row
+        whose offsets are unknown, so use :attr:`lag` wherever "unknown" must not read as 0."""
+        return self.broker_offset - self.consumer_offset
+
+    @property
+    def lag(self) -> int | None:
+        """Lag in messages, or ``None`` when the offsets could not be read."""
+        return self.diff if self.known else None
+
+    @property
+    def inflight(self) -> int:
+        """Pulled but not committed (``pullOffset − consumerOffset``; 0 when unknown)."""
+        if self.pull_offset is None:
+            return 0
+        return max(0, self.pull_offset - self.consumer_offset)
+
+    @property
+    def last_consumed_ms(self) -> int | None:
+        """Store time of the last consumed message (None when nothing was consumed yet)."""
+        return self.last_timestamp or None
+
+    def as_dict(self) -> dict[str, Any]:
+        known = self.known
+        out: dict[str, Any] = {
+            "topic": self.queue.topic,
+            "broker": self.queue.broker_name,
+            "queue_id": self.queue.queue_id,
+            "broker_offset": self.broker_offset if known else None,
+            "consumer_offset": self.consumer_offset if known else None,
+            "pull_offset": self.pull_offset if known else None,
+            "diff": self.lag,
+            "inflight": self.inflight if known else None,
+            "last_consumed_ts": self.last_timestamp or None,
+            "owner": self.owner,
+        }
+        if self.offsets_from != "consume_stats":
+            out["offsets_from"] = self.offsets_from
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SampledMessage:
+    """One message read back by offset (tools group, nothing committed), for tag accounting."""
+
+    queue: MessageQueue
+    offset: int
+    tag: str | None
+    reconsume_times: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TagSample:
+    """The recent messages of one queue, read by offset: ``[from_offset, to_offset)``."""
+
+    queue: MessageQueue
+    from_offset: int
+    to_offset: int
+    messages: tuple[SampledMessage, ...] = ()
+
+    def tag_counts(self, below: int | None = None, at_or_above: int | None = None) -> dict[str | None, int]:
+        """Messages per tag, optionally only below / at or above an offset."""
+        out: dict[str | None, int] = {}
+        for m in self.messages:
+            if below is not None and m.offset >= below:
+                continue
+            if at_or_above is not None and m.offset < at_or_above:
+                continue
+            out[m.tag] = out.get(m.tag, 0) + 1
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """Everything rmqctl knows about one consumer group across all brokers.
+
+    ``errors`` maps a broker name (or ``client:<id>``) to the error that made this view
+    partial; an empty mapping means the view is complete.
+    """
+
+    group: str
+    connections: tuple[ClientConnection, ...]
+    broker_subscriptions: Mapping[str, Mapping[str, Subscription]]
+    running_infos: Mapping[str, ConsumerRunningInfo]
+    progress: tuple[QueueProgress, ...]
+    consume_type: str | None = None
+    message_model: str | None = None
+    consume_from_where: str | None = None
+    #: readable queues per subscribed topic, from the name server routes (for assignment checks)
+    topic_queues: Mapping[str, tuple[MessageQueue, ...]] = field(default_factory=dict)
+    #: queues of ``%DLQ%<group>`` with their offsets (empty when the group has no DLQ topic)
+    dlq: tuple[TopicOffset, ...] = ()
+    #: client ids that more than one connection uses on one broker → those client addresses
+    duplicate_clients: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: wall-clock time the view was sampled, epoch milliseconds
+    sampled_at: int = 0
+    errors: Mapping[str, RmqctlError] = field(default_factory=dict)
+    #: data this source cannot supply (a field such as ``pull_offset`` → why); shown as
+    #: "unavailable", never as zero, and the doctor skips the checks that need it
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    #: recent messages per queue of topics whose clients subscribe different tags (read back by
+    #: offset, nothing committed); empty when not sampled (``--no-sample``) or not needed
+    tag_samples: Mapping[MessageQueue, TagSample] = field(default_factory=dict)
+    #: holdings derived once per view (a dashboard and the doctor ask many times); not part of
+    #: the view's value: excluded from comparison, and ``replace`` starts it afresh
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def online(self) -> bool:
+        return bool(self.connections)
+
+    @property
+    def client_ids(self) -> tuple[str, ...]:
+        """Client ids, sorted; a duplicated id appears once (see ``duplicate_clients``)."""
+        return tuple(sorted({c.client_id for c in self.connections}))
+
+    def client_channels(self) -> list[str]:
+        """The group's client ids as the broker lists them to a rebalancing client: one per
+        connection, so a duplicated id appears once per process (Java's ``cidAll``)."""
+        out = []
+        for cid in self.client_ids:
+            out.extend([cid] * max(1, len(self.duplicate_clients.get(cid, ()))))
+        return out
+
+    @property
+    def dlq_messages(self) -> int:
+        return sum(max(0, o.max_offset - o.min_offset) for o in self.dlq)
+
+    @property
+    def client_subscriptions(self) -> dict[str, tuple[Subscription, ...]]:
+        """Each client's own subscriptions (from its running info), retry topic excluded."""
+        return {
+            cid: info.user_subscriptions() for cid, info in sorted(self.running_infos.items())
+        }
+
+    @property
+    def total_diff(self) -> int:
+        return sum(p.diff for p in self.progress)
+
+    @property
+    def total_inflight(self) -> int:
+        return sum(p.inflight for p in self.progress)
+
+    @property
+    def strategy(self) -> str | None:
+        """The allocation strategy every client reports, or ``None`` when they differ or none
+        reported one."""
+        names = {info.strategy for info in self.running_infos.values() if info.strategy}
+        return names.pop() if len(names) == 1 else None
+
+    def _holdings(self) -> dict[str, tuple[MessageQueue, ...]]:
+        held: dict[str, tuple[MessageQueue, ...]] | None = self._derived.get("holdings")
+        if held is None:
+            out: dict[str, list[MessageQueue]] = {cid: [] for cid in self.client_ids}
+            for cid, info in self.running_infos.items():
+                out.setdefault(cid, []).extend(mq for mq, pq in info.mq_table.items() if not pq.dropped)
+            held = self._derived["holdings"] = {cid: tuple(sort_queues(qs)) for cid, qs in sorted(out.items())}
+        return held
+
+    def _owners(self) -> dict[MessageQueue, tuple[str, ...]]:
+        owners: dict[MessageQueue, tuple[str, ...]] | None = self._derived.get("owners")
+        if owners is None:
+            out: dict[MessageQueue, list[str]] = {}
+            for cid, queues in self._holdings().items():
+                for mq in queues:
+                    out.setdefault(mq, []).append(cid)
+            owners = self._derived["owners"] = {mq: tuple(cids) for mq, cids in out.items()}
+        return owners
+
+    def assignments(self) -> dict[str, list[MessageQueue]]:
+        """Client id → queues it reports holding (from running infos), sorted Java-style."""
+        return {cid: list(queues) for cid, queues in self._holdings().items()}
+
+    def owners(self) -> dict[MessageQueue, list[str]]:
+        """Queue → every client that reports holding it (two or more is itself a problem)."""
+        return {mq: list(cids) for mq, cids in self._owners().items()}
+
+    def held_twice(self) -> dict[MessageQueue, list[str]]:
+        """Queue → its holders, for queues that two or more clients report holding at once.
+
+        Empty for a BROADCASTING group, where every client holds every queue by design."""
+        if (self.message_model or "").upper() == "BROADCASTING":
+            return {}
+        owners = self._owners()
+        return {mq: list(owners[mq]) for mq in sort_queues(mq for mq, cids in owners.items() if len(cids) > 1)}
+
+    def known_queues(self) -> list[MessageQueue]:
+        """Every queue the group should be consuming: progress rows plus route queues."""
+        seen = {p.queue for p in self.progress}
+        for queues in self.topic_queues.values():
+            seen.update(queues)
+        return sort_queues(seen)
+
+    @property
+    def failed_brokers(self) -> dict[str, RmqctlError]:
+        """Brokers whose reads failed for this view (``errors`` minus client, route and DLQ keys)."""
+        return {name: err for name, err in sorted(self.errors.items()) if ":" not in name}
+
+    def subscribes(self, client_id: str, topic: str) -> bool | None:
+        """Does ``client_id`` subscribe ``topic`` (its retry topic included), by its own running
+        info; None when that client's running info is not known."""
+        info = self.running_infos.get(client_id)
+        if info is None:
+            return None
+        return any(s.topic == topic for s in info.subscriptions)
+
+    def unassigned(self) -> list[MessageQueue]:
+        """Queues of the group's topics that no online client reports holding."""
+        owners = self._owners()
+        return [mq for mq in self.known_queues() if mq not in owners]
+
+    @property
+    def unknown_lag_queues(self) -> list[MessageQueue]:
+        """Queues whose offsets could not be read (their lag is unknown, not 0)."""
+        return [p.queue for p in self.progress if not p.known]
+
+    def rebalance_in_progress(self) -> dict[str, list[MessageQueue]] | None:
+        """Queues held by two clients (``shared``) or by none (``unheld``) in topics every client
+        subscribes: with a strategy that always covers every queue once (AVG, AVG_BY_CIRCLE,
+        CONSISTENT_HASH) and unique client ids, that only happens while clients are still moving
+        to a new allocation after a membership change. ``None`` when the holdings look settled."""
+        if not self.running_infos or self.duplicate_clients or len(self.running_infos) < len(self.client_ids):
+            return None
+        if self.message_model == "BROADCASTING" or any(
+            i.message_model == "BROADCASTING" or i.consume_orderly for i in self.running_infos.values()
+        ):
+            return None
+        if self.strategy not in ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"):
+            return None
+        subs = self.client_subscriptions
+        common = set.intersection(*({s.topic for s in ss} for ss in subs.values())) if subs else set()
+        common.add(RETRY_PREFIX + self.group)
+        owners = self._owners()
+        shared = sort_queues(mq for mq, holders in owners.items() if len(holders) > 1 and mq.topic in common)
+        # A group that just started: the broker creates %RETRY%<group> on the first heartbeat and
+        # the clients allocate it only after their next route poll (up to 30 s), so until an
+        # offset exists for it nobody holding it is not a rebalance.
+        with_offsets = {p.queue for p in self.progress}
+        unheld = sort_queues(mq for t in common for mq in self.topic_queues.get(t, ()) if mq not in owners
+                            and (mq in with_offsets or not mq.topic.startswith(RETRY_PREFIX)))
+        if not shared and not unheld:
+            return None
+        return {"shared": shared, "unheld": unheld}
+
+    def unpullable(self) -> dict[MessageQueue, str]:
+        """Held queues whose pulls fail now: the queue's broker keeps no subscription for its topic
+        in the group's table (push consumers then get SUBSCRIPTION_NOT_EXIST, code 24, on every
+        pull) while messages wait or the lag is unknown. Queue → the reason, in plain words."""
+        out: dict[MessageQueue, str] = {}
+        progress = {p.queue: p for p in self.progress}
+        for mq in self._owners():
+            table = self.broker_subscriptions.get(mq.broker_name)
+            if table is None or mq.topic in table or mq.topic.startswith(RETRY_PREFIX):
+                continue
+            row = progress.get(mq)
+            lag = row.lag if row is not None else None
+            if lag is None or lag > 0:
+                out[mq] = (f"{mq.topic} is missing from {mq.broker_name}'s subscription table of the "
+                           f"group: pulls fail with 'the consumer's subscription not exist' (24)")
+        return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One line of ``rmqctl group list``."""
+
+    group: str
+    clients: int
+    consume_type: str | None
+    message_model: str | None
+    version: str | None
+    total_diff: int
+    consume_tps: float = 0.0
+    error: str | None = None

@@ -1,0 +1,28 @@
+"""Names RocketMQ reserves: retry and dead-letter prefixes, system topics and groups.
+
+Constants only; must not import anything from rmqctl.
+"""
+
+from __future__ import annotations
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+#: The Java client and broker treat this expression as "everything".
+SUB_ALL = "*"
+
+#: ``TopicValidator``'s system topics (what GET_SYSTEM_TOPIC_LIST_FROM_NS lists, besides the
+#: cluster and broker names every broker registers as topics).
+SYSTEM_TOPICS = frozenset(
+    {"TBW102", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX",
+     "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_wheel_timer", "RMQ_SYS_TRACE_TOPIC",
+     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "BenchmarkTest"}
+)
+#: Groups ``SubscriptionGroupManager`` creates on every broker at start.
+BROKER_BUILTIN_GROUPS = (
+    "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_SYS_RMQ_TRANS",
+)
+#: Groups that are not user groups: the brokers' built-ins and what brokers and tools use.
+SYSTEM_GROUPS = frozenset(
+    {*BROKER_BUILTIN_GROUPS, "CID_RMQ_SYS_TRANS", "CID_DefaultHeartBeatSyncerTopic"}
+)
