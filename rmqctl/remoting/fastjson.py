@@ -10,7 +10,9 @@ emulator can answer Java tools byte-compatibly.
 Bodies come from peers we do not control, so :func:`loads` is linear in its input, nests at most
 :data:`MAX_DEPTH` levels, reads integers of at most :data:`MAX_INT_DIGITS` digits, rejects
 ``NaN``/``Infinity`` (fastjson writes non-finite doubles as ``null``) and raises nothing but
-:class:`~rmqctl.errors.ProtocolError` whatever the bytes.
+:class:`~rmqctl.errors.ProtocolError` whatever the bytes. Map keys that are objects may hold such
+keys at most :data:`MAX_KEY_DEPTH` levels deep, and a key is never re-rendered as text, so memory
+stays linear in the input however the keys nest.
 
 Must not import anything from rmqctl but ``errors``.
 """
@@ -34,6 +36,9 @@ scanstring = _json_decoder.scanstring  # type: ignore[attr-defined]
 MAX_DEPTH = 512
 #: Longest integer accepted, in digits (Python's default ``int`` conversion limit).
 MAX_INT_DIGITS = 4300
+#: Map keys that are objects or arrays may themselves hold such keys this many levels deep
+#: (a Java ``MessageQueue`` key is one level; RocketMQ never writes a second).
+MAX_KEY_DEPTH = 4
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -57,23 +62,37 @@ class ObjectKey(tuple[tuple[str, Any], ...]):
         return dict(self)
 
 
+def _name(key: Any) -> Any:
+    """The name an object key's field is kept under: text for scalars, the key itself for a
+    key that is an object or array (its text would re-escape every level below it, and that
+    grows exponentially with the nesting)."""
+    return key if isinstance(key, (str, tuple)) else str(key)
+
+
+def _order(item: tuple[Any, Any]) -> tuple[int, Any]:
+    # Sort by name only: two keys may print alike (``1`` and ``"1"``) and their values need not
+    # be comparable; container names are ordered by hash, which equal keys share.
+    name = item[0]
+    return (0, name) if isinstance(name, str) else (1, hash(name))
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, dict):
-        # Sort by name only: two keys may print alike (``1`` and ``"1"``) and their values need
-        # not be comparable.
-        return ObjectKey(sorted(((str(k), _freeze(v)) for k, v in value.items()), key=lambda kv: kv[0]))
+        return ObjectKey(sorted(((_name(k), _freeze(v)) for k, v in value.items()), key=_order))
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
     return value
 
 
 class _Parser:
-    __slots__ = ("text", "pos", "depth")
+    __slots__ = ("text", "pos", "depth", "key_depth")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, key_depth: int = 0) -> None:
         self.text = text
         self.pos = 0
         self.depth = 0
+        #: how many map keys that are objects or arrays enclose the current position
+        self.key_depth = key_depth
 
     def fail(self, what: str) -> ProtocolError:
         snippet = self.text[max(0, self.pos - 20) : self.pos + 20]
@@ -134,11 +153,21 @@ class _Parser:
             if match:
                 self.pos = match.end()
                 return match.group()
+        if self.pos < len(self.text) and self.text[self.pos] in "{[":
+            self.key_depth += 1
+            if self.key_depth > MAX_KEY_DEPTH:
+                raise self.fail(f"map keys nested deeper than {MAX_KEY_DEPTH} levels")
+            key = self.value()
+            self.key_depth -= 1
+            return _freeze(key)
         key = self.value()
         if isinstance(key, str) and key.startswith("{") and key.endswith("}"):
             # BrowserCompatible output writes object keys as a JSON string of the object.
+            # (each level unescapes once, so at most MAX_KEY_DEPTH passes over shrinking text)
+            if self.key_depth >= MAX_KEY_DEPTH:
+                return key
             try:
-                key = _Parser(key).document()
+                key = _Parser(key, self.key_depth + 1).document()
             except ProtocolError:
                 return key
         return _freeze(key)
