@@ -14,10 +14,8 @@ import asyncio
 import gc
 import json
 import math
-import os
 import signal
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -149,6 +147,7 @@ def serve(
     output: OutputOpt = None,
 ) -> None:
     """Serve a scenario on real sockets until Ctrl-C: point mqadmin or rmqctl -n at it."""
+    from rmqctl.emulator.registry import ServedEmulator, register, unregister
     from rmqctl.emulator.scenario import load_scenario
     from rmqctl.emulator.serve import Served, ServeOptions, serve_emulator
     from rmqctl.emulator.server import ServerLimits
@@ -166,9 +165,11 @@ def serve(
                            control_port=control_port, token=token, at=at, limits=limits,
                            request_timeout=request_timeout)
     interrupted: dict[str, int | None] = {"signal": None}
+    noted: list[ServedEmulator | None] = []
 
     def ready(served: Served) -> None:
-        _remember_served(served.control, served.scenario, served.namesrv)
+        # noted so that 'emulator ctl' and 'rmqctl tui' find this server without --url
+        noted.append(register(served.control, served.scenario, served.namesrv))
         # This process only serves now: keep the cyclic GC from rescanning the whole built world
         # on every collection (it would add pauses to admin requests on large scenarios).
         gc.collect()
@@ -206,7 +207,8 @@ def serve(
     except KeyboardInterrupt:
         interrupted["signal"] = signal.SIGINT
     finally:
-        _forget_served()
+        for entry in noted:
+            unregister(entry)
     if interrupted["signal"] == signal.SIGINT:
         console.stream.write("emulator stopped\n")
         raise typer.Exit(int(ExitCode.INTERRUPTED))
@@ -216,81 +218,19 @@ def serve(
 # Control API client
 
 
-def _served_dir() -> Path:
-    """Where each running ``serve`` notes its control URL (one file per server, named by its
-    control port) so that ``ctl`` finds it without ``--url``."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "rmqctl" / "emulators"
-
-
-_remembered: dict[str, Path] = {}
-
-
-def _remember_served(url: str, scenario: str, namesrv: str) -> None:
-    port = url.rstrip("/").rsplit(":", 1)[-1]
-    path = _served_dir() / f"{port}.json"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        entry = {"url": url, "scenario": scenario, "namesrv": namesrv, "pid": os.getpid()}
-        path.write_text(json.dumps(entry) + "\n", encoding="utf-8")
-        _remembered["path"] = path
-    except OSError:
-        pass  # a convenience only; --url and RMQCTL_EMULATOR_URL still work
-
-
-def _forget_served() -> None:
-    path = _remembered.pop("path", None)
-    if path is None:
-        return
-    try:
-        entry = json.loads(path.read_text(encoding="utf-8"))
-        if entry.get("pid") == os.getpid():  # only our own entry, never another server's
-            path.unlink()
-    except (OSError, ValueError):
-        pass
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def served_emulators() -> list[dict[str, Any]]:
-    """The running served emulators this user started (entries of dead processes are ignored)."""
-    out = []
-    try:
-        paths = sorted(_served_dir().glob("*.json"))
-    except OSError:
-        return []
-    for path in paths:
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(entry, dict) and isinstance(entry.get("url"), str) and _alive(entry.get("pid")):
-            out.append(entry)
-    return out
-
-
 def _served_url() -> str:
     """The only served emulator's control URL; several running need ``--url``."""
-    running = served_emulators()
+    from rmqctl.emulator.registry import live_emulators
+
+    running = live_emulators()
     if not running:
         raise errors.UsageError("no served emulator found and no control API URL given",
                                 hint="start one with 'rmqctl emulator serve', or pass --url / set RMQCTL_EMULATOR_URL")
     if len(running) > 1:
-        listed = ", ".join(f"{e['url']} ({e.get('scenario', '?')})" for e in running)
+        listed = ", ".join(f"{e.url} ({e.scenario})" for e in running)
         raise errors.UsageError(f"{len(running)} served emulators are running: {listed}",
                                 hint="choose one with --url (or RMQCTL_EMULATOR_URL)")
-    url: str = running[0]["url"]
-    return url
+    return running[0].url
 
 
 def _call(url: str | None, token: str | None, method: str, path: str, body: dict[str, Any] | None = None) -> Any:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
@@ -21,6 +20,7 @@ import httpx
 from rmqctl import errors
 from rmqctl.emulator import report as emulator_report
 from rmqctl.emulator.clock import RealTimeDriver
+from rmqctl.emulator.registry import find_for_namesrv
 from rmqctl.emulator.scenario import ConsumerSpec
 from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.rebalance.strategies import get_strategy
@@ -186,28 +186,25 @@ class HttpControl:
         await self._http.aclose()
 
 
-def noted_control_url() -> str | None:
-    """The control URL the last ``rmqctl emulator serve`` noted (``$RMQCTL_EMULATOR_URL`` first)."""
-    explicit = os.environ.get(URL_ENV)
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    try:
-        return (Path(base) / "rmqctl" / "emulator-control-url").read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
-
-
 async def served_control_for(namesrv: str | None, url: str | None = None,
                              token: str | None = None) -> HttpControl | None:
-    """An :class:`HttpControl` for ``url``; without one, for the noted served emulator, but only
-    when it serves the name server ``namesrv`` (so a real cluster never gets controls)."""
+    """An :class:`HttpControl` for ``url``; without one, for the served emulator named by
+    ``$RMQCTL_EMULATOR_URL`` or found in the registry of served emulators
+    (:mod:`rmqctl.emulator.registry`), but only when it serves the name server ``namesrv``, as
+    its own health answer confirms (so a real cluster never gets controls)."""
     if url:
         return HttpControl(url, token=token)
-    noted = noted_control_url()
-    if not noted or not namesrv:
+    if not namesrv:
         return None
-    control = HttpControl(noted, token=token, timeout=2.0)
+    explicit = os.environ.get(URL_ENV)
+    if explicit:
+        candidate = explicit
+    else:
+        entry = find_for_namesrv(namesrv)
+        if entry is None:
+            return None
+        candidate = entry.url
+    control = HttpControl(candidate, token=token, timeout=2.0)
     try:
         health = await control.health()
     except errors.RmqctlError:

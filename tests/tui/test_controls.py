@@ -3,7 +3,13 @@ embedded emulator read through the normal client path."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
 import socket
+import sys
+from pathlib import Path
 
 import pytest
 from textual.widgets import Button, Input
@@ -63,6 +69,40 @@ async def test_the_noted_served_emulator_gets_controls_only_for_its_own_name_ser
         # a real cluster's name server never gets the emulator's controls
         assert await served_control_for("10.1.2.3:9876") is None
         assert await served_control_for(None) is None
+
+
+async def test_the_dashboard_finds_a_served_emulator_in_the_registry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rmqctl emulator serve`` notes itself in the registry; the dashboard's controls find it
+    there by the name server given with ``-n`` (no --control, no RMQCTL_EMULATOR_URL)."""
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.delenv("RMQCTL_EMULATOR_URL", raising=False)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "rmqctl", "emulator", "serve", "--scenario", "healthy", "--clock", "virtual",
+        "-o", "json", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 60)
+        assert line, "serve printed nothing"
+        served = json.loads(line)
+        control = await served_control_for(served["namesrv"])
+        assert isinstance(control, HttpControl) and control.url == served["control"]
+        try:
+            assert any(c["group"] == "order-service" for c in await control.clients())
+        finally:
+            await control.close()
+        # another cluster's name server never gets this emulator's controls
+        assert await served_control_for("10.1.2.3:9876") is None
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 30) == 130
+        # the server removed its entry on the way out: nothing is found any more
+        assert await served_control_for(served["namesrv"]) is None
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.communicate()
 
 
 async def test_embedded_control_rejects_bad_input() -> None:
