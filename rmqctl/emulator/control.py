@@ -14,7 +14,11 @@ Endpoints (all JSON; errors are ``{"error": "..."}`` with a 4xx/5xx status):
 
 It listens on loopback by default. Bound to any other address it refuses to start without a
 token, and every request must then carry ``Authorization: Bearer <token>`` (a token, when set,
-is always required, loopback or not). One request per connection (``Connection: close``).
+is always required, loopback or not). Without a token a request must name a loopback ``Host``
+(a DNS-rebinding page names its own) and, when it carries an ``Origin``, come from the API's own
+origin (a cross-site page's POST carries the page's): both are answered 403. One request per
+connection (``Connection: close``); at most :data:`MAX_CONNECTIONS` at once, the next ones are
+answered 503 and closed at once, so no client can hold every file descriptor of the process.
 
 HTTP framing is h11's (no hand-written parsing): any malformed request gets a 4xx answer and is
 never logged as a traceback; a request not complete within ``request_timeout`` seconds gets 408;
@@ -56,10 +60,12 @@ MAX_PRODUCE = 100_000
 PRODUCE_CHUNK = 1000
 #: Default seconds a client has to send one whole request.
 REQUEST_TIMEOUT = 10.0
+#: Default most control connections open at once.
+MAX_CONNECTIONS = 64
 _READ_CHUNK = 16 * 1024
-_REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+_REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
             405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 413: "Payload Too Large",
-            431: "Request Header Fields Too Large", 500: "Internal Server Error"}
+            431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 Route = Callable[[dict[str, Any]], "tuple[int, Any] | Awaitable[tuple[int, Any]]"]
 
@@ -79,12 +85,24 @@ class HttpError(Exception):
 
 
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, IPv6 with or without brackets) is this machine."""
+    host = host.strip("[]")
     if host in ("localhost", ""):
         return host == "localhost"
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback  # ::ffff:127.0.0.1
+    return address.is_loopback
+
+
+def _host_of(authority: str) -> str:
+    """The host part of a ``Host`` header or an origin's authority (``[::1]:80`` -> ``::1``)."""
+    if authority.startswith("["):
+        return authority[1:].split("]", 1)[0]
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
 
 
 class ControlServer:
@@ -92,7 +110,7 @@ class ControlServer:
 
     def __init__(self, cluster: EmulatedCluster, *, driver: RealTimeDriver | None = None,
                  host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 request_timeout: float = REQUEST_TIMEOUT) -> None:
+                 request_timeout: float = REQUEST_TIMEOUT, max_connections: int = MAX_CONNECTIONS) -> None:
         if not is_loopback(host) and not token:
             raise errors.UsageError(
                 f"the control API would listen on {host}, which is not loopback, without a token",
@@ -104,6 +122,8 @@ class ControlServer:
         self.port = port
         self.token = token
         self.request_timeout = request_timeout
+        self.max_connections = max_connections
+        self._open = 0
         self._server: asyncio.base_events.Server | None = None
         self._routes: dict[tuple[str, str], Route] = {
             ("GET", "/v1/health"): self._health,
@@ -143,6 +163,19 @@ class ControlServer:
     # -- HTTP ---------------------------------------------------------------------------------
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= self.max_connections:
+            body = b'{"error": "too many control connections"}'
+            writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+            writer.close()  # ~100 bytes: they fit the socket buffer, nothing waits on the peer
+            return
+        self._open += 1
+        try:
+            await self._answer(reader, writer)
+        finally:
+            self._open -= 1
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEADER)
         try:
             async with asyncio.timeout(self.request_timeout):
@@ -210,6 +243,8 @@ class ControlServer:
             scheme, _, given = auth.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
                 raise HttpError(401, "missing or wrong bearer token")
+        else:
+            self._check_local(headers)
         data: dict[str, Any] = {}
         if blob:
             try:
@@ -247,6 +282,21 @@ class ControlServer:
         if self.driver is not None:
             self.driver.poke()
         return status, payload
+
+    def _check_local(self, headers: dict[str, str]) -> None:
+        """Without a token, only this machine's own clients: a loopback Host, no foreign Origin."""
+        host = headers.get("host", "")
+        if not is_loopback(_host_of(host)):
+            raise HttpError(403, f"Host {host[:100]!r} is not a loopback address")
+        origin = headers.get("origin")
+        if origin is not None:
+            parts = urlsplit(origin)
+            try:
+                port = parts.port
+            except ValueError:
+                port = None
+            if parts.scheme != "http" or not is_loopback(parts.hostname or "") or port != self.port:
+                raise HttpError(403, f"cross-origin request from {origin[:100]!r} refused")
 
     # -- endpoints -----------------------------------------------------------------------------
 
