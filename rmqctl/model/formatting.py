@@ -13,4 +13,7 @@ def format_millis(ts: int | None) -> str:
     """Render epoch milliseconds as local ``YYYY-MM-DD HH:MM:SS`` (``N/A`` for 0/None)."""
     if not ts:
         return "N/A"
-    return _dt.datetime.fromtimestamp(ts / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return _dt.datetime.fromtimestamp(ts / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):  # Long.MAX_VALUE and other dates no calendar holds
+        return f"out of range ({ts})"
