@@ -10,7 +10,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import random
-import time
 from collections.abc import Sequence
 
 import pytest
@@ -534,11 +533,32 @@ def test_options_are_checked() -> None:
         get_strategy("MACHINE_ROOM_NEARBY-AVG")
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in STRATEGY_NAMES if not n.startswith("MACHINE_ROOM_NEARBY")]
+# The Java getName() strings (and rmqctl's POP-<inner> for the broker's assignment), written out.
+JAVA_NAMES = (
+    "AVG",
+    "AVG_BY_CIRCLE",
+    "CONSISTENT_HASH",
+    "CONFIG",
+    "MACHINE_ROOM",
+    "MACHINE_ROOM_NEARBY-AVG",
+    "MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE",
+    "MACHINE_ROOM_NEARBY-CONSISTENT_HASH",
+    "MACHINE_ROOM_NEARBY-CONFIG",
+    "MACHINE_ROOM_NEARBY-MACHINE_ROOM",
+    "POP-AVG",
+    "POP-AVG_BY_CIRCLE",
 )
+
+
+@pytest.mark.parametrize("name", JAVA_NAMES)
 def test_names_round_trip(name: str) -> None:
-    assert get_strategy(name).name == name
+    rooms = {"broker_pattern": "(.)", "client_pattern": "(.)"} if "NEARBY" in name else {}
+    assert get_strategy(name, **rooms).name == name
+
+
+def test_strategy_names_are_the_java_names_in_order() -> None:
+    # What completion and the unknown-name error offer.
+    assert STRATEGY_NAMES == JAVA_NAMES
 
 
 def _strategies() -> list[tuple[str, dict[str, object]]]:
@@ -591,18 +611,117 @@ def test_allocate_all_errors_like_allocate() -> None:
     assert isinstance(AllocationError("x"), ValueError)
 
 
-PERF_BOUND_SECONDS = 1.0
+# ---------------------------------------------------------------------------------------------
+# 10,000 queues over 1,000 clients: the answers, and the work done to get them (timings: bench/)
+
+BIG_QUEUES = [MessageQueue("T", f"r{b % 3 + 1}-broker-{b}", q) for b in range(20) for q in range(500)]
+BIG_CLIENTS = [f"10.0.{i // 250}.{i % 250}@r{i % 3 + 1}-{i}" for i in range(1000)]
+# Java order of the brokers: r1-broker-0, -12, -15, -18, -3, -6, -9 (queues 0-3499 once sorted),
+# r2-broker-1, -10, -13, -16, -19, -4, -7 (3500-6999), r3-broker-11, -14, -17, -2, -5, -8 (7000-9999).
+# Clients: "10.0.0.0@r1-0" sorts first; "10.0.3.9@r1-759" last ('@' sorts after '9').
+FIRST_CLIENT, LAST_CLIENT = "10.0.0.0@r1-0", "10.0.3.9@r1-759"
 
 
-@pytest.mark.parametrize(("name", "options"), _strategies())
-def test_allocate_all_is_fast_for_10k_queues_1k_clients(
-    name: str, options: dict[str, object]
-) -> None:
-    mqs = [MessageQueue("T", f"r{b % 3 + 1}-broker-{b}", q) for b in range(20) for q in range(500)]
-    cids = [f"10.0.{i // 250}.{i % 250}@r{i % 3 + 1}-{i}" for i in range(1000)]
-    strategy = get_strategy(name, **options)
-    started = time.perf_counter()
-    got = strategy.allocate_all(mqs, cids)
-    elapsed = time.perf_counter() - started
+def _owners(got: dict[str, list[MessageQueue]]) -> dict[MessageQueue, list[str]]:
+    owners: dict[MessageQueue, list[str]] = {}
+    for cid, mine in got.items():
+        for mq in mine:
+            owners.setdefault(mq, []).append(cid)
+    return owners
+
+
+def test_big_avg_gives_ten_contiguous_queues_each() -> None:
+    got = get_strategy("AVG").allocate_all(BIG_QUEUES, BIG_CLIENTS)
     assert len(got) == 1000
-    assert elapsed < PERF_BOUND_SECONDS, f"{name}: {elapsed:.3f}s"
+    assert {len(v) for v in got.values()} == {10}
+    assert got[FIRST_CLIENT] == [MessageQueue("T", "r1-broker-0", q) for q in range(10)]
+    assert got[LAST_CLIENT] == [MessageQueue("T", "r3-broker-8", q) for q in range(490, 500)]
+    assert all(len(cids) == 1 for cids in _owners(got).values()) and len(_owners(got)) == 10_000
+
+
+def test_big_avg_by_circle_takes_every_thousandth_queue() -> None:
+    got = get_strategy("AVG_BY_CIRCLE").allocate_all(BIG_QUEUES, BIG_CLIENTS)
+    brokers = ["r1-broker-0", "r1-broker-15", "r1-broker-3", "r1-broker-9", "r2-broker-10", "r2-broker-16",
+               "r2-broker-4", "r3-broker-11", "r3-broker-17", "r3-broker-5"]
+    assert got[FIRST_CLIENT] == [MessageQueue("T", b, 0) for b in brokers]
+    assert {len(v) for v in got.values()} == {10}
+    assert all(len(cids) == 1 for cids in _owners(got).values()) and len(_owners(got)) == 10_000
+
+
+def test_big_consistent_hash_builds_one_ring(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rmqctl.rebalance import strategies
+
+    hashed: list[str] = []
+    real_md5 = strategies.md5_hash
+
+    def counting_md5(key: str) -> int:
+        hashed.append(key)
+        return real_md5(key)
+
+    monkeypatch.setattr(strategies, "md5_hash", counting_md5)
+    got = get_strategy("CONSISTENT_HASH", vnodes=4).allocate_all(BIG_QUEUES, BIG_CLIENTS)
+    # 4 points per client, then one hash per queue: the ring is built once, not once per client.
+    assert len(hashed) == 1000 * 4 + 10_000
+    owners = _owners(got)
+    assert len(owners) == 10_000 and all(len(cids) == 1 for cids in owners.values())
+    sample = java_sorted_queues(BIG_QUEUES)[::997]
+    for mq in sample:
+        assert owners[mq] == [_reference_owner(mq, BIG_CLIENTS, 4)]
+
+
+def test_big_config_gives_everyone_the_configured_queue() -> None:
+    configured = [MessageQueue("T", "r1-b", 1)]
+    got = get_strategy("CONFIG", queues=configured).allocate_all(BIG_QUEUES, BIG_CLIENTS)
+    assert len(got) == 1000 and all(v == configured for v in got.values())
+
+
+def test_big_machine_room_without_idc_brokers_gives_nothing() -> None:
+    # No broker is named <idc>@<name>, so no queue is in the consumers' idc.
+    got = get_strategy("MACHINE_ROOM", consumer_idcs={"r1"}).allocate_all(BIG_QUEUES, BIG_CLIENTS)
+    assert len(got) == 1000 and all(v == [] for v in got.values())
+
+
+class CountingRooms:
+    """Rooms from the first two characters (r1, r2, r3), counting every question."""
+
+    def __init__(self) -> None:
+        self.broker_questions = 0
+        self.client_questions = 0
+
+    def broker_room(self, mq: MessageQueue) -> str:
+        self.broker_questions += 1
+        return mq.broker_name[:2]
+
+    def client_room(self, client_id: str) -> str:
+        self.client_questions += 1
+        return client_id.split("@")[1][:2]
+
+
+def test_big_nearby_avg_splits_each_room_among_its_clients() -> None:
+    rooms = CountingRooms()
+    got = get_strategy("MACHINE_ROOM_NEARBY-AVG", resolver=rooms).allocate_all(BIG_QUEUES, BIG_CLIENTS)
+    # each queue and each client resolved once for everyone, not once per asking client
+    assert (rooms.broker_questions, rooms.client_questions) == (10_000, 1000)
+    # r1: 3,500 queues over 334 clients (160 get 11, 174 get 10); r2: 3,500 over 333 (170 get 11,
+    # 163 get 10); r3: 3,000 over 333 (3 get 10, 330 get 9)
+    sizes = [len(v) for v in got.values()]
+    assert {n: sizes.count(n) for n in set(sizes)} == {11: 330, 10: 340, 9: 330}
+    for mq, cids in _owners(got).items():
+        assert len(cids) == 1 and cids[0].split("@")[1][:2] == mq.broker_name[:2]
+
+
+def test_big_nearby_consistent_hash_keeps_queues_in_their_room() -> None:
+    got = get_strategy("MACHINE_ROOM_NEARBY-CONSISTENT_HASH", vnodes=4, resolver=CountingRooms()).allocate_all(
+        BIG_QUEUES, BIG_CLIENTS)
+    owners = _owners(got)
+    assert len(owners) == 10_000
+    for mq, cids in owners.items():
+        assert len(cids) == 1 and cids[0].split("@")[1][:2] == mq.broker_name[:2]
+
+
+@pytest.mark.parametrize(("name", "share", "each"), [("POP-AVG", 1, 20), ("POP-AVG_BY_CIRCLE", 2, 30)])
+def test_big_pop_share_adds_the_next_clients_shares(name: str, share: int, each: int) -> None:
+    got = get_strategy(name, pop_share_queue_num=share).allocate_all(BIG_QUEUES, BIG_CLIENTS)
+    assert {len(v) for v in got.values()} == {each}
+    owners = _owners(got)
+    assert len(owners) == 10_000 and {len(cids) for cids in owners.values()} == {share + 1}
