@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rmqctl.clock import SystemClock
 from rmqctl.config import resolve
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.admin import parse_namesrv as parse_namesrv
@@ -69,7 +68,7 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
 
         async with open_dashboard_source(web.url, username=web.username, password=web.password,
                                          timeout=web.timeout) as dashboard_source:
-            yield Opened(dashboard_source, f"dashboard {web.url}", SystemClock())
+            yield Opened(dashboard_source, f"dashboard {web.url}", dashboard_source.clock)
         return
     resolved = resolve(namesrv=target.namesrv, context=target.context, timeout=target.timeout)
     admin = AdminClient(
@@ -80,6 +79,6 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
     if resolved.context:
         label = f"context {resolved.context} ({label})"
     try:
-        yield Opened(source, label, SystemClock())
+        yield Opened(source, label, source.clock)
     finally:
         await source.close()

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from rmqctl import errors
+from rmqctl.clock import Clock
 from rmqctl.fanout import fan_out
 from rmqctl.model import (
     DLQ_PREFIX,
@@ -234,10 +234,12 @@ def assemble_view(
     topic_queues: Mapping[str, tuple[MessageQueue, ...]],
     dlq: tuple[TopicOffset, ...],
     failures: Mapping[str, errors.RmqctlError],
+    sampled_at: int,
     unavailable: Mapping[str, str] | None = None,
 ) -> GroupView:
     """The :class:`GroupView` of the parts every back end reads; the group's consume type, model
-    and start point come from the first broker that lists its connections."""
+    and start point come from the first broker that lists its connections. ``sampled_at`` is the
+    source clock's "now" in epoch ms (what the checks compare client timestamps with)."""
     first = next(iter(sorted(conns_by_broker.items())), None)
     cc0 = first[1] if first else None
     return GroupView(
@@ -252,7 +254,7 @@ def assemble_view(
         consume_from_where=cc0.consume_from_where if cc0 else None,
         topic_queues=topic_queues,
         dlq=dlq,
-        sampled_at=int(time.time() * 1000),
+        sampled_at=sampled_at,
         errors=failures,
         unavailable=unavailable or {},
     )
@@ -303,9 +305,10 @@ async def _dlq_offsets(
 
 
 async def build_group_view(
-    reads: BrokerReads, masters: Mapping[str, str], group: str, *, running_info: bool = True
+    reads: BrokerReads, masters: Mapping[str, str], group: str, *, clock: Clock, running_info: bool = True
 ) -> GroupView:
-    """Everything about ``group``; raises NotFound when no broker knows the group at all."""
+    """Everything about ``group``, stamped with ``clock``'s time; raises NotFound when no broker
+    knows the group at all."""
 
     # The consume stats are the slowest read of a real broker. What needs only the connections
     # (each client's running info, relayed through a broker; the routes of the topics the
@@ -367,6 +370,7 @@ async def build_group_view(
     return assemble_view(
         group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
         progress=progress, topic_queues=topic_queues, dlq=dlq, failures=failures,
+        sampled_at=int(clock.now() * 1000),
     )
 
 

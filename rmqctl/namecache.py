@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rmqctl.clock import Clock
     from rmqctl.model import BrokerRuntime, ClusterInfo, GroupSummary, GroupView, TopicRoute, TopicStats
     from rmqctl.source import ClusterSource, Partial
 
@@ -138,6 +139,10 @@ class RecordingSource:
         self.key = key
         self.directory = directory
         self._cluster: ClusterInfo | None = None
+
+    @property
+    def clock(self) -> Clock:
+        return self.inner.clock
 
     def __getattr__(self, name: str) -> Any:
         # optional capabilities of the wrapped source (e.g. ``sample_messages``) stay visible

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from rmqctl import errors
-from rmqctl.clock import Clock
+from rmqctl.clock import Clock, SystemClock
 from rmqctl.groupview import build_group_view, sample_tags, summarize_group
 from rmqctl.model import (
     RETRY_PREFIX,
@@ -45,6 +45,11 @@ class Partial(Generic[T]):
 @runtime_checkable
 class ClusterSource(Protocol):
     """What the CLI, doctor and TUI may ask of a cluster."""
+
+    @property
+    def clock(self) -> Clock:
+        """The source's clock: every "now" a view is stamped with or a watcher waits on."""
+        ...
 
     async def cluster(self) -> ClusterInfo: ...
 
@@ -90,8 +95,9 @@ def _all_failed(failures: Mapping[str, errors.RmqctlError], what: str) -> errors
 class RemotingSource:
     """A cluster read over the native remoting protocol (a real cluster or the emulator)."""
 
-    def __init__(self, admin: AdminClient) -> None:
+    def __init__(self, admin: AdminClient, clock: Clock | None = None) -> None:
         self.admin = admin
+        self.clock: Clock = clock or SystemClock()
 
     async def close(self) -> None:
         await self.admin.close()
@@ -185,7 +191,7 @@ class RemotingSource:
 
     async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
         return await build_group_view(
-            self.admin, await self.masters(), group, running_info=running_info
+            self.admin, await self.masters(), group, clock=self.clock, running_info=running_info
         )
 
     async def sample_messages(self, view: GroupView, topics: list[str]) -> GroupView:

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rmqctl import errors
-from rmqctl.clock import Clock, SystemClock
+from rmqctl.clock import Clock
 from rmqctl.fanout import fan_out
 from rmqctl.model import GroupView, MessageQueue, sort_queues
 from rmqctl.source import ClusterSource
@@ -139,7 +139,7 @@ async def sample_groups(
     sampled; errors other than :class:`~rmqctl.errors.RmqctlError` propagate.
     """
     limit = asyncio.Semaphore(max(1, concurrency))
-    taken_at = (clock or SystemClock()).now()
+    taken_at = (clock or source.clock).now()
 
     async def one(group: str) -> GroupView:
         async with limit:
@@ -167,7 +167,7 @@ class Watcher:
         self.source = source
         self.groups = list(groups) if groups is not None else None
         self.interval = interval
-        self.clock = clock or SystemClock()
+        self.clock = clock or source.clock
         self.concurrency = concurrency
         self.running_info = running_info
         self.last: Round | None = None

@@ -58,6 +58,7 @@ class FakeSource:
     failures: dict[str, errors.RmqctlError] = field(default_factory=dict)
     #: per-broker errors added to every multi-broker answer
     broker_errors: dict[str, errors.RmqctlError] = field(default_factory=dict)
+    clock: Clock = field(default_factory=lambda: FakeClock())
     calls: int = 0
     closed: bool = False
 

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from rmqctl import errors
+from rmqctl.clock import Clock, SystemClock
 from rmqctl.dashboard import wire
 from rmqctl.dashboard.client import DashboardClient
 from rmqctl.groupview import assemble_view, merge_connections
@@ -63,8 +64,9 @@ def error_entry(error: errors.RmqctlError) -> errors.RmqctlError:
 class DashboardSource:
     """A cluster seen through one dashboard (one HTTP client for the whole command)."""
 
-    def __init__(self, client: DashboardClient) -> None:
+    def __init__(self, client: DashboardClient, clock: Clock | None = None) -> None:
         self.client = client
+        self.clock: Clock = clock or SystemClock()
         self.description = f"dashboard {client.url}"
         self._cluster: tuple[ClusterInfo, dict[str, dict[int, dict[str, str]]]] | None = None
 
@@ -316,7 +318,7 @@ class DashboardSource:
         return assemble_view(
             group, conns_by_broker, connections, duplicates, running_infos=infos, progress=tuple(progress),
             topic_queues={t: tuple(r.read_queues()) for t, r in sorted(routes.items()) if t != dlq_topic},
-            dlq=dlq, failures=failures, unavailable=unavailable,
+            dlq=dlq, failures=failures, unavailable=unavailable, sampled_at=int(self.clock.now() * 1000),
         )
 
 

@@ -26,6 +26,7 @@ from rmqctl.model import (
     ClusterInfo,
     ConsumerConnection,
     ConsumerRunningInfo,
+    ConsumeStatus,
     GroupSummary,
     MessageQueue,
     QueueProgress,
@@ -109,6 +110,15 @@ def seq(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise errors.ProtocolError(f"{what}: expected a list, got {type(value).__name__}")
     return value
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -234,7 +244,23 @@ def consumer_running_info(client_id: str, data: Any) -> ConsumerRunningInfo:
                         key=lambda s: (s.topic, s.expression)))
     table = {message_queue(str(k)): bodies.process_queue_info(obj(v, "ProcessQueueInfo"))
              for k, v in obj(doc.get("mqTable"), "mqTable").items()}
-    return ConsumerRunningInfo(client_id, props, subs, dict(sorted(table.items())))
+    return ConsumerRunningInfo(client_id, props, subs, dict(sorted(table.items())),
+                               consume_status_table(doc.get("statusTable")))
+
+
+def consume_status_table(data: Any) -> dict[str, ConsumeStatus]:
+    """A running info's ``statusTable`` (topic → ``ConsumeStatus``, Jackson's bean names: ``pullRT``,
+    ``consumeOKTPS`` …): the client's own consume rates and failures. Absent (a client too old to
+    keep them) it is empty, which the model reads as no rates reported."""
+    table = {}
+    for topic, value in obj(data or {}, "statusTable").items():
+        row = obj(value, "ConsumeStatus")
+        table[str(topic)] = ConsumeStatus(
+            pull_rt=_float(row.get("pullRT")), pull_tps=_float(row.get("pullTPS")),
+            consume_rt=_float(row.get("consumeRT")), consume_ok_tps=_float(row.get("consumeOKTPS")),
+            consume_failed_tps=_float(row.get("consumeFailedTPS")),
+            consume_failed_msgs=_int(row.get("consumeFailedMsgs")))
+    return dict(sorted(table.items()))
 
 
 def queue_progress(data: Any) -> list[QueueProgress]:

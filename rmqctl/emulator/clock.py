@@ -59,6 +59,8 @@ class Scheduler:
         self._seq = itertools.count()
         #: called instead of raising when an event fails (the real-time driver logs and goes on)
         self.on_error: Callable[[BaseException], None] | None = None
+        #: the real-time driver moving this scheduler, if one does (``emulator serve``, live mode)
+        self.driver: RealTimeDriver | None = None
         self.events_run = 0
 
     def call_at(self, when_ms: int, fn: Callable[..., Any], *args: Any) -> Timer:
@@ -132,6 +134,7 @@ class RealTimeDriver:
         self._virtual0 = scheduler.now_ms
         self._wake = asyncio.Event()
         scheduler.on_error = self._log_error
+        scheduler.driver = self
 
     @staticmethod
     def _log_error(exc: BaseException) -> None:
@@ -158,3 +161,18 @@ class RealTimeDriver:
                 await asyncio.wait_for(self._wake.wait(), timeout=max(delay, 0.001))
             except TimeoutError:
                 pass
+
+
+class LiveClock:
+    """A real-time emulator's clock as an :class:`rmqctl.clock.Clock`: reading it gives the
+    emulated wall time (which runs ``speed`` times faster than the host's), sleeping on it waits
+    that many emulated seconds (``seconds / speed`` on the host)."""
+
+    def __init__(self, driver: RealTimeDriver) -> None:
+        self.driver = driver
+
+    def now(self) -> float:
+        return self.driver.virtual_now() / 1000
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds / self.driver.speed)

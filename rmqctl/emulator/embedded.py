@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from rmqctl.clock import SystemClock
+from rmqctl.emulator.clock import LiveClock
 from rmqctl.emulator.scenario import Scenario, load_scenario
 from rmqctl.emulator.server import EmulatorServer
 from rmqctl.emulator.world import EmulatedCluster
@@ -75,18 +75,19 @@ async def embedded_opened(
 
         async with running_emulator(spec, ServeOptions(clock="real", speed=speed)) as (served, cluster):
             admin = AdminClient([served.namesrv], timeout=timeout or DEFAULT_TIMEOUT)
-            source = RemotingSource(admin)
+            assert cluster.scheduler.driver is not None  # the real-time clock always has one
+            source = RemotingSource(admin, LiveClock(cluster.scheduler.driver))
             label = f"emulator {spec.name} (live, x{speed:g}, namesrv {served.namesrv})"
             try:
-                yield Opened(source, label, SystemClock(), cluster)
+                yield Opened(source, label, source.clock, cluster)
             finally:
                 await source.close()
         return
     async with embedded_cluster(spec, at=at) as (cluster, server):
         admin = AdminClient([server.namesrv_addr], timeout=timeout or DEFAULT_TIMEOUT)
-        source = RemotingSource(admin)
+        source = RemotingSource(admin, VirtualClock(cluster))
         label = f"emulator {spec.name} at {cluster.elapsed:g}s (namesrv {server.namesrv_addr})"
         try:
-            yield Opened(source, label, VirtualClock(cluster), cluster)
+            yield Opened(source, label, source.clock, cluster)
         finally:
             await source.close()

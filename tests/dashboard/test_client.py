@@ -21,6 +21,7 @@ from rmqctl import errors
 from rmqctl.dashboard import wire
 from rmqctl.dashboard.client import DashboardClient
 from rmqctl.dashboard.source import DashboardSource
+from rmqctl.doctor import run_checks, skipped_checks
 from rmqctl.errors import ExitCode
 from rmqctl.model import MessageQueue
 from tests.harness.dashboard import DEFAULT_USERS
@@ -336,3 +337,37 @@ async def test_timeout_covers_the_whole_command() -> None:
         finally:
             await source.close()
     assert info.value.exit_code == ExitCode.TIMEOUT
+
+
+# -- consume statistics: the client's statusTable, relayed by the dashboard -------------------------
+
+
+def _failing(reply: dict[str, Any]) -> dict[str, Any]:
+    """``reply`` (a captured running info) with its client reporting failed consumptions."""
+    body = json.loads(reply["body"])
+    status = body["data"]["statusTable"]
+    topic = next(t for t in status if not t.startswith("%RETRY%"))
+    status[topic].update({"consumeOKTPS": 1.5, "consumeFailedTPS": 2.25, "consumeFailedMsgs": 135})
+    return {**reply, "body": json.dumps(body)}
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_consume_statistics_come_through_the_dashboard(generation: str) -> None:
+    replay = Replay(generation)
+    running_info = replay.replies["running_info_0"]
+    failing_client = running_info["request"]["params"]["clientId"]
+    replay.by_request[replay.key(running_info["request"]["path"], running_info["request"]["params"])] = \
+        _failing(running_info)
+    source = make_source(replay)
+    try:
+        await source.client.open()
+        view = await source.group_view(replay.manifest["group"])
+    finally:
+        await source.close()
+    info = view.running_infos[failing_client]
+    assert (info.consume_ok_tps, info.consume_failed_tps, info.consume_failed_msgs) == (1.5, 2.25, 135)
+    (status,) = [s for t, s in info.status.items() if not t.startswith("%RETRY%")]
+    assert status.pull_rt == 1020.0
+    findings = [f for f in run_checks(view) if f.code == "CONSUME_FAILURES"]
+    assert [c["client"] for f in findings for c in f.evidence["clients"]] == [failing_client]
+    assert "CONSUME_FAILURES" not in skipped_checks(view)
