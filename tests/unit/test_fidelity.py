@@ -25,6 +25,7 @@ from rmqctl.model import (
     parse_tag_expression,
 )
 from rmqctl.remoting.messages import decode_messages
+from tests.fake_source import FakeClock
 from tests.unit.test_doctor import C1, C2, G, conn, info, queues, view
 
 
@@ -103,7 +104,7 @@ class Reads:
 
 
 def test_rows_consume_stats_left_out_come_from_the_offset_table() -> None:
-    v = asyncio.run(build_group_view(Reads(), {"broker-a": "127.0.0.1:10911"}, G))
+    v = asyncio.run(build_group_view(Reads(), {"broker-a": "127.0.0.1:10911"}, G, clock=FakeClock()))
     rows = {(p.queue.topic, p.queue.queue_id): p for p in v.progress}
     assert rows[("T2", 0)].offsets_from == "offset_table" and rows[("T2", 0)].lag == 5  # never committed
     assert rows[("T2", 1)].lag == 3 and rows[("T1", 0)].offsets_from == "consume_stats"
@@ -112,7 +113,7 @@ def test_rows_consume_stats_left_out_come_from_the_offset_table() -> None:
 
 
 def test_unreadable_offsets_are_unknown_never_zero_and_never_milder() -> None:
-    v = asyncio.run(build_group_view(Reads(offsets_fail=True), {"broker-a": "127.0.0.1:10911"}, G))
+    v = asyncio.run(build_group_view(Reads(offsets_fail=True), {"broker-a": "127.0.0.1:10911"}, G, clock=FakeClock()))
     row = next(p for p in v.progress if p.queue == MessageQueue("T2", "broker-a", 0))
     assert row.lag is None and row.as_dict()["diff"] is None and row.as_dict()["offsets_from"] == "unknown"
     assert v.unknown_lag_queues == queues("T2", 2)
