@@ -23,6 +23,7 @@ Must not import the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import dataclass, field
@@ -42,12 +43,41 @@ _CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
 _SECRET_KEYS = frozenset({"secret_key", "dashboard_password"})
 
 
+#: Largest config file read, in bytes (a config of contexts is a few KiB).
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def _redact(key: str, value: Any) -> Any:
     if key in _SECRET_KEYS:
         return "******"
     if key == "dashboard" and isinstance(value, dict):
-        return {k: ("******" if k == "password" else v) for k, v in value.items()}
+        return {k: ("******" if k == "password" else errors.mask_url(v) if k == "url" and isinstance(v, str) else v)
+                for k, v in value.items()}
+    if key == "dashboard" and isinstance(value, str):
+        return errors.mask_url(value)
     return value
+
+
+def _read_config(path: Path) -> str:
+    """The file's text: a regular file of at most MAX_CONFIG_BYTES (a FIFO would block, a device
+    never end)."""
+    import stat
+
+    try:
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, "rb", buffering=0) as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise errors.ConfigError(f"config file {path} is not a regular file")
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise errors.ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise errors.ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise errors.ConfigError(f"cannot read config file {path}: not UTF-8 ({exc.reason})") from exc
 
 
 #: Largest ``--timeout``/``timeout`` accepted, in seconds (a day; larger values mean "hang").
@@ -88,12 +118,13 @@ class Config:
             return cls(path=path)
         import tomllib  # only when there is a file: most one-off commands run without one
 
+        text = _read_config(path)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise errors.ConfigError(f"cannot read config file {path}: {exc}") from exc
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise errors.ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        except RecursionError as exc:
+            raise errors.ConfigError(f"config file {path} is not valid TOML: nested too deeply") from exc
         current = data.get("current-context")
         contexts = data.get("contexts", {})
         if current is not None and not isinstance(current, str):
@@ -128,14 +159,24 @@ class Config:
         data["contexts"] = self.contexts
         if self.tui_keys:
             data["tui"] = {"keys": dict(self.tui_keys)}
+        import tempfile
+
+        tmp: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".toml.tmp")
-            tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
-            os.chmod(tmp, 0o600)  # it may hold a secret key
-            tmp.replace(self.path)
+            # mkstemp creates the file 0600 from its first byte: it may hold a secret key, and
+            # writing first and chmod-ing after left a window where other users could read it
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(tomli_w.dumps(data))
+            os.replace(tmp, self.path)
+            tmp = None
         except OSError as exc:
             raise errors.ConfigError(f"cannot write config file {self.path}: {exc}") from exc
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
     def context(self, name: str) -> dict[str, Any]:
         if name not in self.contexts:

@@ -219,3 +219,16 @@ def os_reason(exc: OSError) -> str:
     if exc.errno and exc.errno > 0:
         return os.strerror(exc.errno)
     return str(exc) or type(exc).__name__
+
+
+def mask_url(url: str) -> str:
+    """``url`` with the password of its user info replaced (``http://u:******@host``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:******@{host}{slash}{path}"
