@@ -29,6 +29,7 @@ import typer
 from rmqctl import errors
 from rmqctl.cli.common import console, settings
 from rmqctl.cli.render import OutputFormat, Table, View, emit
+from rmqctl.report import analyze as analyze_report
 
 app = typer.Typer(help="Analyse recorded offset snapshots (needs the spark extra).", no_args_is_help=True)
 
@@ -220,7 +221,7 @@ def stuck(
         code = _run_job(job_arguments(directory, options, "json", str(result)), opts.debug)
         if code not in (0, 1):
             raise typer.Exit(code)
-        document = json.loads(result.read_text(encoding="utf-8"))
+        document = analyze_report.stuck(json.loads(result.read_text(encoding="utf-8")))
     view = stuck_view(document)
     if fmt in (AnalyzeFormat.jsonl, AnalyzeFormat.csv):
         view = View(document["queues"], view.tables[:1])

@@ -20,25 +20,8 @@ async def cluster_view(source: ClusterSource, match: str | None = None,
                        sort: str | None = None) -> tuple[View, Failures]:
     info = await source.cluster()
     runtimes = await source.broker_runtimes(info)
-    by_key = {(r.broker_name, r.broker_id): r for r in runtimes.value}
-    rows = []
-    for cluster_name, broker_names in sorted(info.clusters.items()):
-        for broker_name in broker_names:
-            data = info.brokers.get(broker_name)
-            for broker_id, addr in sorted((data.addrs if data else {}).items()):
-                rt = by_key.get((broker_name, broker_id))
-                rows.append({
-                    "cluster": cluster_name,
-                    "broker": broker_name,
-                    "broker_id": broker_id,
-                    "addr": addr,
-                    "version": rt.version if rt else None,
-                    "in_tps": rt.in_tps if rt else None,
-                    "out_tps": rt.out_tps if rt else None,
-                    "disk_ratio": rt.disk_ratio if rt else None,
-                })
-    rows = select_rows(rows, report.CLUSTER_COLUMNS, name_key="broker", match=match, sort=sort)
-    doc = report.ClusterListDoc(brokers=rows, errors=report.errors_doc(runtimes.errors))
+    doc = report.cluster_list(info, runtimes.value, runtimes.errors)
+    doc["brokers"] = select_rows(doc["brokers"], report.CLUSTER_COLUMNS, name_key="broker", match=match, sort=sort)
     return (View(doc, [Table(list(report.CLUSTER_COLUMNS), doc["brokers"])], records=report.cluster_list_rows(doc)),
             dict(runtimes.errors))
 

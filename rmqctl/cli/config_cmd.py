@@ -17,6 +17,7 @@ from rmqctl.cli.common import OutputOpt, console, settings
 from rmqctl.cli.render import Table, View, emit
 from rmqctl.config import Config
 from rmqctl.connect import parse_namesrv
+from rmqctl.report.config import config_view
 
 app = typer.Typer(help="Named contexts, like kubectl's.", no_args_is_help=True)
 
@@ -28,7 +29,7 @@ def view(ctx: typer.Context, output: OutputOpt = None) -> None:
     """Show the config file (secrets masked)."""
     opts = settings(ctx, output=output)
     cfg = Config.load()
-    doc = cfg.redacted()
+    doc = config_view(cfg.redacted())
     rows = [
         {"current": "*" if name == cfg.current_context else "", "name": name,
          "namesrv": c.get("namesrv"), "timeout": c.get("timeout"),

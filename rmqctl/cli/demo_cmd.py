@@ -39,10 +39,11 @@ async def demo_document(scenario: str) -> report.DemoDoc:
         groups: dict[str, report.DemoGroupDoc] = {}
         for group in (await source.groups()).value:
             view = await source.group_view(group)
+            findings = run_checks(view)
             groups[group] = report.DemoGroupDoc(
-                show=report.group_show(view),
+                show=report.group_show(view, findings),
                 assignment=report.group_assignment(view),
-                findings=[f.as_dict() for f in run_checks(view)],
+                findings=[report.finding_doc(f) for f in findings],
             )
         assert cluster is not None  # an emulator target always has its cluster
         return report.DemoDoc(scenario=report.emulator_run(cluster.report()),

@@ -25,7 +25,6 @@ from rmqctl.cli.common import OutputOpt, Settings, console, settings
 from rmqctl.cli.render import OutputFormat, Table, View, emit
 from rmqctl.cli.views import queues_text, report_view, tags_text
 from rmqctl.errors import ExitCode
-from rmqctl.report import RowSet
 
 app = typer.Typer(help="The built-in RocketMQ emulator: scenarios, runs and a served cluster.",
                   no_args_is_help=True)
@@ -55,10 +54,9 @@ def scenarios(ctx: typer.Context, output: OutputOpt = None) -> None:
     from rmqctl.emulator.scenario import builtin_scenarios
 
     opts = _opts(ctx, output)
-    rows = [{"name": name, "description": desc} for name, desc in builtin_scenarios()]
-    doc = {"scenarios": rows, "errors": {}}
-    emit(View(doc, [Table(["name", "description"], rows, flexible=("description",))],
-              records=[RowSet("scenario", ("name", "description"), rows)]), opts.output)
+    doc = report.scenarios(builtin_scenarios())
+    emit(View(doc, [Table(list(report.SCENARIO_COLUMNS), doc["scenarios"], flexible=("description",))],
+              records=report.scenarios_rows(doc)), opts.output)
 
 
 @app.command("show")
@@ -71,29 +69,9 @@ def show(ctx: typer.Context, scenario: ScenarioArg, output: OutputOpt = None) ->
     if opts.output is OutputFormat.table and spec.text:
         sys.stdout.write(spec.text if spec.text.endswith("\n") else spec.text + "\n")
         return
-    doc: dict[str, Any] = {
-        "name": spec.name, "description": spec.description, "duration": spec.duration,
-        "source": spec.source,
-        "brokers": [{"name": b.name, "cluster": b.cluster} for b in spec.brokers],
-        "topics": [{"name": t.name, "read_queues": t.read_queues, "write_queues": t.write_queues,
-                    "perm": t.perm, "brokers": list(spec.topic_brokers(t))} for t in spec.topics],
-        "consumers": [{"group": c.group, "client_id": c.client_id, "subscriptions": dict(c.subscriptions),
-                       "start": c.start, "stop": c.stop, "strategy": c.strategy,
-                       "message_model": c.message_model} for c in spec.consumers],
-        "produce": [{"at": p.at, "topic": p.topic, "tag": p.tag, "count": p.count, "queue": p.queue}
-                    for p in spec.produce],
-        "errors": {},
-    }
-    rows = doc["consumers"]
-    records = [
-        RowSet("broker", ("name", "cluster"), doc["brokers"]),
-        RowSet("topic", ("name", "read_queues", "write_queues", "perm", "brokers"), doc["topics"]),
-        RowSet("consumer", ("group", "client_id", "subscriptions", "start", "stop", "strategy", "message_model"),
-               rows),
-        RowSet("produce", ("at", "topic", "tag", "count", "queue"), doc["produce"]),
-    ]
-    emit(View(doc, [Table(["group", "client_id", "subscriptions", "start", "stop"], rows,
-                          flexible=("subscriptions",))], records=records), opts.output)
+    doc = report.scenario(spec)
+    emit(View(doc, [Table(["group", "client_id", "subscriptions", "start", "stop"], doc["consumers"],
+                          flexible=("subscriptions",))], records=report.scenario_rows(doc)), opts.output)
 
 
 @app.command("run")
@@ -262,22 +240,18 @@ def _clients_view(doc: dict[str, Any]) -> View:
          "queues": queues_text(c["queues"]), "received": tags_text(c["received_by_tag"])}
         for c in doc["clients"]
     ]
-    clients = list(doc["clients"])
-    document = {"clients": clients, "errors": {}}
-    columns = ("client_id", "key", "group", "running", "message_model", "strategy", "subscriptions", "queues",
-               "received_by_tag", "pull_errors")
+    document = report.clients(doc)
     return View(document, [Table(["client_id", "group", "running", "subscriptions", "queues", "received"], rows,
                                  flexible=("queues", "subscriptions"))],
-                records=[RowSet("client", columns, clients)])
+                records=report.clients_rows(document))
 
 
 def _doc_view(doc: Any) -> View:
-    document = {**doc, "errors": {}} if isinstance(doc, dict) else {"value": doc, "errors": {}}
+    document = report.control_result(doc)
     rows = [{"key": k, "value": json.dumps(v) if isinstance(v, (dict, list)) else v}
             for k, v in document.items() if k != "errors"]
-    record = {k: v for k, v in document.items() if k != "errors"}
     return View(document, [Table(["key", "value"], rows, flexible=("value",))],
-                records=[RowSet("result", tuple(record), [record])])
+                records=report.control_result_rows(document))
 
 
 @ctl.command("clients")
@@ -338,10 +312,10 @@ def ctl_produce(
     body = {"topic": topic, "tag": tag, "count": count, "queue": queue, "broker": broker}
 
     def view(doc: dict[str, Any]) -> View:
-        rows = doc.get("messages", [])
-        columns = ("broker", "queue_id", "queue_offset", "tag", "msg_id")
-        return View({**doc, "errors": {}}, [Table(list(columns), rows, title=f"{doc['sent']} sent")],
-                    records=[RowSet("message", columns, rows)])
+        document = report.produced(doc)
+        return View(document, [Table(list(report.MESSAGE_COLUMNS), document.get("messages", []),
+                                     title=f"{doc['sent']} sent")],
+                    records=report.produced_rows(document))
 
     _ctl(ctx, output, url, token, "POST", "/v1/produce", body, view)
 
@@ -365,7 +339,7 @@ def ctl_state(ctx: typer.Context, url: UrlOpt = None, token: TokenOpt = None,
     clients, run report) as JSON; -o jsonl or csv give one row per client."""
     opts = _opts(ctx, output)
     doc = _call(url, token, "GET", "/v1/state", None)
-    clients = _clients_view({"clients": doc.get("clients", [])})
+    document = report.state(doc)
     fmt = OutputFormat.json if opts.output is OutputFormat.table else opts.output
-    emit(View({**doc, "errors": {}}, records=clients.records), fmt)
+    emit(View(document, records=report.state_rows(document)), fmt)
 

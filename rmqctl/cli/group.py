@@ -18,6 +18,7 @@ from rmqctl import errors, report
 from rmqctl.cli.common import Failures, MatchOpt, Settings, SortOpt, cluster_options, execute, target
 from rmqctl.cli.render import Table, View, emit, select_rows
 from rmqctl.connect import open_source
+from rmqctl.doctor import run_checks
 from rmqctl.model import GroupView
 from rmqctl.source import ClusterSource
 
@@ -73,7 +74,7 @@ def show(
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
-        doc = report.group_show(view)
+        doc = report.group_show(view, run_checks(view, only=report.SUBSCRIPTION_CODES))
         sub_rows = [
             {**row, "expression": row["expression"] if row["subscribed"] else "(not subscribed)",
              "mark": "DIFFERS" if row["differs"] else ""}

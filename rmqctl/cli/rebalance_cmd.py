@@ -22,7 +22,7 @@ from rmqctl.rebalance.simulate import (
     simulate_group,
     synthetic_client_ids,
 )
-from rmqctl.report import RowSet
+from rmqctl.report import rebalance as rebalance_report
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Queue allocation: what-if simulation.", no_args_is_help=True)
@@ -57,8 +57,7 @@ def _n(count: int, noun: str) -> str:
 
 
 def result_view(result: SimulationResult) -> View:
-    doc = result.as_dict()
-    doc["errors"] = {}
+    doc = rebalance_report.simulation(result)
     rows = []
     for cid, queues in result.assignments.items():
         state = "not subscribed" if cid in result.not_subscribed else ("idle" if not queues else "")
@@ -83,13 +82,7 @@ def result_view(result: SimulationResult) -> View:
         footer += [f"  {move.describe()}" for move in result.moves]
     elif result.moves is not None:
         footer.append("Matches what the clients report now.")
-    moves = [RowSet("move", ("topic", "broker", "queue_id", "before", "after"), doc["moves"])] if "moves" in doc else []
-    records = [
-        RowSet("assignment", ("client_id", "topic", "broker", "queue_id"),
-               [{"client_id": cid, **q} for cid, qs in doc["assignments"].items() for q in qs]),
-        RowSet("unassigned", ("topic", "broker", "queue_id"), doc["unassigned_queues"]),
-        *moves,
-    ]
+    records = rebalance_report.simulation_rows(doc)
     columns: list[str | tuple[str, str]] = ["client_id", "queues", "assigned", ("note", "")]
     return View(doc, [Table(columns, rows, flexible=("assigned", "client_id"))], footer, records)
 

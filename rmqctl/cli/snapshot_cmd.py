@@ -110,22 +110,13 @@ def export_cmd(
 
 
 def _report(result: ExportResult, out: Path, opts: Settings) -> None:
+    from rmqctl.report.snapshot import export_summary
     from rmqctl.snapshot.schema import SCHEMA_VERSION
 
-    def iso(ts_ms: int | None) -> str | None:
-        import datetime as dt
-
-        if ts_ms is None:
-            return None
-        return dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    doc = {
-        "out": str(out), "rounds": result.rounds, "rows": result.rows, "missing_rows": result.missing,
-        "failed_reads": result.failed_reads,
-        "files": [str(p) for p in result.files], "first_ts": iso(result.first_ts_ms),
-        "last_ts": iso(result.last_ts_ms), "schema_version": SCHEMA_VERSION,
-        "interrupted": result.interrupted.name if result.interrupted else None,
-    }
+    doc = export_summary(out=out, rounds=result.rounds, rows=result.rows, missing=result.missing,
+                         failed_reads=result.failed_reads, files=result.files, first_ts=result.first_ts_ms,
+                         last_ts=result.last_ts_ms, schema_version=SCHEMA_VERSION,
+                         interrupted=result.interrupted.name if result.interrupted else None)
     row = {k: doc[k] for k in ("rounds", "rows", "missing_rows", "first_ts", "last_ts")}
     row["files"] = len(result.files)
     table = Table([("rounds", "ROUNDS"), ("rows", "ROWS"), ("missing_rows", "MISSING"), ("files", "FILES"),

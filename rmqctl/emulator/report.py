@@ -32,13 +32,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rmqctl.model import Subscription, parse_tag_expression
+from rmqctl.model import MessageQueue, Subscription, parse_tag_expression
 from rmqctl.remoting.codes import ResponseCode
 
 if TYPE_CHECKING:
     from rmqctl.emulator.client import SimulatedConsumer
     from rmqctl.emulator.store import StoredMessage
     from rmqctl.emulator.world import EmulatedCluster
+
+
+def _queue(mq: MessageQueue) -> dict[str, Any]:
+    """A queue in the control API's answers, shaped as in every command's document."""
+    return {"topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id}
+
+
+def _subscription(sub: Subscription) -> dict[str, Any]:
+    """A broker-stored subscription in the state dump, shaped as in ``group show``'s document."""
+    return {"topic": sub.topic, "expression": sub.expression, "expression_type": sub.expression_type,
+            "tags": list(sub.tags), "sub_version": sub.sub_version}
 
 
 def code_name(code: int) -> str:
@@ -106,7 +117,7 @@ def run_report(cluster: EmulatedCluster) -> dict[str, Any]:
         key: {
             "group": c.group,
             "received_by_tag": dict(sorted(c.received_by_tag.items())),
-            "queues": [mq.as_dict() for mq in c.held_queues()],
+            "queues": [_queue(mq) for mq in c.held_queues()],
             "pull_errors": _pull_errors(c),
         }
         for key, c in report_keys(cluster)
@@ -139,7 +150,7 @@ def clients(cluster: EmulatedCluster) -> list[dict[str, Any]]:
             "started_at": (c.started_ms - t0) / 1000 if c.started_ms else None,
             "stopped_at": (c.stopped_ms - t0) / 1000 if c.stopped_ms else None,
             "stalled_at": (c.stalled_ms - t0) / 1000 if c.stalled_ms is not None else None,
-            "queues": [mq.as_dict() for mq in c.held_queues()],
+            "queues": [_queue(mq) for mq in c.held_queues()],
             "received_by_tag": dict(sorted(c.received_by_tag.items())),
             "pull_errors": _pull_errors(c),
         })
@@ -168,7 +179,7 @@ def state(cluster: EmulatedCluster) -> dict[str, Any]:
                          "language": ci.language, "version": ci.version}
                         for ch, ci in info.channels.items()
                     ],
-                    "subscriptions": {t: s.as_dict() for t, s in sorted(info.subscriptions.items())},
+                    "subscriptions": {t: _subscription(s) for t, s in sorted(info.subscriptions.items())},
                 }
                 for g, info in sorted(broker.consumer_table.items())
             },

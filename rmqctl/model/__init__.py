@@ -23,7 +23,6 @@ from rmqctl.model.cluster import (
     TopicOffset,
     TopicRoute,
     TopicStats,
-    queues_as_dicts,
     sort_queues,
     topic_kind,
 )
@@ -62,6 +61,6 @@ __all__ = [
     "GroupView", "MessageQueue", "OffsetEntry", "ProcessQueueInfo", "QueueData", "QueueProgress",
     "SampledMessage", "Severity", "Subscription", "SubscriptionGroupConfig", "TagSample",
     "TopicKind", "TopicOffset", "TopicRoute", "TopicStats",
-    "format_millis", "java_str_key", "java_string_hash", "parse_tag_expression", "queues_as_dicts",
+    "format_millis", "java_str_key", "java_string_hash", "parse_tag_expression",
     "sort_queues", "topic_kind", "version_desc", "version_ordinal",
 ]

@@ -71,7 +71,8 @@ class MessageQueue:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON shape used in every output contract."""
+        """The queue as the doctor's evidence names it. Documents build queues with
+        ``rmqctl.report.queue_doc``; this goes once the evidence does too."""
         return {"topic": self.topic, "broker": self.broker_name, "queue_id": self.queue_id}
 
 
@@ -216,7 +217,3 @@ class BrokerRuntime:
     @property
     def disk_ratio(self) -> float:
         return self._float("commitLogDiskRatio")
-
-
-def queues_as_dicts(queues: Iterable[MessageQueue]) -> list[dict[str, Any]]:
-    return [mq.as_dict() for mq in queues]

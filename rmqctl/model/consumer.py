@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from rmqctl.model.cluster import MessageQueue
 from rmqctl.model.java import java_string_hash, version_desc
@@ -60,15 +59,6 @@ class Subscription:
             return set(self.tags) == set(other.tags)
         return " ".join(self.expression.split()) == " ".join(other.expression.split())
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "expression": self.expression,
-            "expression_type": self.expression_type,
-            "tags": list(self.tags),
-            "sub_version": self.sub_version,
-        }
-
 
 def parse_tag_expression(topic: str, expression: str, sub_version: int = 0) -> Subscription:
     """Build a TAG subscription like ``FilterAPI.buildSubscriptionData``: split on ``||``."""
@@ -103,14 +93,6 @@ class ClientConnection:
     def ip(self) -> str:
         """The IP part of the client id (what mqadmin shows as Client IP)."""
         return self.client_id.split("@", 1)[0]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "client_id": self.client_id,
-            "client_addr": self.client_addr,
-            "language": self.language,
-            "version": self.version_desc,
-        }
 
 
 @dataclass(frozen=True, slots=True)

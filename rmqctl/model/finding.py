@@ -26,14 +26,3 @@ class Finding:
     detail: str
     evidence: Mapping[str, Any]
     fix: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "group": self.group,
-            "title": self.title,
-            "detail": self.detail,
-            "evidence": dict(self.evidence),
-            "fix": self.fix,
-        }

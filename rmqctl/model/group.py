@@ -60,24 +60,6 @@ class QueueProgress:
         """Store time of the last consumed message (None when nothing was consumed yet)."""
         return self.last_timestamp or None
 
-    def as_dict(self) -> dict[str, Any]:
-        known = self.known
-        out: dict[str, Any] = {
-            "topic": self.queue.topic,
-            "broker": self.queue.broker_name,
-            "queue_id": self.queue.queue_id,
-            "broker_offset": self.broker_offset if known else None,
-            "consumer_offset": self.consumer_offset if known else None,
-            "pull_offset": self.pull_offset if known else None,
-            "diff": self.lag,
-            "inflight": self.inflight if known else None,
-            "last_consumed_ts": self.last_timestamp or None,
-            "owner": self.owner,
-        }
-        if self.offsets_from != "consume_stats":
-            out["offsets_from"] = self.offsets_from
-        return out
-
 
 @dataclass(frozen=True, slots=True)
 class SampledMessage:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from rmqctl.errors import NotFound, UsageError
-from rmqctl.model import DEFAULT_STRATEGY, RETRY_PREFIX, GroupView, MessageQueue, queues_as_dicts
+from rmqctl.model import DEFAULT_STRATEGY, RETRY_PREFIX, GroupView, MessageQueue
 from rmqctl.rebalance.strategies import (
     AllocationError,
     get_strategy,
@@ -41,12 +40,6 @@ class Mismatch:
     """Expected for this client but not reported as held."""
     unexpected: tuple[MessageQueue, ...]
     """Reported as held but not expected for this client."""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "missing": queues_as_dicts(self.missing),
-            "unexpected": queues_as_dicts(self.unexpected),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,23 +70,6 @@ class SimulationResult:
     """Only when the actual assignment was given: each queue whose holders change, from what the
     clients report now to the simulated allocation."""
 
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON contract of ``rmqctl rebalance simulate -o json``."""
-        out: dict[str, Any] = {
-            "strategy": self.strategy,
-            "topic": self.topic,
-            "message_model": self.message_model,
-            "assignments": {cid: queues_as_dicts(qs) for cid, qs in self.assignments.items()},
-            "idle_clients": list(self.idle_clients),
-            "unassigned_queues": queues_as_dicts(self.unassigned_queues),
-            "not_subscribed": list(self.not_subscribed),
-        }
-        if self.mismatches is not None:
-            out["mismatches"] = {cid: m.as_dict() for cid, m in self.mismatches.items()}
-        if self.moves is not None:
-            out["moves"] = [m.as_dict() for m in self.moves]
-        return out
-
 
 @dataclass(frozen=True, slots=True)
 class Move:
@@ -102,9 +78,6 @@ class Move:
     queue: MessageQueue
     before: tuple[str, ...]
     after: tuple[str, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**self.queue.as_dict(), "before": list(self.before), "after": list(self.after)}
 
     def describe(self) -> str:
         """``broker-a/3: c1 → c2`` (``nobody`` for no holder)."""

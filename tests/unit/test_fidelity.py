@@ -25,6 +25,7 @@ from rmqctl.model import (
     parse_tag_expression,
 )
 from rmqctl.remoting.messages import decode_messages
+from rmqctl.report import progress_row
 from tests.fake_source import FakeClock
 from tests.unit.test_doctor import C1, C2, G, conn, info, queues, view
 
@@ -115,7 +116,7 @@ def test_rows_consume_stats_left_out_come_from_the_offset_table() -> None:
 def test_unreadable_offsets_are_unknown_never_zero_and_never_milder() -> None:
     v = asyncio.run(build_group_view(Reads(offsets_fail=True), {"broker-a": "127.0.0.1:10911"}, G, clock=FakeClock()))
     row = next(p for p in v.progress if p.queue == MessageQueue("T2", "broker-a", 0))
-    assert row.lag is None and row.as_dict()["diff"] is None and row.as_dict()["offsets_from"] == "unknown"
+    assert row.lag is None and progress_row(row)["diff"] is None and progress_row(row)["offsets_from"] == "unknown"
     assert v.unknown_lag_queues == queues("T2", 2)
     orphaned = next(f for f in run_checks(v) if f.code == "ORPHANED_QUEUES")
     assert orphaned.severity == "error" and "the backlog (unknown for 1 queue)" in orphaned.detail

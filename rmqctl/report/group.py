@@ -1,61 +1,29 @@
-"""The output contract: every command's document, and the rows ``jsonl`` and ``csv`` derive from it.
+"""The documents of ``group list|show|progress|assignment`` (and a ``--watch`` sample of them).
 
-Runbooks depend on these shapes (docs/output.md): snake_case keys that mean the same thing with
-the same value in every command, timestamps as epoch milliseconds in ``*_ts`` keys, lists kept as
-lists, and an ``errors`` object (source → message) in every document. Each document is a
-TypedDict built here from core objects; each has a ``*_rows`` function returning its
-:class:`RowSet`\\ s — one kind of row each — computed from the document alone, so ``json``,
-``jsonl`` and ``csv`` can never disagree. The CLI renders these, the TUI and tests read them.
-Also holds the side-by-side subscription comparison that ``group show`` marks.
-
-Must not import the CLI, the TUI or pyspark.
+Also the side-by-side subscription comparison that ``group show`` marks. The subscription
+conflicts it lists are the doctor's findings, handed in by the command: documents never run checks.
+Must not import the CLI, the TUI, the doctor or pyspark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from rmqctl.errors import RmqctlError
-from rmqctl.model import GroupSummary, GroupView, Subscription, queues_as_dicts
-
-
-@dataclass(frozen=True, slots=True)
-class RowSet:
-    """One kind of row of a document: ``jsonl`` prints each row with ``"kind": kind`` first;
-    ``csv`` prints one kind, with ``columns`` as its header."""
-
-    kind: str
-    columns: tuple[str, ...]
-    rows: Sequence[Mapping[str, Any]]
-
-
-class QueueDict(TypedDict):
-    topic: str
-    broker: str
-    queue_id: int
-
-
-Errors = dict[str, str]
-
-
-def errors_doc(errors: Mapping[str, RmqctlError | str]) -> Errors:
-    """``{"broker-a": "TOPIC_NOT_EXIST (17) from …: …"}``: what made a document partial."""
-    return {name: str(err) for name, err in sorted(errors.items())}
-
-
-def error_rows(doc: Mapping[str, Any]) -> list[RowSet]:
-    """The document's errors as rows of kind ``error`` (only when there are some)."""
-    errs = doc.get("errors") or {}
-    if not errs:
-        return []
-    return [RowSet("error", ("source", "message"), [{"source": k, "message": v} for k, v in errs.items()])]
-
-
-def _queue_label(q: Mapping[str, Any]) -> str:
-    return f"{q['topic']}@{q['broker']}/{q['queue_id']}"
-
+from rmqctl.model import Finding, GroupSummary, GroupView, QueueProgress, Subscription
+from rmqctl.report.common import (
+    Errors,
+    QueueDict,
+    RowSet,
+    connection_doc,
+    consume_type,
+    error_rows,
+    errors_doc,
+    queues_doc,
+    subscription_doc,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Subscriptions compared (group show)
@@ -96,17 +64,19 @@ def compare_subscriptions(view: GroupView) -> list[SubscriptionRow]:
     return rows
 
 
+#: the doctor's codes that ``group show`` lists as its ``subscription_conflicts``
 SUBSCRIPTION_CODES = (
     "SUBSCRIPTION_TAG_CONFLICT", "SUBSCRIPTION_TOPIC_CONFLICT", "BROKER_SUBSCRIPTION_DIVERGENCE",
 )
 
 
-def subscription_conflicts(view: GroupView) -> list[dict[str, Any]]:
-    """The doctor's subscription findings for this group, reduced to code, topic(s) and title."""
-    from rmqctl.doctor import run_checks
-
+def subscription_conflicts(findings: Iterable[Finding]) -> list[dict[str, Any]]:
+    """The group's subscription findings (codes in :data:`SUBSCRIPTION_CODES`), reduced to code,
+    topic(s) and title; other findings are left out."""
     out = []
-    for finding in run_checks(view, only=SUBSCRIPTION_CODES):
+    for finding in findings:
+        if finding.code not in SUBSCRIPTION_CODES:
+            continue
         topics = finding.evidence.get("topic")
         if topics is None:
             topics = [t["topic"] for t in finding.evidence.get("topics", [])]
@@ -114,30 +84,6 @@ def subscription_conflicts(view: GroupView) -> list[dict[str, Any]]:
                     "topics": [topics] if isinstance(topics, str) else list(topics),
                     "title": finding.title})
     return out
-
-
-def _sub_dict(sub: Subscription) -> dict[str, Any]:
-    return {
-        "topic": sub.topic,
-        "expression": sub.expression,
-        "expression_type": sub.expression_type,
-        "tags": list(sub.tags),
-        "sub_version": sub.sub_version,
-    }
-
-
-#: the broker's ConsumeType names as operators say them (the same in every document)
-CONSUME_TYPES = {"CONSUME_PASSIVELY": "PUSH", "CONSUME_ACTIVELY": "PULL", "CONSUME_POP": "POP"}
-
-
-def consume_type(raw: str | None) -> str | None:
-    """``CONSUME_PASSIVELY`` → ``PUSH``, ``CONSUME_ACTIVELY`` → ``PULL``, ``CONSUME_POP`` → ``POP``."""
-    return CONSUME_TYPES.get(raw or "", raw) if raw else None
-
-
-def _unavailable(view: GroupView) -> dict[str, Any]:
-    """``{"unavailable": {field: why}}`` when the source could not supply something, else nothing."""
-    return {"unavailable": dict(view.unavailable)} if view.unavailable else {}
 
 
 class GroupShowDoc(TypedDict):
@@ -170,8 +116,9 @@ def _consume_numbers(view: GroupView, client_id: str) -> dict[str, Any]:
             "consume_failed_msgs": info.consume_failed_msgs}
 
 
-def group_show(view: GroupView) -> GroupShowDoc:
-    """``group show``: connections, stored and own subscriptions side by side, conflicts."""
+def group_show(view: GroupView, findings: Iterable[Finding]) -> GroupShowDoc:
+    """``group show``: connections, stored and own subscriptions side by side, and the conflicts
+    among ``findings`` (the doctor's, for this view: see :data:`SUBSCRIPTION_CODES`)."""
     strategies = {cid: ri.strategy for cid, ri in sorted(view.running_infos.items())}
     doc = GroupShowDoc(
         group=view.group,
@@ -179,14 +126,14 @@ def group_show(view: GroupView) -> GroupShowDoc:
         consume_type=consume_type(view.consume_type),
         message_model=view.message_model,
         consume_from_where=view.consume_from_where,
-        connections=[{**c.as_dict(), "strategy": strategies.get(c.client_id), **_consume_numbers(view, c.client_id)}
-                     for c in view.connections],
+        connections=[{**connection_doc(c), "strategy": strategies.get(c.client_id),
+                      **_consume_numbers(view, c.client_id)} for c in view.connections],
         broker_subscriptions={
-            broker: [_sub_dict(s) for _, s in sorted(table.items())]
+            broker: [subscription_doc(s) for _, s in sorted(table.items())]
             for broker, table in sorted(view.broker_subscriptions.items())
         },
         client_subscriptions={
-            cid: [_sub_dict(s) for s in subs] for cid, subs in view.client_subscriptions.items()
+            cid: [subscription_doc(s) for s in subs] for cid, subs in view.client_subscriptions.items()
         },
         client_strategies=strategies,
         subscriptions=[
@@ -197,7 +144,7 @@ def group_show(view: GroupView) -> GroupShowDoc:
              "subscribed": row.subscription is not None, "differs": row.differs}
             for row in compare_subscriptions(view)
         ],
-        subscription_conflicts=subscription_conflicts(view),
+        subscription_conflicts=subscription_conflicts(findings),
         errors=errors_doc(view.errors),
     )
     if view.unavailable:
@@ -235,6 +182,27 @@ class GroupProgressDoc(TypedDict):
     unavailable: NotRequired[dict[str, str]]
 
 
+def progress_row(p: QueueProgress) -> dict[str, Any]:
+    """One queue of ``group progress``: offsets, lag and owner; offsets that could not be read are
+    ``null`` (and ``offsets_from`` says where the numbers came from when not the consume stats)."""
+    known = p.known
+    out: dict[str, Any] = {
+        "topic": p.queue.topic,
+        "broker": p.queue.broker_name,
+        "queue_id": p.queue.queue_id,
+        "broker_offset": p.broker_offset if known else None,
+        "consumer_offset": p.consumer_offset if known else None,
+        "pull_offset": p.pull_offset if known else None,
+        "diff": p.lag,
+        "inflight": p.inflight if known else None,
+        "last_consumed_ts": p.last_timestamp or None,
+        "owner": p.owner,
+    }
+    if p.offsets_from != "consume_stats":
+        out["offsets_from"] = p.offsets_from
+    return out
+
+
 def group_progress(view: GroupView) -> GroupProgressDoc:
     """``group progress``: one row per queue, retry queues included.
 
@@ -246,7 +214,7 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
     stuck = view.unpullable()
     rows = []
     for p in view.progress:
-        row = p.as_dict()
+        row = progress_row(p)
         row.update(dict.fromkeys(missing))
         # a held queue whose pulls fail: why (its topic is missing from the broker's table)
         row["unpullable"] = stuck.get(p.queue)
@@ -283,9 +251,6 @@ class GroupAssignmentDoc(TypedDict):
     unavailable: NotRequired[dict[str, str]]
 
 
-def _queues(queues: Iterable[Any]) -> list[QueueDict]:
-    return [QueueDict(topic=q["topic"], broker=q["broker"], queue_id=q["queue_id"])
-            for q in queues_as_dicts(list(queues))]
 
 
 def group_assignment(view: GroupView) -> GroupAssignmentDoc:
@@ -294,8 +259,8 @@ def group_assignment(view: GroupView) -> GroupAssignmentDoc:
     doc = GroupAssignmentDoc(
         group=view.group,
         message_model=view.message_model,
-        assignments={cid: _queues(qs) for cid, qs in assignments.items()},
-        unassigned_queues=_queues(view.unassigned()),
+        assignments={cid: queues_doc(qs) for cid, qs in assignments.items()},
+        unassigned_queues=queues_doc(view.unassigned()),
         held_twice=[HeldTwiceDict(topic=mq.topic, broker=mq.broker_name, queue_id=mq.queue_id, clients=cids)
                     for mq, cids in view.held_twice().items()],
         idle_clients=[cid for cid, qs in assignments.items() if not qs],
@@ -364,7 +329,7 @@ def _rebalance_doc(view: GroupView) -> dict[str, Any] | None:
     state = view.rebalance_in_progress()
     if state is None:
         return None
-    return {"shared": queues_as_dicts(state["shared"]), "unheld": queues_as_dicts(state["unheld"])}
+    return {"shared": queues_doc(state["shared"]), "unheld": queues_doc(state["unheld"])}
 
 
 def group_summary(summary: GroupSummary) -> dict[str, Any]:
@@ -392,174 +357,3 @@ def group_list(summaries: Iterable[GroupSummary], errors: Mapping[str, RmqctlErr
 
 def group_list_rows(doc: GroupListDoc) -> list[RowSet]:
     return [RowSet("group", GROUP_LIST_COLUMNS, doc["groups"]), *error_rows(doc)]
-
-
-# ---------------------------------------------------------------------------------------------
-# Cluster and topics
-
-
-class ClusterListDoc(TypedDict):
-    brokers: list[dict[str, Any]]
-    errors: Errors
-
-
-CLUSTER_COLUMNS = ("cluster", "broker", "broker_id", "addr", "version", "in_tps", "out_tps", "disk_ratio")
-
-
-def cluster_list_rows(doc: ClusterListDoc) -> list[RowSet]:
-    return [RowSet("broker", CLUSTER_COLUMNS, doc["brokers"]), *error_rows(doc)]
-
-
-class TopicListDoc(TypedDict):
-    topics: list[dict[str, Any]]
-    errors: Errors
-
-
-TOPIC_LIST_COLUMNS = ("topic", "type")
-
-
-def topic_list_rows(doc: TopicListDoc) -> list[RowSet]:
-    return [RowSet("topic", TOPIC_LIST_COLUMNS, doc["topics"]), *error_rows(doc)]
-
-
-class TopicRouteDoc(TypedDict):
-    topic: str
-    brokers: list[dict[str, Any]]
-    order_topic_conf: str | None
-    errors: Errors
-
-
-ROUTE_COLUMNS = ("cluster", "broker", "addrs", "read_queues", "write_queues", "perm")
-
-
-def topic_route_rows(doc: TopicRouteDoc) -> list[RowSet]:
-    return [RowSet("route", ROUTE_COLUMNS, doc["brokers"]), *error_rows(doc)]
-
-
-class TopicStatusDoc(TypedDict):
-    topic: str
-    queues: list[dict[str, Any]]
-    put_tps: float | None
-    errors: Errors
-
-
-STATUS_COLUMNS = ("broker", "queue_id", "min_offset", "max_offset", "last_updated_ts")
-
-
-def topic_status_rows(doc: TopicStatusDoc) -> list[RowSet]:
-    return [RowSet("queue", STATUS_COLUMNS, doc["queues"]), *error_rows(doc)]
-
-
-# ---------------------------------------------------------------------------------------------
-# Doctor
-
-
-class DoctorDoc(TypedDict):
-    groups: list[str]
-    findings: list[dict[str, Any]]
-    skipped: list[dict[str, str]]
-    errors: Errors
-
-
-FINDING_COLUMNS = ("group", "severity", "code", "title", "detail", "evidence", "fix")
-
-
-def doctor(groups: Sequence[str], findings: Iterable[Any], skipped: Mapping[str, Mapping[str, str]],
-           errors: Mapping[str, RmqctlError]) -> DoctorDoc:
-    """``doctor``: the groups checked, every finding whole, the checks skipped and why."""
-    return DoctorDoc(
-        groups=list(groups),
-        findings=[f.as_dict() for f in findings],
-        skipped=[{"group": g, "code": code, "reason": why}
-                 for g, checks in sorted(skipped.items()) for code, why in sorted(checks.items())],
-        errors=errors_doc(errors),
-    )
-
-
-def doctor_rows(doc: DoctorDoc) -> list[RowSet]:
-    return [RowSet("finding", FINDING_COLUMNS, doc["findings"]),
-            RowSet("skipped", ("group", "code", "reason"), doc["skipped"]), *error_rows(doc)]
-
-
-# ---------------------------------------------------------------------------------------------
-# Emulator run report and demo
-
-
-class EmulatorRunDoc(TypedDict):
-    scenario: str
-    at: float
-    consumers: dict[str, dict[str, Any]]
-    produced_by_tag: dict[str, int]
-    lost_by_tag: dict[str, int]
-    broker_subscriptions: dict[str, Any]
-    errors: Errors
-
-
-def emulator_run(report: Mapping[str, Any]) -> EmulatorRunDoc:
-    """The emulator's run report (its response codes already named: ``SUBSCRIPTION_NOT_EXIST (24)``)."""
-    consumers = {cid: dict(c) for cid, c in report["consumers"].items()}
-    return EmulatorRunDoc(scenario=report["scenario"], at=report["at"], consumers=consumers,
-                          produced_by_tag=dict(report["produced_by_tag"]), lost_by_tag=dict(report["lost_by_tag"]),
-                          broker_subscriptions=dict(report["broker_subscriptions"]),
-                          errors=dict(report.get("errors", {})))
-
-
-def emulator_run_rows(doc: EmulatorRunDoc) -> list[RowSet]:
-    consumers = [
-        {"client_id": cid, "group": c["group"], "received_by_tag": c["received_by_tag"], "queues": c["queues"],
-         "pull_errors": c["pull_errors"]}
-        for cid, c in doc["consumers"].items()
-    ]
-    tags = [{"tag": tag, "produced": n, "lost": doc["lost_by_tag"].get(tag, 0)}
-            for tag, n in doc["produced_by_tag"].items()]
-    subs = [
-        {"broker": broker, "group": group, "topic": topic, "expression": sub["expression"],
-         "sub_version": sub["sub_version"]}
-        for broker, groups in doc["broker_subscriptions"].items()
-        for group, topics in groups.items()
-        for topic, sub in topics.items()
-    ]
-    return [
-        RowSet("consumer", ("client_id", "group", "received_by_tag", "queues", "pull_errors"), consumers),
-        RowSet("tag", ("tag", "produced", "lost"), tags),
-        RowSet("broker_subscription", ("broker", "group", "topic", "expression", "sub_version"), subs),
-        *error_rows(doc),
-    ]
-
-
-class DemoGroupDoc(TypedDict):
-    show: GroupShowDoc
-    assignment: GroupAssignmentDoc
-    findings: list[dict[str, Any]]
-
-
-class DemoDoc(TypedDict):
-    scenario: EmulatorRunDoc
-    description: str
-    namesrv: str
-    groups: dict[str, DemoGroupDoc]
-    errors: Errors
-
-
-def demo_rows(doc: DemoDoc) -> list[RowSet]:
-    """The run report's rows, then each group's subscriptions, assignment and findings (rows of
-    a group carry its name)."""
-    run = [r for r in emulator_run_rows(doc["scenario"]) if r.kind != "error"]
-    subs, assignment, findings = [], [], []
-    for group, part in doc["groups"].items():
-        subs += [{"group": group, **row} for row in part["show"]["subscriptions"]]
-        assignment += [{"group": group, **row} for row in assignment_rows(part["assignment"])]
-        findings += part["findings"]
-    return [
-        *run,
-        RowSet("subscription", ("group", "topic", "source", "expression", "tags", "sub_version", "subscribed",
-                                "differs"), subs),
-        RowSet("assignment", ("group", *ASSIGNMENT_COLUMNS), assignment),
-        RowSet("finding", FINDING_COLUMNS, findings),
-        *error_rows(doc),
-    ]
-
-
-def queue_labels(queues: Iterable[Mapping[str, Any]]) -> list[str]:
-    """``topic@broker/queue_id`` per queue, for tables."""
-    return [_queue_label(q) for q in queues]

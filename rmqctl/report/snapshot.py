@@ -1,0 +1,24 @@
+"""The ``snapshot export`` document: the closing summary of an export run.
+
+``first_ts``/``last_ts`` are epoch milliseconds like every ``*_ts`` key (tables format them).
+Must not import the CLI, the TUI, pyarrow or pyspark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def export_summary(*, out: Path, rounds: int, rows: int, missing: int, failed_reads: int,
+                   files: Sequence[Path], first_ts: int | None, last_ts: int | None, schema_version: int,
+                   interrupted: str | None) -> dict[str, Any]:
+    """What an export wrote: rounds, rows (and rows recorded as missing), files, the snapshot
+    times of the first and the last round, and the signal that stopped it (if one did)."""
+    return {
+        "out": str(out), "rounds": rounds, "rows": rows, "missing_rows": missing, "failed_reads": failed_reads,
+        "files": [str(p) for p in files], "first_ts": first_ts, "last_ts": last_ts,
+        "schema_version": schema_version, "interrupted": interrupted, "errors": {},
+    }
+
