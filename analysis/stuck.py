@@ -634,8 +634,8 @@ def _write_text(out: str | None, text: str) -> None:
 def _table(rows: list[dict[str, Any]], columns: Sequence[str]) -> str:
     cells = [[("-" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(line[i]) for line in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths)).rstrip()]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths)).rstrip() for line in cells]
+    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in cells]
     return "\n".join(lines) + "\n"
 
 

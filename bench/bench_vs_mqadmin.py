@@ -374,7 +374,7 @@ def print_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
 
     def line(cells: list[str]) -> str:
         return "  " + "  ".join(
-            f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, (_, w)) in enumerate(zip(cells, columns)))
+            f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, (_, w)) in enumerate(zip(cells, columns, strict=False)))
 
     print()
     print(f"rmqctl vs mqadmin on a real RocketMQ {meta['broker_version']} cluster: medians of "

@@ -33,7 +33,7 @@ async def fan_out(
     outcomes = await asyncio.gather(*(one(targets[n]) for n in names))
     results: dict[str, T] = {}
     failures: dict[str, errors.RmqctlError] = {}
-    for name, outcome in zip(names, outcomes):
+    for name, outcome in zip(names, outcomes, strict=True):
         if isinstance(outcome, errors.RmqctlError):
             failures[name] = outcome
         else:

@@ -112,7 +112,7 @@ async def _fill_missing_rows(
             return []  # the group never committed on this topic here: ConsumeStats would not list it
         max_offsets = {o.queue.queue_id: o.max_offset for o in stats.offsets}
         rows = []
-        for mq, offset in zip(queues, committed):
+        for mq, offset in zip(queues, committed, strict=True):
             if mq.queue_id not in max_offsets:
                 rows.append(QueueProgress(mq, 0, 0, None, 0, owners.get(mq), offsets_from="unknown"))
                 continue
@@ -153,7 +153,7 @@ async def sample_tags(
     results = await asyncio.gather(*(one(mq) for mq in wanted))
     samples = {}
     failures = dict(view.errors)
-    for mq, result in zip(wanted, results):
+    for mq, result in zip(wanted, results, strict=True):
         if isinstance(result, TagSample):
             samples[mq] = result
         else:
@@ -270,7 +270,7 @@ async def _running_infos(
     )
     infos: dict[str, ConsumerRunningInfo] = {}
     failures: dict[str, errors.RmqctlError] = {}
-    for cid, result in zip(client_ids, results):
+    for cid, result in zip(client_ids, results, strict=True):
         if isinstance(result, errors.RmqctlError):
             failures[f"client:{cid}"] = result
         elif isinstance(result, BaseException):
@@ -284,7 +284,7 @@ async def _routes(reads: BrokerReads, topics: Sequence[str]) -> dict[str, TopicR
     """Each topic's route, or the error that says why there is none."""
     results = await asyncio.gather(*(reads.topic_route(t) for t in topics), return_exceptions=True)
     routes: dict[str, TopicRoute | errors.RmqctlError] = {}
-    for topic, result in zip(topics, results):
+    for topic, result in zip(topics, results, strict=True):
         if isinstance(result, BaseException) and not isinstance(result, errors.RmqctlError):
             raise result
         routes[topic] = result

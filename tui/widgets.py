@@ -137,7 +137,7 @@ class KeyedTable(DataTable[Cell]):
                 self.add_row(*(cells[i] for i in indexes), key=key)
                 added = True
             elif before != cells:
-                changed.append((key, [(col, cells[i]) for col, i in zip(keys, indexes)
+                changed.append((key, [(col, cells[i]) for col, i in zip(keys, indexes, strict=True)
                                      if before[i] is not cells[i] and before[i] != cells[i]]))
         self._set_cells(changed)
         self.rows_by_key = dict(rows)

@@ -178,7 +178,7 @@ def format_table(table: Table, *, width: int | None = None, colour: bool = False
         return f"\x1b[{code}m{text}\x1b[0m" if colour and code and text else text
 
     def render(cells: list[str], header: bool) -> list[str]:
-        wrapped = [_lines_of(text, w, flex) for text, w, flex in zip(cells, widths, flexible)]
+        wrapped = [_lines_of(text, w, flex) for text, w, flex in zip(cells, widths, flexible, strict=True)]
         out = []
         for n in range(max(len(parts) for parts in wrapped)):
             pieces = []

@@ -81,7 +81,7 @@ async def diagnose(
         await watcher.clock.sleep(rebalance_wait)
         last = await watcher.poll()  # lag checks still compare with the first sample
         resampled = True
-    for group, exc in last.current.errors.items():
+    for exc in last.current.errors.values():
         if len(groups) == 1 or (strict and isinstance(exc, errors.NotFound)):
             raise exc
     failures: dict[str, errors.RmqctlError] = dict(last.current.errors)

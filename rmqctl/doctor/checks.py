@@ -550,7 +550,8 @@ def uneven_allocation(ctx: CheckContext) -> list[Finding]:
             ctx, "UNEVEN_ALLOCATION", "warning",
             f"The queues of {topic} are not allocated as the strategy implies",
             f"The clients of {view.group} hold {_and([str(c) for c in counts])} queues of {topic} "
-            f"({_and([f'{c}: {n}' for c, n in zip(sorted(subscribers), counts)])}), which differs from what "
+            f"({_and([f'{c}: {n}' for c, n in zip(sorted(subscribers), counts, strict=True)])}), "
+            f"which differs from what "
             f"their allocation strategy computes for the current clients and queues. Clients may "
             f"disagree about the client list or queue route, or a rebalance is still in progress.",
             {"topic": topic, "clients": mismatched},

@@ -457,7 +457,7 @@ def _topics(check: _Checker, doc: Mapping[str, Any], brokers: Sequence[str]) -> 
             names = raw["brokers"]
             if not isinstance(names, list) or not names:
                 raise check.fail([*path, "brokers"], "expected a non-empty array of broker names")
-            for j, b in enumerate(names):
+            for b in names:
                 b = check.string(b, [*path, "brokers"])
                 if b not in brokers:
                     raise check.fail([*path, "brokers"], f"broker {b!r} is not declared",

@@ -342,10 +342,10 @@ def subscription_groups(body: bytes) -> dict[str, SubscriptionGroupConfig]:
         cfg = _obj(value, "SubscriptionGroupConfig")
         key = _str(name, "subscriptionGroupTable key")
 
-        def flag(field: str, default: bool) -> bool:
+        def flag(field: str, default: bool, cfg: Mapping[Any, Any] = cfg) -> bool:
             return _bool(cfg.get(field), "SubscriptionGroupConfig." + field, default)
 
-        def num(field: str, default: int) -> int:
+        def num(field: str, default: int, cfg: Mapping[Any, Any] = cfg) -> int:
             return _int(cfg.get(field), "SubscriptionGroupConfig." + field, default)
 
         out[key] = SubscriptionGroupConfig(

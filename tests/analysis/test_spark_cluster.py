@@ -37,7 +37,7 @@ def _wait_for(condition: object, what: str, procs: list[subprocess.Popen[bytes]]
     while time.monotonic() < deadline:
         if condition():  # type: ignore[operator]
             return
-        for proc, log in zip(procs, logs):
+        for proc, log in zip(procs, logs, strict=True):
             if proc.poll() is not None:
                 pytest.fail(f"{log.name} exited with {proc.returncode} while waiting for {what}:\n"
                             + log.read_text(errors="replace")[-3000:])

@@ -88,7 +88,7 @@ def _spread(total: int, brokers: list[str], rng: random.Random) -> list[list[Any
     counts = [0] * len(brokers)
     for _ in range(total):
         counts[rng.randrange(len(brokers))] += 1
-    return [[b, n] for b, n in zip(brokers, counts)]
+    return [[b, n] for b, n in zip(brokers, counts, strict=True)]
 
 
 def random_case(
@@ -351,7 +351,7 @@ def compare(case: dict[str, Any], java: dict[str, Any]) -> list[str]:
     strategy = build_strategy(case)
 
     expected = [decode(raw, sorted_mqs) for raw in java["results"]]
-    for cid, want in zip(sorted_cids, expected):
+    for cid, want in zip(sorted_cids, expected, strict=False):
         got = _ours(strategy, cid, sorted_mqs, sorted_cids)
         if got != want:
             problems.append(f"{where}: allocate({cid!r}) = {got!r}, Java {want!r}")
@@ -373,7 +373,7 @@ def compare(case: dict[str, Any], java: dict[str, Any]) -> list[str]:
                 problems.append(f"{where}: allocate_all answered but Java threw for some client")
             if list(everyone) != list(dict.fromkeys(sorted_cids)):
                 problems.append(f"{where}: allocate_all keys are not the distinct ids in Java order")
-            for cid, want in zip(sorted_cids, expected):
+            for cid, want in zip(sorted_cids, expected, strict=False):
                 if everyone.get(cid) != want:
                     problems.append(f"{where}: allocate_all[{cid!r}] = {everyone.get(cid)!r}, Java {want!r}")
     return problems

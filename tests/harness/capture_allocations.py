@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     todo = cases(args.random)
     with tempfile.TemporaryDirectory(prefix="rmqctl-oracle-") as workdir:
         answers = run_oracle(todo, Path(workdir), classpath)
-    pairs = list(zip(todo, answers))
+    pairs = list(zip(todo, answers, strict=True))
     write_fixture(args.out, pairs)
     # rmqctl's agreement is the fast test's job; say here how far apart they are today.
     differences = [p for case, java in pairs for p in compare(case, java)]

@@ -55,8 +55,9 @@ def run_real(cluster: RealCluster, sc: ScenarioClientsProcess,
     for _ in range(3):
         handles = (names("evr_a"), names("evr_b"))
         topic, group, a, b = run_tag_overwrite(cluster, sc, "Evr", handles)
-        wait_until(lambda: (cluster.consumer_connection(group) or {}).get("subscriptionTable", {})
-                   .get(topic, {}).get("subString") in ("tagA", "tagB"), timeout=30, message="stored sub")
+        wait_until(lambda group=group, topic=topic: (cluster.consumer_connection(group) or {})
+                   .get("subscriptionTable", {}).get(topic, {}).get("subString") in ("tagA", "tagB"),
+                   timeout=30, message="stored sub")
         stored = cluster.consumer_connection(group)["subscriptionTable"][topic]["subString"]  # type: ignore[index]
         if stored == "tagB":  # the later subscriber won the subVersion race, as it usually does
             return topic, group, a.split("@", 1)[1], b.split("@", 1)[1]

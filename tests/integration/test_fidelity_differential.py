@@ -92,14 +92,15 @@ def play(sc: ScenarioClientsProcess, namesrv: str, broker: str, topics: dict[str
             for i, (key, subs) in enumerate(group.consumers):
                 sc.start_consumer(key, group.name, subs, instance_name=f"{inst}_{key}", namesrv=namesrv,
                                   pull_delay_on_exception_ms=200, **(group.options or {}).get(key, {}))
-                wait_until(lambda: len(ask(admin.consumer_ids(broker, group.name))) == i + 1, timeout=60,
-                           message=f"{key} registered in {group.name}")
+                wait_until(lambda group=group, i=i: len(ask(admin.consumer_ids(broker, group.name))) == i + 1,
+                           timeout=60, message=f"{key} registered in {group.name}")
             if group.pinned:
                 (topic,) = dict(group.consumers)[group.pinned]
                 sc.pin_sub_version(group.pinned, topic, PINNED)
                 want = dict(group.consumers)[group.pinned][topic]
-                wait_until(lambda: (s := ask(admin.consumer_connection(broker, group.name)).subscriptions
-                                    .get(topic)) is not None and s.expression == want,
+                wait_until(lambda group=group, topic=topic, want=want:
+                           (s := ask(admin.consumer_connection(broker, group.name)).subscriptions
+                            .get(topic)) is not None and s.expression == want,
                            timeout=30, message=f"{want!r} stored for {group.name}")
         keys = [k for g in groups for k, _ in g.consumers]
         sc.wait_stable(lambda: sc.assignments(), duration=2.0, timeout=90, message="allocations settled",

@@ -53,7 +53,8 @@ def test_tag_overwrite_verdict_matches_what_real_consumers_received(
     sc = scenario_clients
     topic, group = rmq_names("DocTag"), rmq_names("GDocTag")
     real_cluster.create_topic(topic, 4)
-    ids = dict(zip("AB", start_pair(sc, real_cluster, group, {topic: "tagA"}, {topic: "tagB"}, rmq_names("dt"))))
+    pair = start_pair(sc, real_cluster, group, {topic: "tagA"}, {topic: "tagB"}, rmq_names("dt"))
+    ids = dict(zip("AB", pair, strict=True))
     sc.wait_stable(lambda: sc.queue_ids(topic), duration=3.0, timeout=90,
                    accept=lambda alloc: all(len(alloc.get(k, [])) == 2 for k in "AB"), message="2 queues each")
     sc.produce(topic, "tagA", 4, queue_ids=[0, 1, 2, 3])

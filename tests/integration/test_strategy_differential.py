@@ -101,7 +101,7 @@ def test_every_strategy_matches_java(tmp_path: Path) -> None:
 
     problems: list[str] = []
     compared_calls = 0
-    for case, java in zip(cases, answers):
+    for case, java in zip(cases, answers, strict=True):
         assert java["id"] == case["id"]
         problems += compare(case, java)
         compared_calls += len(java.get("results", [])) + ("current" in java)

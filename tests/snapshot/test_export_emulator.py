@@ -71,7 +71,7 @@ async def test_thirty_virtual_minutes_show_the_stall_and_the_leave(tmp_path: Pat
         assert len(series) == 60
         # a steady producer: every queue's broker offset grows every round
         brokers = [r["broker_offset"] for r in series]
-        assert all(b > a for a, b in zip(brokers, brokers[1:])), queue
+        assert all(b > a for a, b in zip(brokers, brokers[1:], strict=False)), queue
         for row in series:
             t = scenario_seconds(row["ts"])
             if t < LEAVE_AT:
@@ -96,7 +96,7 @@ async def test_thirty_virtual_minutes_show_the_stall_and_the_leave(tmp_path: Pat
     # broker-b 0 and 1 move from pay-3 to the hung pay-2 at the leave: consumed before, frozen after
     for queue in (("broker-b", 0), ("broker-b", 1)):
         before = offsets(queue, STALL_AT, LEAVE_AT)
-        assert all(b > a for a, b in zip(before, before[1:])), queue
+        assert all(b > a for a, b in zip(before, before[1:], strict=False)), queue
         assert len(set(offsets(queue, LEAVE_AT + 30))) == 1, queue
     # the leaver's queues keep being consumed by pay-3
     for queue in (("broker-b", 2), ("broker-b", 3)):
