@@ -21,7 +21,7 @@ from rmqctl.emulator.world import EmulatedCluster
 
 @pytest.fixture
 async def control() -> ControlServer:
-    server = ControlServer(EmulatedCluster(load_scenario("healthy")), )
+    server = ControlServer(EmulatedCluster(load_scenario("healthy")), max_connections=3)
     await server.start()
     yield server
     await server.stop()
