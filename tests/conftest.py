@@ -1,14 +1,83 @@
-"""Shared pytest configuration: the real-RocketMQ fixtures from tests/harness, and a private
-names cache (commands note the group and topic names they read under ``$XDG_CACHE_HOME``)."""
+"""Shared pytest configuration: the real-RocketMQ fixtures from tests/harness, a private names
+cache (commands note the group and topic names they read under ``$XDG_CACHE_HOME``), and the
+``fast`` tier.
+
+The fast tier (``pytest -m fast``) is every test that needs no real part: not under
+``tests/integration`` or ``tests/analysis`` (real broker, Spark), not marked ``real_cluster`` or
+``slow`` (nor listed in :data:`SLOW`), using no fixture that starts a real part, and driving no
+real terminal (neither its function nor its fixtures refer to the tmux helpers in
+``tests/*/terminal.py``). The marker is applied here at collection, so a new test file gets it by
+these rules without being told. ``python -m pytest`` still runs every tier.
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest_plugins = ["tests.harness.plugin"]
+
+TESTS = Path(__file__).resolve().parent
+
+#: directories whose tests all need a real part (a broker and Java clients, Spark)
+REAL_PART_DIRECTORIES = frozenset({"integration", "analysis"})
+#: fixtures that start a real part; a test using any of them (directly or not) is not fast
+REAL_PART_FIXTURES = frozenset({"real_cluster", "scenario_clients", "dashboard_for", "spark", "spark_cluster"})
+#: test files and test ids (relative to tests/) too slow for the fast tier, and why
+SLOW: dict[str, str] = {
+    "unit/test_static.py": "mypy and ruff over the whole tree: run them directly while working",
+}
+#: the helpers that start tmux: a test (or one of its fixtures) that refers to one drives a terminal
+TERMINAL_MODULES = frozenset({"tests.tui.terminal", "tests.completion.terminal"})
+
+
+def _refers_to_a_terminal(func: Callable[..., Any], depth: int = 0) -> bool:
+    """``func`` names, among its globals, a tmux helper, or a class of its own module whose methods do."""
+    code = getattr(func, "__code__", None)
+    names = code.co_names if code is not None else ()
+    module_globals = getattr(func, "__globals__", {})
+    for name in names:
+        target = module_globals.get(name)
+        if getattr(target, "__module__", None) in TERMINAL_MODULES and name in ("Terminal", "tmux_running"):
+            return True
+        if (depth == 0 and inspect.isclass(target) and target.__module__ == func.__module__
+                and any(_refers_to_a_terminal(m, depth + 1) for m in vars(target).values() if inspect.isfunction(m))):
+            return True
+    return False
+
+
+def _is_fast(item: pytest.Item) -> bool:
+    path = Path(str(item.path)).resolve()
+    try:
+        directory = path.relative_to(TESTS).parts[0]
+    except (ValueError, IndexError):
+        return False
+    if directory in REAL_PART_DIRECTORIES or not isinstance(item, pytest.Function):
+        return False
+    relative = path.relative_to(TESTS).as_posix()
+    if relative in SLOW or f"{relative}::{item.originalname}" in SLOW:
+        item.add_marker(pytest.mark.slow)
+    if item.get_closest_marker("real_cluster") or item.get_closest_marker("slow"):
+        return False
+    if REAL_PART_FIXTURES & set(item.fixturenames):
+        return False
+    funcs = [item.function]
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        funcs.extend(d.func for d in defs)
+    return not any(_refers_to_a_terminal(f) for f in funcs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the fast tier, before ``-m`` selects on it."""
+    for item in items:
+        if _is_fast(item):
+            item.add_marker(pytest.mark.fast)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -532,7 +532,14 @@ function __rmqctl_offer --argument-names spec key cur prefix
                     echo $prefix$name
                 end
             case @files
-                __fish_complete_path $cur
+                # a glob, not __fish_complete_path: that one runs ls
+                for path in $cur*
+                    if test -d $path
+                        echo $path/
+                    else
+                        echo $path
+                    end
+                end
             case @none
             case '*'
                 echo $prefix$word

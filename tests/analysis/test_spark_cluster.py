@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.analysis.conftest import INCIDENT_VERDICTS, ROOT, run_cli, verdict_tuples
+from tests.harness.plugin import real_part_missing
 
 pyspark = pytest.importorskip("pyspark")
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -56,7 +57,7 @@ def _port_open(port: int) -> bool:
 @pytest.fixture(scope="module")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not (SPARK_HOME / "bin" / "spark-class").exists():
-        pytest.skip("the pyspark distribution has no bin/spark-class")
+        real_part_missing(f"the pyspark distribution at {SPARK_HOME} has no bin/spark-class", part="Spark cluster")
     work = tmp_path_factory.mktemp("spark-cluster")
     port = _free_port()
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",

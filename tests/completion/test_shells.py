@@ -1,8 +1,10 @@
 """Completions typed in real bash, zsh and fish (tmux panes) and read back from the screen.
 
-Each shell runs with ``PATH`` set to an empty directory: completion works there only because a
-TAB runs no program at all (no Python, no ``cat``) — the script holds the command tree and reads
-the names cache and the config file with shell builtins. The names cache is filled by running
+Each shell runs with ``PATH`` set to a directory holding only a stand-in ``rmqctl`` that notes each
+run (fish completes a command's arguments only when the command is on ``PATH``): completion works
+there only because a TAB runs no program at all (no Python, no ``cat``), and every test checks that
+the stand-in never ran — the script holds the command tree and reads the names cache and the config
+file with shell builtins. The names cache is filled by running
 ordinary rmqctl commands against the embedded emulator, or written by hand as a user's cache
 would look, literal file names included.
 """
@@ -32,10 +34,14 @@ class Shell:
         self.cache = tmp / "cache" / "rmqctl" / "names"
         self.config = tmp / "config" / "rmqctl" / "config.toml"
         home = tmp / "home"
-        empty = tmp / "no-programs"
-        for d in (self.cache, self.config.parent, home, empty):
+        programs = tmp / "no-programs"
+        for d in (self.cache, self.config.parent, home, programs):
             d.mkdir(parents=True, exist_ok=True)
-        base = {"PATH": str(empty), "XDG_CACHE_HOME": str(tmp / "cache"),
+        self.runs = tmp / "rmqctl-runs"
+        stand_in = programs / "rmqctl"
+        stand_in.write_text(f"#!/bin/sh\necho \"$*\" >> '{self.runs}'\nexit 1\n")
+        stand_in.chmod(0o755)
+        base = {"PATH": str(programs), "XDG_CACHE_HOME": str(tmp / "cache"),
                 "XDG_CONFIG_HOME": str(tmp / "config")}
         self.env = {**base, **env}
         self.home = home  # also the shell's working directory
@@ -75,8 +81,11 @@ class Shell:
         self.term.wait_for(lambda s: s.strip() == PROMPT.strip(), what="a cleared screen")
 
     def close(self) -> None:
+        """Stop the shell; a TAB that ran ``rmqctl`` fails the test."""
         if self.term is not None:
             self.term.close()
+        runs = self.runs.read_text() if self.runs.exists() else ""
+        assert runs == "", f"a TAB ran rmqctl: {runs!r}"
 
 
 @pytest.fixture(params=SHELLS)

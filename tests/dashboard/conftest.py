@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.harness.dashboard import DashboardProcess, DashboardUnavailable
-from tests.harness.plugin import REQUIRE_ENV, real_cluster_required
+from tests.harness.plugin import real_part_missing
 from tests.harness.realcluster import HarnessError, RealCluster
 
 #: seconds each generation took to build (0 when cached) and start, for the report
@@ -21,9 +21,7 @@ TIMINGS: dict[str, dict[str, float]] = {}
 
 
 def _unavailable(reason: str) -> None:
-    if real_cluster_required():
-        pytest.fail(f"{reason}\n({REQUIRE_ENV}=1, so this is a failure instead of a skip)", pytrace=False)
-    pytest.skip(f"real dashboard unavailable: {reason}")
+    real_part_missing(reason, part="real dashboard")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ a failure, like the other real-client tests).
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from rmqctl.emulator.serve import ServeOptions
 from rmqctl.remoting.admin import AdminClient
 from tests.emulator.helpers import served_in_thread
+from tests.harness.plugin import real_part_missing
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(300)]
 
@@ -35,9 +35,7 @@ def _harness() -> Any:
             reason = str(exc)
         else:
             return realcluster
-    if os.environ.get("RMQCTL_REQUIRE_REAL_CLUSTER", "").strip() == "1":
-        pytest.fail(reason, pytrace=False)
-    pytest.skip(f"real Java clients unavailable: {reason}")
+    real_part_missing(reason, part="real Java clients")
 
 
 def test_real_java_producer_and_push_consumer_work_against_the_emulator() -> None:

@@ -14,6 +14,10 @@ Fixtures:
 When Java or Maven is missing, the harness cannot be built or the cluster does not start, tests
 using these fixtures are **skipped** with the reason - unless ``RMQCTL_REQUIRE_REAL_CLUSTER=1`` is
 set (CI), in which case they **fail** with the reason and the tail of the name server/broker logs.
+Every other real part a test needs (Spark and pyarrow, ``spark-class``, tmux, a shell, a program on
+``PATH``, the real dashboard, Java for the differential tests) is checked through
+:func:`real_part_missing`, :func:`require_program` or :func:`missing_modules`, so the flag turns
+each of them into a failure the same way.
 
 Every test that uses ``real_cluster`` (directly or through ``scenario_clients``) gets the
 ``real_cluster`` marker, so ``-m "not real_cluster"`` deselects them. When such a test fails, the
@@ -22,12 +26,14 @@ tail of the broker/name server logs and of the Java clients' stderr is attached 
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import re
+import shutil
 import uuid
 from collections.abc import Callable, Generator, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -48,13 +54,90 @@ def real_cluster_required() -> bool:
     return os.environ.get(REQUIRE_ENV, "").strip() == "1"
 
 
-def _unavailable(reason: str, details: str = "") -> None:
+def real_part_missing(reason: str, details: str = "", *, part: str = "real RocketMQ cluster") -> NoReturn:
+    """A real part a test needs is not there: skip with ``reason``, or fail under the require flag.
+
+    ``part`` names what is missing in the skip line (``"tmux"``, ``"Spark"``, ...); ``details``
+    (log tails) are shown with the failure only.
+    """
     if real_cluster_required():
-        text = f"{reason}\n({REQUIRE_ENV}=1, so this is a failure instead of a skip)"
+        text = f"{part} unavailable: {reason}\n({REQUIRE_ENV}=1, so this is a failure instead of a skip)"
         if details:
             text += f"\n{details}"
         pytest.fail(text, pytrace=False)
-    pytest.skip(f"real RocketMQ cluster unavailable: {reason}")
+    pytest.skip(f"{part} unavailable: {reason}")
+
+
+def require_program(name: str, *, hint: str = "", path: str | None = None) -> str:
+    """The full path of program ``name`` (searched on ``path``, default ``$PATH``); when it is not
+    there, one line says so (skip, or failure under the require flag) instead of a time-out later."""
+    found = shutil.which(name, path=path)
+    if found is None:
+        where = "PATH" if path is None else path
+        real_part_missing(f"{name} is not on {where}" + (f" ({hint})" if hint else ""), part=name)
+    return found
+
+
+def missing_modules(*names: str) -> list[str]:
+    """The top-level Python modules among ``names`` that cannot be imported here (none: ``[]``)."""
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+#: test directories (under ``tests/``) whose every module imports these Python modules at the
+#: top: the part they make up, and the modules
+MODULES_NEEDED: dict[str, tuple[str, tuple[str, ...]]] = {"analysis": ("Spark", ("pyspark", "pyarrow"))}
+
+
+class MissingPartItem(pytest.Item):
+    """Stands for one test module that cannot be imported: skips, or fails under the flag."""
+
+    def __init__(self, *, reason: str, part: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reason = reason
+        self.part = part
+
+    def runtest(self) -> None:
+        real_part_missing(self.reason, part=self.part)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name
+
+
+class MissingPartModules(pytest.File):
+    """A test directory whose modules need Python modules that are not installed: one item per
+    test module, so none of them is dropped in silence. Not a ``pytest.Directory``, so the
+    directory's conftest (which imports the missing modules too) is never loaded."""
+
+    def __init__(self, *, part: str, missing: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.part = part
+        self.missing = missing
+
+    def collect(self) -> Iterator[pytest.Item]:
+        reason = f"{', '.join(self.missing)} not installed (pip install -e '.[test,spark]')"
+        for module in sorted(self.path.glob("test_*.py")):
+            yield MissingPartItem.from_parent(self, name=module.name, reason=reason, part=self.part)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Any, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect a :data:`MODULES_NEEDED` directory as :class:`MissingPartModules` when its modules
+    are missing (otherwise as usual)."""
+    if path.parent.name != "tests" or path.name not in MODULES_NEEDED:
+        return None
+    part, modules = MODULES_NEEDED[path.name]
+    missing = missing_modules(*modules)
+    if not missing:
+        return None
+    return MissingPartModules.from_parent(parent, path=path, part=part, missing=missing)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -100,7 +183,7 @@ def real_cluster() -> Iterator[RealCluster]:
     except HarnessError as exc:
         problem = (f"cannot build the Java harness: {exc}", "")
     if problem:
-        _unavailable(*problem)
+        real_part_missing(*problem)
     cluster = RealCluster()
     try:
         cluster.start()
@@ -109,7 +192,7 @@ def real_cluster() -> Iterator[RealCluster]:
     except (HarnessError, OSError) as exc:
         problem = (f"cluster did not start: {exc!r}", cluster.log_tail())
     if problem:
-        _unavailable(*problem)
+        real_part_missing(*problem)
     try:
         yield cluster
     finally:
@@ -126,7 +209,7 @@ def scenario_clients(real_cluster: RealCluster) -> Iterator[ScenarioClientsProce
     except (ScenarioError, HarnessError, OSError) as exc:
         problem = f"ScenarioClients did not start: {exc}"
     if problem:
-        _unavailable(problem, clients.stderr_tail())
+        real_part_missing(problem, clients.stderr_tail())
     try:
         yield clients
     finally:

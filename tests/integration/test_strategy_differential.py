@@ -13,15 +13,13 @@ Skipped when ``java`` or ``mvn`` is missing, unless ``RMQCTL_REQUIRE_REAL_CLUSTE
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.harness.allocations import STRATEGIES, compare, random_case, run_oracle
+from tests.harness.plugin import real_part_missing
 
 SEED = 20250919
 RANDOM_CASES = 4000
@@ -78,13 +76,10 @@ def _fixed_cases() -> list[dict[str, Any]]:
 
 
 def _oracle_classpath() -> str:
-    required = os.environ.get("RMQCTL_REQUIRE_REAL_CLUSTER") == "1"
     missing = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
     if missing:
-        reason = f"{' and '.join(missing)} not found: cannot run the real rocketmq-client classes"
-        if required:
-            pytest.fail(reason + " (RMQCTL_REQUIRE_REAL_CLUSTER=1)")
-        pytest.skip(reason)
+        real_part_missing(f"{' and '.join(missing)} not found: cannot run the real rocketmq-client classes",
+                          part="Java")
     from tests.harness.realcluster import build_harness
 
     return build_harness()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from tests.harness.plugin import require_program
 
 ROOT = Path(__file__).resolve().parents[2]
 DONE = "TUI-EXITED"
@@ -53,8 +52,7 @@ class Terminal:
 def tmux_running(command: Sequence[str], *, size: tuple[int, int] = (160, 45),
                  env: dict[str, str] | None = None) -> Iterator[Terminal]:
     """Run ``command`` in a fresh tmux server; on exit the pane prints a marker and stays."""
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (apt-get install tmux)")
+    require_program("tmux", hint="apt-get install tmux")
     term = Terminal(f"rmqctl-test-{uuid.uuid4().hex[:8]}")
     values = {"PYTHONPATH": str(ROOT), "TERM": "xterm-256color", "COLORTERM": "truecolor",
               "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", **(env or {})}
