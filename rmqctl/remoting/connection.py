@@ -35,9 +35,18 @@ RequestHandler = Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]
 def split_address(address: str) -> tuple[str, int]:
     """``host:port`` → (host, port), with a clear error for anything else."""
     host, sep, port = address.strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise errors.UsageError(f"invalid address {address!r}; expected host:port")
-    return host.strip("[]"), int(port)
+    shown = address if len(address) <= 80 else address[:60] + "…"
+    # isascii: "¹²" is a digit to str.isdigit but not to int()
+    if not sep or not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+        raise errors.UsageError(f"invalid address {shown!r}; expected host:port")
+    host = host.strip("[]")
+    if len(host) > 253:  # the longest DNS name; longer ones fail deep inside the resolver
+        raise errors.UsageError(f"invalid address {shown!r}: host name longer than 253 characters")
+    try:
+        host.encode("idna")
+    except UnicodeError as exc:
+        raise errors.UsageError(f"invalid address {shown!r}: not a valid DNS host name") from exc
+    return host, int(port)
 
 
 class Connection:

@@ -12,6 +12,7 @@ Must not import anything from rmqctl but ``errors``.
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass, field
 
@@ -155,6 +156,8 @@ def encode(cmd: RemotingCommand) -> bytes:
 
 
 _INT32 = (-(2**31), 2**31 - 1)
+#: A numeric header string: ASCII digits only ("²" is a digit to str.isdigit, not to int()).
+_DECIMAL = re.compile(r"-?[0-9]{1,10}")
 
 
 def _header_int(data: dict[str, object], name: str, raw: bytes, default: int = 0) -> int:
@@ -162,7 +165,7 @@ def _header_int(data: dict[str, object], name: str, raw: bytes, default: int = 0
     if value is None:
         return default
     # Java writes these as JSON numbers; a numeric string is tolerated, anything else is not.
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 12:
+    if isinstance(value, str) and _DECIMAL.fullmatch(value.strip()):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not _INT32[0] <= value <= _INT32[1]:
         raise ProtocolError(f"frame header {name!r} is not a 32-bit integer: {str(value)[:40]!r}", raw)

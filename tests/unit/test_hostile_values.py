@@ -58,3 +58,33 @@ def test_topic_status_with_a_timestamp_of_long_max(ts: int) -> None:
     assert (code, err) == (0, "")
     (queue,) = json.loads(doc)["queues"]
     assert (queue["max_offset"], queue["last_updated_ts"]) == (5, ts)
+
+
+@pytest.mark.parametrize(("address", "words"), [
+    pytest.param("h:¹²", "expected host:port", id="superscript-port"),
+    pytest.param("h:٩٨٧٦", "expected host:port", id="arabic-indic-port"),
+    pytest.param("a" * 100_000 + ":9876", "longer than 253 characters", id="100k-host-name"),
+    pytest.param("x" * 64 + ".example:9876", "not a valid DNS host name", id="label-over-63"),
+])
+def test_addresses_no_resolver_takes_are_usage_errors(address: str, words: str) -> None:
+    code, out, err = run_cli("-n", address, "cluster", "list")
+    lines = err.splitlines()
+    assert code == 2 and out == "", err
+    assert lines[0].startswith("rmqctl: error: invalid address") and words in lines[0], lines
+    assert len(lines[0]) < 200 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("value", ["--1", "²", "1²", "-", "12345678901", " 7 "])
+def test_header_ints_python_would_not_parse_are_protocol_errors(value: str) -> None:
+    import struct
+
+    from rmqctl.errors import ProtocolError
+    from rmqctl.remoting import frame
+
+    header = json.dumps({"code": 0, "flag": 1, "opaque": value}).encode()
+    payload = struct.pack(">i", len(header)) + header
+    if value == " 7 ":  # surrounding blanks around ASCII digits are tolerated, as before
+        assert frame.decode_payload(payload).opaque == 7
+        return
+    with pytest.raises(ProtocolError, match="is not a 32-bit integer"):
+        frame.decode_payload(payload)
