@@ -7,7 +7,7 @@ virtual``), then measures from this process, over the real protocol:
 - p50/p99 latency of GET_CONSUMER_CONNECTION_LIST (203), GET_CONSUME_STATS (208) and the
   GET_CONSUMER_RUNNING_INFO relay (307), one request at a time;
 - the wall time of ``rmqctl group list`` over the whole cluster, both as
-  ``RemotingSource.group_summaries()`` in-process and as the CLI in a fresh process.
+  ``ClusterService.group_summaries()`` in-process and as the CLI in a fresh process.
 
 Usage: ``python bench/bench_emulator.py [--groups 2000 --queues 16 --brokers 2 --clients 5000]``.
 """
@@ -25,9 +25,10 @@ import sys
 import time
 from pathlib import Path
 
+from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.codes import RequestCode
-from rmqctl.source import RemotingSource
+from rmqctl.service import ClusterService
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = ("from rmqctl.cli.emulator_cmd import app; app(prog_name='rmqctl emulator')")
@@ -82,14 +83,14 @@ async def measure(namesrv: str, groups: int, samples: int) -> None:
         await admin.close()
 
     for attempt in ("first", "second"):
-        source = RemotingSource(AdminClient([namesrv]))
+        source = ClusterService(RemotingBackend(AdminClient([namesrv])))
         try:
             start = time.perf_counter()
             result = await source.group_summaries()
             elapsed = time.perf_counter() - start
         finally:
             await source.close()
-        print(f"group list in-process (RemotingSource.group_summaries), {attempt} run: {elapsed:.2f} s "
+        print(f"group list in-process (ClusterService.group_summaries), {attempt} run: {elapsed:.2f} s "
               f"for {len(result.value)} groups, {len(result.errors)} error(s)")
 
 

@@ -18,10 +18,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.config import resolve
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.admin import parse_namesrv as parse_namesrv
-from rmqctl.source import Opened, RemotingSource
+from rmqctl.service import ClusterService
+from rmqctl.source import Opened
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +66,18 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
         web = resolve_dashboard(dashboard=target.dashboard, namesrv=target.namesrv, context=target.context,
                                 timeout=target.timeout)
     if web is not None:
-        from rmqctl.dashboard.source import open_dashboard_source
+        from rmqctl.backends.dashboard import open_dashboard_backend
 
-        async with open_dashboard_source(web.url, username=web.username, password=web.password,
-                                         timeout=web.timeout) as dashboard_source:
-            yield Opened(dashboard_source, f"dashboard {web.url}", dashboard_source.clock)
+        async with open_dashboard_backend(web.url, username=web.username, password=web.password,
+                                          timeout=web.timeout) as backend:
+            service = ClusterService(backend)
+            yield Opened(service, f"dashboard {web.url}", service.clock)
         return
     resolved = resolve(namesrv=target.namesrv, context=target.context, timeout=target.timeout)
     admin = AdminClient(
         parse_namesrv(resolved.namesrv), timeout=resolved.timeout, credentials=resolved.credentials
     )
-    source = RemotingSource(admin)
+    source = ClusterService(RemotingBackend(admin))
     label = f"namesrv {resolved.namesrv}"
     if resolved.context:
         label = f"context {resolved.context} ({label})"

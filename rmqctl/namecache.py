@@ -26,7 +26,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rmqctl.clock import Clock
@@ -144,10 +144,6 @@ class RecordingSource:
     def clock(self) -> Clock:
         return self.inner.clock
 
-    def __getattr__(self, name: str) -> Any:
-        # optional capabilities of the wrapped source (e.g. ``sample_messages``) stay visible
-        return getattr(self.inner, name)
-
     def _note(self, kind: str, names: Iterable[str], *, merge: bool) -> None:
         write_names(self.key, kind, names, merge=merge, directory=self.directory)
 
@@ -194,6 +190,9 @@ class RecordingSource:
         if view.topic_queues:
             self._note(TOPICS, self._user_topics(view.topic_queues), merge=True)
         return view
+
+    async def sample_messages(self, view: GroupView, topics: Iterable[str]) -> GroupView:
+        return await self.inner.sample_messages(view, topics)
 
     async def close(self) -> None:
         await self.inner.close()

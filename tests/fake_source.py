@@ -8,7 +8,7 @@ call is counted so tests can wait for a poll to have happened.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from rmqctl import errors
@@ -127,6 +127,9 @@ class FakeSource:
         rows = [GroupSummary(g, len(v.client_ids), v.consume_type, v.message_model, None, v.total_diff)
                 for g, v in sorted(self.views.items())]
         return Partial(rows, dict(self.broker_errors))
+
+    async def sample_messages(self, view: GroupView, topics: Iterable[str]) -> GroupView:
+        return view  # like a back end that cannot read messages
 
     async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
         self._check(group)

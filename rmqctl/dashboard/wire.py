@@ -26,10 +26,13 @@ from rmqctl.model import (
     ClusterInfo,
     ConsumerConnection,
     ConsumerRunningInfo,
+    ConsumeStats,
     ConsumeStatus,
     GroupSummary,
     MessageQueue,
+    OffsetEntry,
     QueueProgress,
+    SubscriptionGroupConfig,
     TopicOffset,
     TopicRoute,
     TopicStats,
@@ -278,3 +281,32 @@ def queue_progress(data: Any) -> list[QueueProgress]:
                                      None, _int(stat.get("lastTimestamp")),
                                      str(stat["clientInfo"]) if stat.get("clientInfo") else None)
     return [rows[mq] for mq in sorted(rows)]
+
+
+def consume_stats(data: Any) -> ConsumeStats:
+    """``/consumer/queryTopicByConsumer.query`` as one broker's ``ConsumeStats``: the rows of
+    :func:`queue_progress` (no pull offset: ``QueueStatInfo`` has none). The reply carries no
+    consume rate, so ``consume_tps`` is left at 0 (the dashboard's group list has the group's)."""
+    offsets = {row.queue: OffsetEntry(row.broker_offset, row.consumer_offset, None, row.last_timestamp)
+               for row in queue_progress(data)}
+    return ConsumeStats(offsets)
+
+
+def subscription_group_config(group: str, data: Any) -> SubscriptionGroupConfig:
+    """A ``SubscriptionGroupConfig`` of ``/consumer/examineSubscriptionGroupConfig.query``."""
+    doc = obj(data or {}, "SubscriptionGroupConfig")
+
+    def flag(name: str, default: bool) -> bool:
+        value = doc.get(name)
+        return value if isinstance(value, bool) else default
+
+    return SubscriptionGroupConfig(
+        group_name=str(doc.get("groupName") or group),
+        consume_enable=flag("consumeEnable", True),
+        consume_broadcast_enable=flag("consumeBroadcastEnable", True),
+        consume_message_orderly=flag("consumeMessageOrderly", False),
+        retry_queue_nums=_int(doc.get("retryQueueNums"), 1),
+        retry_max_times=_int(doc.get("retryMaxTimes"), 16),
+        broker_id=_int(doc.get("brokerId"), 0),
+        notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
+    )

@@ -27,11 +27,10 @@ REBALANCE_WAIT = 3.0
 async def _sampled(source: ClusterSource, view: GroupView) -> GroupView:
     """``view`` with tag samples of its conflicting topics, when the source can read messages."""
     topics = tag_conflict_topics(view)
-    sample_messages = getattr(source, "sample_messages", None)
-    if not topics or sample_messages is None:
+    if not topics:
         return view
     try:
-        sampled: GroupView = await sample_messages(view, topics)
+        sampled: GroupView = await source.sample_messages(view, topics)
     except errors.RmqctlError as exc:
         return dataclasses.replace(view, errors={**view.errors, "sample": exc})
     return sampled

@@ -2,9 +2,11 @@
 
 ``rmqctl --emulator NAME …`` and the tests use :func:`embedded_opened`: it loads a scenario,
 runs it on the virtual clock to its end (or to ``at`` seconds), serves the frozen result on
-ephemeral loopback ports and hands back a :class:`~rmqctl.source.RemotingSource` over an
-:class:`~rmqctl.remoting.admin.AdminClient` pointed at the emulated name server, so every read
-goes over the real wire protocol exactly as against a real cluster.
+ephemeral loopback ports and hands back a :class:`~rmqctl.service.ClusterService` over the
+remoting back end pointed at the emulated name server, so every read goes over the real wire
+protocol exactly as against a real cluster. The emulator back end is that remoting back end with
+the emulator's clock: :class:`VirtualClock` when frozen, :class:`~rmqctl.emulator.clock.LiveClock`
+when live.
 
 Must not import the CLI, textual or pyspark.
 """
@@ -15,12 +17,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.emulator.clock import LiveClock
 from rmqctl.emulator.scenario import Scenario, load_scenario
 from rmqctl.emulator.server import EmulatorServer
 from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.remoting.admin import DEFAULT_TIMEOUT, AdminClient
-from rmqctl.source import Opened, RemotingSource
+from rmqctl.service import ClusterService
+from rmqctl.source import Opened
 
 
 @contextlib.asynccontextmanager
@@ -63,7 +67,7 @@ async def embedded_opened(
     live: bool = False,
     speed: float = 1.0,
 ) -> AsyncIterator[Opened]:
-    """The emulator in this process behind a :class:`RemotingSource`; everything stops on exit.
+    """The emulator in this process behind a :class:`ClusterService`; everything stops on exit.
 
     Frozen (default): the scenario runs on the virtual clock to ``at`` and moves on only when a
     watcher sleeps on the returned clock. ``live``: it runs on the host clock, ``speed`` times
@@ -76,7 +80,7 @@ async def embedded_opened(
         async with running_emulator(spec, ServeOptions(clock="real", speed=speed)) as (served, cluster):
             admin = AdminClient([served.namesrv], timeout=timeout or DEFAULT_TIMEOUT)
             assert cluster.scheduler.driver is not None  # the real-time clock always has one
-            source = RemotingSource(admin, LiveClock(cluster.scheduler.driver))
+            source = ClusterService(RemotingBackend(admin), LiveClock(cluster.scheduler.driver))
             label = f"emulator {spec.name} (live, x{speed:g}, namesrv {served.namesrv})"
             try:
                 yield Opened(source, label, source.clock, cluster)
@@ -85,7 +89,7 @@ async def embedded_opened(
         return
     async with embedded_cluster(spec, at=at) as (cluster, server):
         admin = AdminClient([server.namesrv_addr], timeout=timeout or DEFAULT_TIMEOUT)
-        source = RemotingSource(admin, VirtualClock(cluster))
+        source = ClusterService(RemotingBackend(admin), VirtualClock(cluster))
         label = f"emulator {spec.name} at {cluster.elapsed:g}s (namesrv {server.namesrv_addr})"
         try:
             yield Opened(source, label, source.clock, cluster)

@@ -1,4 +1,4 @@
-"""DashboardClient/DashboardSource over httpx ``MockTransport``, replaying replies captured from the
+"""DashboardClient and the dashboard back end over httpx ``MockTransport``, replaying replies captured from the
 three real dashboard generations (``tests/dashboard/captured``, written by ``capture.py``).
 
 The replay transport behaves like the real dashboard where it matters: API paths answer the captured
@@ -18,12 +18,13 @@ import httpx
 import pytest
 
 from rmqctl import errors
+from rmqctl.backends.dashboard import DashboardBackend
 from rmqctl.dashboard import wire
 from rmqctl.dashboard.client import DashboardClient
-from rmqctl.dashboard.source import DashboardSource
 from rmqctl.doctor import run_checks, skipped_checks
 from rmqctl.errors import ExitCode
 from rmqctl.model import MessageQueue
+from rmqctl.service import ClusterService
 from tests.harness.dashboard import DEFAULT_USERS
 
 CAPTURED = Path(__file__).resolve().parent / "captured"
@@ -98,11 +99,11 @@ class Replay:
 
 
 def make_source(replay: Replay | Callable[[httpx.Request], httpx.Response], *, password: str | None = PASSWORD,
-                username: str | None = USER, timeout: float = 10.0) -> DashboardSource:
+                username: str | None = USER, timeout: float = 10.0) -> ClusterService:
     handler = replay.handler if isinstance(replay, Replay) else replay
     client = DashboardClient(URL, username=username, password=password, timeout=timeout,
                              transport=httpx.MockTransport(handler))
-    return DashboardSource(client)
+    return ClusterService(DashboardBackend(client))
 
 
 # -- wire ----------------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ async def test_detects_generation_and_logs_in(generation: str, login: str, v2: b
     replay = Replay(generation)
     source = make_source(replay)
     try:
-        detected = await source.client.open()
+        detected = await source.backend.client.open()
     finally:
         await source.close()
     assert (detected.login, detected.v2) == (login, v2)
@@ -188,7 +189,7 @@ async def test_group_view_from_captured_replies(generation: str) -> None:
     manifest = replay.manifest
     source = make_source(replay)
     try:
-        await source.client.open()
+        await source.backend.client.open()
         view = await source.group_view(manifest["group"])
     finally:
         await source.close()
@@ -212,7 +213,7 @@ async def test_group_list_skips_system_groups(generation: str) -> None:
     replay = Replay(generation)
     source = make_source(replay)
     try:
-        await source.client.open()
+        await source.backend.client.open()
         listed = await source.group_summaries()
     finally:
         await source.close()
@@ -229,7 +230,7 @@ async def test_bad_credentials(generation: str) -> None:
     source = make_source(Replay(generation), password="wrong")
     with pytest.raises(errors.ConfigError) as info:
         try:
-            await source.client.open()
+            await source.backend.client.open()
         finally:
             await source.close()
     assert info.value.message == "dashboard login as 'operator' failed: Bad username or password!"
@@ -241,7 +242,7 @@ async def test_login_required_but_no_credentials() -> None:
     source = make_source(Replay("2.1.0"), username=None, password=None)
     with pytest.raises(errors.ConfigError, match="requires a login and no credentials were given") as info:
         try:
-            await source.client.open()
+            await source.backend.client.open()
         finally:
             await source.close()
     assert "RMQCTL_DASHBOARD_USER" in (info.value.hint or "")
@@ -252,7 +253,7 @@ async def test_session_expiring_mid_command_logs_in_again_once(generation: str) 
     replay = Replay(generation)
     source = make_source(replay)
     try:
-        await source.client.open()
+        await source.backend.client.open()
         replay.expire_next = 1
         view = await source.group_view(replay.manifest["group"])
     finally:
@@ -265,7 +266,7 @@ async def test_session_that_stays_expired_is_a_connection_error() -> None:
     replay = Replay("2.1.0")
     source = make_source(replay)
     try:
-        await source.client.open()
+        await source.backend.client.open()
         replay.expire_next = 10**6
         with pytest.raises(errors.ConnectionError, match="login page again right after a fresh login") as info:
             await source.cluster()
@@ -283,7 +284,7 @@ async def test_status_minus_one_on_a_read_is_a_server_refusal() -> None:
                          for k, v in replay.by_request.items()}
     source = make_source(replay)
     try:
-        await source.client.open()
+        await source.backend.client.open()
         with pytest.raises(wire.DashboardRefused) as info:
             await source.group_summaries()
     finally:
@@ -300,7 +301,7 @@ async def test_dashboard_down_is_a_connection_error() -> None:
     source = make_source(refuse)
     with pytest.raises(errors.ConnectionError, match=f"cannot reach the dashboard at {URL}") as info:
         try:
-            await source.client.open()
+            await source.backend.client.open()
         finally:
             await source.close()
     assert info.value.exit_code == ExitCode.CONNECTION
@@ -319,7 +320,7 @@ async def test_a_dashboard_host_that_does_not_resolve_says_so() -> None:
     source = make_source(unresolved)
     with pytest.raises(errors.ConnectionError) as info:
         try:
-            await source.client.open()
+            await source.backend.client.open()
         finally:
             await source.close()
     assert info.value.message == (f"cannot reach the dashboard at {URL}: "
@@ -333,7 +334,7 @@ async def test_timeout_covers_the_whole_command() -> None:
     source = make_source(slow, timeout=0.5)
     with pytest.raises(errors.TimeoutError) as info:
         try:
-            await source.client.open()
+            await source.backend.client.open()
         finally:
             await source.close()
     assert info.value.exit_code == ExitCode.TIMEOUT
@@ -360,7 +361,7 @@ async def test_consume_statistics_come_through_the_dashboard(generation: str) ->
         _failing(running_info)
     source = make_source(replay)
     try:
-        await source.client.open()
+        await source.backend.client.open()
         view = await source.group_view(replay.manifest["group"])
     finally:
         await source.close()

@@ -12,18 +12,19 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.cli.app import app
 from rmqctl.doctor import run_checks
 from rmqctl.doctor.checks import tag_conflict_topics
 from rmqctl.emulator.embedded import embedded_cluster
 from rmqctl.model import Finding
 from rmqctl.remoting.admin import AdminClient
-from rmqctl.source import RemotingSource
+from rmqctl.service import ClusterService
 
 
 async def diagnose(scenario: str) -> tuple[dict[str, Any], dict[str, list[Finding]]]:
     async with embedded_cluster(scenario) as (cluster, server):
-        source = RemotingSource(AdminClient([server.namesrv_addr]))
+        source = ClusterService(RemotingBackend(AdminClient([server.namesrv_addr])))
         try:
             findings = {}
             for group in (await source.groups()).value:

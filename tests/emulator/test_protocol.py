@@ -1,4 +1,4 @@
-"""The emulator read through rmqctl's normal client path (AdminClient / RemotingSource / CLI)."""
+"""The emulator read through rmqctl's normal client path (AdminClient / the cluster service / CLI)."""
 
 from __future__ import annotations
 

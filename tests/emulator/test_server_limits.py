@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
+from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.emulator.control import MAX_PRODUCE
 from rmqctl.emulator.scenario import load_scenario
 from rmqctl.emulator.serve import Served, ServeOptions, running_emulator
@@ -27,7 +28,7 @@ from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.remoting import frame
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.codes import RequestCode
-from rmqctl.source import RemotingSource
+from rmqctl.service import ClusterService
 
 BOUND = 10.0
 LIMITS = ServerLimits(idle_timeout=0.8, max_connections=4, max_frame_bytes=64 * 1024,
@@ -35,17 +36,17 @@ LIMITS = ServerLimits(idle_timeout=0.8, max_connections=4, max_frame_bytes=64 * 
 
 
 @asynccontextmanager
-async def emulator(limits: ServerLimits = LIMITS, **options: object) -> AsyncIterator[tuple[Served, RemotingSource]]:
+async def emulator(limits: ServerLimits = LIMITS, **options: object) -> AsyncIterator[tuple[Served, ClusterService]]:
     async with emulated(limits, **options) as (served, source, _):
         yield served, source
 
 
 @asynccontextmanager
 async def emulated(limits: ServerLimits = LIMITS,
-                   **options: object) -> AsyncIterator[tuple[Served, RemotingSource, EmulatedCluster]]:
+                   **options: object) -> AsyncIterator[tuple[Served, ClusterService, EmulatedCluster]]:
     opts = ServeOptions(clock="virtual", at=5, limits=limits, **options)  # type: ignore[arg-type]
     async with running_emulator(load_scenario("healthy"), opts) as (served, cluster):
-        source = RemotingSource(AdminClient([served.namesrv], timeout=3.0))
+        source = ClusterService(RemotingBackend(AdminClient([served.namesrv], timeout=3.0)))
         try:
             assert "order-service" in (await source.groups()).value  # connects before any attack
             yield served, source, cluster
@@ -60,7 +61,7 @@ async def wait_for(condition: Callable[[], bool], what: str, bound: float = BOUN
         await asyncio.sleep(0.01)
 
 
-async def group_list_answers(source: RemotingSource) -> None:
+async def group_list_answers(source: ClusterService) -> None:
     started = time.monotonic()
     groups = await asyncio.wait_for(source.groups(), 3.0)
     assert "order-service" in groups.value and not groups.errors

@@ -11,11 +11,12 @@ from collections.abc import Callable
 
 import pytest
 
+from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.doctor import run_checks
 from rmqctl.doctor.checks import tag_conflict_topics
 from rmqctl.model import Finding, GroupView
 from rmqctl.remoting.admin import AdminClient
-from rmqctl.source import RemotingSource
+from rmqctl.service import ClusterService
 from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(400)]
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(400)]
 
 def group_view(cluster: RealCluster, group: str) -> GroupView:
     async def read() -> GroupView:
-        source = RemotingSource(AdminClient([cluster.namesrv_addr], timeout=10))
+        source = ClusterService(RemotingBackend(AdminClient([cluster.namesrv_addr], timeout=10)))
         try:
             view = await source.group_view(group)
             # the doctor reads back conflicting topics' messages (read-only) to count real tags

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
+from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.doctor import diagnose, run_checks
 from rmqctl.doctor.checks import tag_conflict_topics
 from rmqctl.model import Finding, GroupView
 from rmqctl.remoting.admin import AdminClient
-from rmqctl.source import RemotingSource
+from rmqctl.service import ClusterService
 from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(300)]
@@ -32,7 +33,7 @@ TAGS = ("tagX", "tagY", "tagZ")
 
 def read_view(cluster: RealCluster, group: str, *, sample: bool = False) -> GroupView:
     async def read() -> GroupView:
-        source = RemotingSource(AdminClient([cluster.namesrv_addr], timeout=10))
+        source = ClusterService(RemotingBackend(AdminClient([cluster.namesrv_addr], timeout=10)))
         try:
             view = await source.group_view(group)
             if sample:
@@ -46,7 +47,7 @@ def read_view(cluster: RealCluster, group: str, *, sample: bool = False) -> Grou
 
 def run_diagnose(cluster: RealCluster, group: str, **options: Any) -> list[Finding]:
     async def run() -> list[Finding]:
-        source = RemotingSource(AdminClient([cluster.namesrv_addr], timeout=10))
+        source = ClusterService(RemotingBackend(AdminClient([cluster.namesrv_addr], timeout=10)))
         try:
             return list((await diagnose(source, [group], **options)).findings)
         finally:

@@ -8,12 +8,15 @@ import struct
 import pytest
 
 from rmqctl import errors
+from rmqctl.backends import Capabilities
 from rmqctl.doctor import run_checks
-from rmqctl.groupview import build_group_view
 from rmqctl.model import (
+    BrokerData,
+    ClusterInfo,
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    GroupSummary,
     MessageQueue,
     OffsetEntry,
     QueueData,
@@ -26,6 +29,7 @@ from rmqctl.model import (
 )
 from rmqctl.remoting.messages import decode_messages
 from rmqctl.report import progress_row
+from rmqctl.service import ClusterService
 from tests.fake_source import FakeClock
 from tests.unit.test_doctor import C1, C2, G, conn, info, queues, view
 
@@ -64,19 +68,42 @@ def test_decode_pulled_messages_keeps_queue_offset_tag_and_reconsume_times() -> 
 
 
 class Reads:
-    """Per-broker reads of one broker whose consume stats leave topic T2 out (T2 is absent from
-    the group's subscription table at this moment), with per-queue offset reads."""
+    """A back end of one broker whose consume stats leave topic T2 out (T2 is absent from the
+    group's subscription table at this moment), with per-queue offset reads."""
+
+    capabilities = Capabilities()
 
     def __init__(self, *, offsets_fail: bool = False) -> None:
         self.offsets_fail = offsets_fail
         t1, t2 = queues("T1", 2), queues("T2", 2)
         self.held = {C1: t1, C2: t2[1:]}
 
+    async def close(self) -> None:
+        return None
+
+    async def cluster_info(self) -> ClusterInfo:
+        return ClusterInfo(brokers={"broker-a": BrokerData("broker-a", "DefaultCluster", {0: "127.0.0.1:10911"})},
+                           clusters={"DefaultCluster": ("broker-a",)})
+
+    async def broker_runtime(self, address: str) -> dict[str, str]:
+        return {}
+
+    async def topic_list(self) -> list[str]:
+        return ["T1", "T2"]
+
+    async def subscription_group(self, address: str, group: str) -> SubscriptionGroupConfig | None:
+        return SubscriptionGroupConfig(G) if group == G else None
+
+    async def group_summaries(
+        self, *, include_system: bool
+    ) -> tuple[list[GroupSummary], dict[str, errors.RmqctlError]]:
+        raise AssertionError("not declared")
+
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
         return ConsumerConnection((conn(C1), conn(C2)), {"T1": parse_tag_expression("T1", "*", 1)},
                                   "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET")
 
-    async def consume_stats(self, address: str, group: str, topic: str | None = None) -> ConsumeStats:
+    async def consume_stats(self, address: str, group: str) -> ConsumeStats:
         return ConsumeStats({mq: OffsetEntry(4, 4, 4, 0) for mq in queues("T1", 2)})
 
     async def consumer_running_info(self, address: str, group: str, client_id: str) -> ConsumerRunningInfo:
@@ -105,7 +132,7 @@ class Reads:
 
 
 def test_rows_consume_stats_left_out_come_from_the_offset_table() -> None:
-    v = asyncio.run(build_group_view(Reads(), {"broker-a": "127.0.0.1:10911"}, G, clock=FakeClock()))
+    v = asyncio.run(ClusterService(Reads(), FakeClock()).group_view(G))
     rows = {(p.queue.topic, p.queue.queue_id): p for p in v.progress}
     assert rows[("T2", 0)].offsets_from == "offset_table" and rows[("T2", 0)].lag == 5  # never committed
     assert rows[("T2", 1)].lag == 3 and rows[("T1", 0)].offsets_from == "consume_stats"
@@ -114,7 +141,7 @@ def test_rows_consume_stats_left_out_come_from_the_offset_table() -> None:
 
 
 def test_unreadable_offsets_are_unknown_never_zero_and_never_milder() -> None:
-    v = asyncio.run(build_group_view(Reads(offsets_fail=True), {"broker-a": "127.0.0.1:10911"}, G, clock=FakeClock()))
+    v = asyncio.run(ClusterService(Reads(offsets_fail=True), FakeClock()).group_view(G))
     row = next(p for p in v.progress if p.queue == MessageQueue("T2", "broker-a", 0))
     assert row.lag is None and progress_row(row)["diff"] is None and progress_row(row)["offsets_from"] == "unknown"
     assert v.unknown_lag_queues == queues("T2", 2)

@@ -1,0 +1,123 @@
+"""The narrow read protocol every back end implements: what one broker (or a dashboard in front
+of the brokers) can answer, one read at a time, with the broker named by its address.
+
+A back end is a transport in httpx's sense: it turns one read into requests and the replies into
+model objects, and nothing more. Group views, cluster-wide lists, fan-out over brokers, partial
+results, not-found rules and the clock live once above it, in :mod:`rmqctl.service`. Each back end
+declares in :class:`Capabilities` what it cannot supply; the service marks that data unavailable
+(the doctor lists the checks that need it as skipped) and never calls a read a back end declares
+it lacks. Nothing is probed with ``getattr``.
+
+Implementations: :class:`rmqctl.backends.remoting.RemotingBackend` (the native protocol: a real
+cluster or the emulator, embedded or served) and :class:`rmqctl.backends.dashboard.DashboardBackend`
+(rocketmq-dashboard over HTTP). A 5.x proxy back end implements the same protocol.
+
+Imports only the model and errors: never the CLI, the TUI, the emulator or pyspark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rmqctl import errors
+from rmqctl.model import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    GroupSummary,
+    SampledMessage,
+    SubscriptionGroupConfig,
+    TopicRoute,
+    TopicStats,
+)
+
+__all__ = ["Backend", "Capabilities"]
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a back end can supply, declared once; the service reads nothing else to decide."""
+
+    #: :class:`~rmqctl.model.GroupView` fields this back end never fills, each with why (they go
+    #: into ``GroupView.unavailable``, so renderers say "unavailable" and the doctor skips)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    #: why, when the back end reads the connections of one broker only whatever address it is
+    #: given; with several brokers the per-broker subscriptions and duplicate ids are unavailable
+    connections_of_one_broker: str | None = None
+    #: ``group_summaries`` answers the group list itself (else the service lists the groups from
+    #: retry topics and every broker's ``subscription_groups`` and summarises each)
+    lists_groups: bool = False
+    #: ``subscription_groups(address)`` lists every group configured on a broker
+    lists_subscription_groups: bool = True
+    #: ``query_consumer_offset``: rows consume stats leave out are filled from the offset table
+    queue_offsets: bool = True
+    #: ``pull_by_offset``: recent messages are read back (read-only) to count real tags
+    message_reads: bool = True
+    #: errors that end the whole command rather than one broker's read (a dashboard's shared
+    #: deadline, a failed re-login): the service's fan-out re-raises them
+    fatal: tuple[type[errors.RmqctlError], ...] = ()
+
+
+class Backend(Protocol):
+    """The reads one back end answers. ``address`` is a broker address from :meth:`cluster_info`.
+
+    Raise :class:`~rmqctl.errors.TopicNotExist` for a topic without a route and
+    :class:`~rmqctl.errors.ConsumerNotOnline` when a broker holds no channel of the group; any other
+    failure of one read is a :class:`~rmqctl.errors.RmqctlError` the service keeps per broker.
+    """
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    async def close(self) -> None: ...
+
+    # -- the cluster --------------------------------------------------------------------------
+
+    async def cluster_info(self) -> ClusterInfo: ...
+
+    async def broker_runtime(self, address: str) -> dict[str, str]: ...
+
+    async def topic_list(self) -> list[str]: ...
+
+    async def topic_route(self, topic: str) -> TopicRoute: ...
+
+    async def topic_stats(self, address: str, topic: str) -> TopicStats: ...
+
+    # -- consumer groups ----------------------------------------------------------------------
+
+    async def consumer_connection(self, address: str, group: str) -> ConsumerConnection: ...
+
+    async def consume_stats(self, address: str, group: str) -> ConsumeStats: ...
+
+    async def consumer_running_info(self, address: str, group: str, client_id: str) -> ConsumerRunningInfo:
+        """What ``client_id`` reports about itself, relayed by the broker at ``address``."""
+        ...
+
+    async def subscription_group(self, address: str, group: str) -> SubscriptionGroupConfig | None:
+        """The group's stored config on one broker, ``None`` when it has none."""
+        ...
+
+    async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]:
+        """Every group configured on one broker (only when ``lists_subscription_groups``)."""
+        ...
+
+    async def group_summaries(
+        self, *, include_system: bool
+    ) -> tuple[list[GroupSummary], dict[str, errors.RmqctlError]]:
+        """The back end's own group list, with per-source errors (only when ``lists_groups``)."""
+        ...
+
+    # -- per queue ----------------------------------------------------------------------------
+
+    async def query_consumer_offset(self, address: str, group: str, topic: str, queue_id: int) -> int | None:
+        """The committed offset in the broker's offset table (only when ``queue_offsets``)."""
+        ...
+
+    async def pull_by_offset(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[SampledMessage]:
+        """Messages from ``offset`` on, read without committing (only when ``message_reads``)."""
+        ...

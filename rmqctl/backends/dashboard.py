@@ -1,0 +1,246 @@
+"""The dashboard back end: the read protocol through rocketmq-dashboard's REST API.
+
+For operators who may reach only the dashboard (name server and broker ports firewalled). Each read
+maps to the dashboard endpoint that carries the same facts a broker answers natively, and returns
+model objects only. What no dashboard supplies is declared in :class:`~rmqctl.backends.Capabilities`,
+never invented: the per-queue stats carry no pull offset (so inflight is unavailable), messages
+cannot be read back by offset, the offset table cannot be asked per queue, and 1.x reads the
+connections of one broker only (it takes no broker address).
+
+Generations differ only here: 2.x takes a broker ``address`` on the consumer endpoints and keeps a
+group list it can rebuild (``group.refresh.all``); 1.x answers for the broker it picks itself.
+
+Must not import the CLI, the TUI, the emulator or pyspark; httpx only through
+:mod:`rmqctl.dashboard.client`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from rmqctl import errors
+from rmqctl.backends import Capabilities
+from rmqctl.dashboard import wire
+from rmqctl.dashboard.client import DashboardClient
+from rmqctl.fanout import fan_out
+from rmqctl.model import (
+    RETRY_PREFIX,
+    SYSTEM_GROUPS,
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    GroupSummary,
+    SampledMessage,
+    SubscriptionGroupConfig,
+    TopicRoute,
+    TopicStats,
+)
+
+#: notes for what no dashboard generation supplies
+NO_PULL_OFFSET = ("the dashboard's per-queue stats (QueueStatInfo) carry no pull offset, "
+                  "so inflight cannot be computed through it")
+ONE_BROKER_ONLY = ("dashboard 1.x reports the connections and stored subscriptions of one broker only "
+                   "(no per-broker address parameter)")
+#: the 2.x group list is a cache the dashboard builds on first use; callers racing it get this
+CACHE_BUSY = "Cache is being built"
+NO_PERMISSION = "no permission"
+TOPIC_NOT_EXIST = 17
+CONSUMER_NOT_ONLINE = 206
+
+
+class DashboardBackend:
+    """A cluster's brokers seen through one dashboard (one HTTP client for the whole command)."""
+
+    def __init__(self, client: DashboardClient) -> None:
+        self.client = client
+        self.description = f"dashboard {client.url}"
+        self._cluster: tuple[ClusterInfo, dict[str, dict[int, dict[str, str]]]] | None = None
+
+    @property
+    def _v2(self) -> bool:
+        return self.client.generation is None or self.client.generation.v2
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            unavailable={"pull_offset": NO_PULL_OFFSET, "inflight": NO_PULL_OFFSET},
+            connections_of_one_broker=None if self._v2 else ONE_BROKER_ONLY,
+            lists_groups=True, lists_subscription_groups=False, queue_offsets=False, message_reads=False,
+            # the command shares one deadline, and a failed re-login ends it
+            fatal=(errors.TimeoutError, errors.ConfigError),
+        )
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    # -- the cluster --------------------------------------------------------------------------
+
+    async def _cluster_list(self) -> tuple[ClusterInfo, dict[str, dict[int, dict[str, str]]]]:
+        if self._cluster is None:
+            self._cluster = wire.cluster_list(await self.client.get("/cluster/list.query"))
+        return self._cluster
+
+    async def cluster_info(self) -> ClusterInfo:
+        return (await self._cluster_list())[0]
+
+    async def _broker_of(self, address: str) -> str:
+        info = await self.cluster_info()
+        return next((name for name, data in info.brokers.items() if address in data.addrs.values()), "")
+
+    async def broker_runtime(self, address: str) -> dict[str, str]:
+        info, tables = await self._cluster_list()
+        for name, data in info.brokers.items():
+            for broker_id, addr in data.addrs.items():
+                if addr == address and broker_id in tables.get(name, {}):
+                    return dict(tables[name][broker_id])
+        raise errors.ConnectionError(f"{address}: the dashboard has no runtime info")
+
+    async def topic_list(self) -> list[str]:
+        # skipSysProcess=true: 2.x would otherwise rename system topics to "%SYS%<name>"
+        return wire.topic_list(await self.client.get("/topic/list.query", {"skipSysProcess": "true"}))
+
+    async def topic_route(self, topic: str) -> TopicRoute:
+        try:
+            return wire.topic_route(topic, await self.client.get("/topic/route.query", {"topic": topic}))
+        except wire.DashboardRefused as exc:
+            if exc.remote_code == TOPIC_NOT_EXIST:
+                raise errors.TopicNotExist(TOPIC_NOT_EXIST, exc.remark) from exc
+            raise
+
+    async def topic_stats(self, address: str, topic: str) -> TopicStats:
+        """One broker's part of the topic's stats (the dashboard answers for every broker at once)."""
+        stats = wire.topic_stats(topic, await self.client.get("/topic/stats.query", {"topic": topic}))
+        broker = await self._broker_of(address)
+        return TopicStats(topic, tuple(o for o in stats.offsets if o.queue.broker_name == broker), stats.put_tps)
+
+    # -- consumer groups ----------------------------------------------------------------------
+
+    async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
+        params = {"consumerGroup": group}
+        if self._v2:
+            params["address"] = address
+        elif address != await self._one_broker_address(group):
+            # 1.x asks one broker of its own choosing; the others cannot be asked
+            raise errors.ConsumerNotOnline(CONSUMER_NOT_ONLINE, "dashboard 1.x asks one broker only")
+        try:
+            return wire.consumer_connection(await self.client.get("/consumer/consumerConnection.query", params))
+        except wire.DashboardRefused as exc:
+            # no live channel of the group on this broker (206), or, from 1.x, which looks up the
+            # group's retry topic first, no such topic (17): the group is offline, not failing
+            if exc.remote_code in (CONSUMER_NOT_ONLINE, TOPIC_NOT_EXIST):
+                raise errors.ConsumerNotOnline(CONSUMER_NOT_ONLINE, exc.remark) from exc
+            raise
+
+    async def _one_broker_address(self, group: str) -> str:
+        """The broker 1.x asks for a group's connections: the first of its retry topic's route."""
+        masters = (await self.cluster_info()).masters()
+        broker = next(iter(sorted(masters)), "")
+        with contextlib.suppress(errors.RmqctlError):
+            route = await self.topic_route(RETRY_PREFIX + group)
+            broker = next((b.broker_name for b in route.broker_datas if b.broker_name in masters), broker)
+        return masters.get(broker, "")
+
+    async def consume_stats(self, address: str, group: str) -> ConsumeStats:
+        path = "/consumer/queryTopicByConsumer.query"
+        if self._v2:
+            return wire.consume_stats(await self.client.get(path, {"consumerGroup": group, "address": address}))
+        # 1.x answers for every broker at once: keep the asked broker's rows
+        stats = wire.consume_stats(await self.client.get(path, {"consumerGroup": group}))
+        broker = await self._broker_of(address)
+        return ConsumeStats({mq: e for mq, e in stats.offsets.items() if mq.broker_name == broker},
+                            stats.consume_tps)
+
+    async def consumer_running_info(self, address: str, group: str, client_id: str) -> ConsumerRunningInfo:
+        # the dashboard finds the client's broker itself
+        data = await self.client.get("/consumer/consumerRunningInfo.query",
+                                     {"consumerGroup": group, "clientId": client_id, "jstack": "false"})
+        return wire.consumer_running_info(client_id, data)
+
+    async def subscription_group(self, address: str, group: str) -> SubscriptionGroupConfig | None:
+        configs = await self.client.get("/consumer/examineSubscriptionGroupConfig.query", {"consumerGroup": group})
+        broker = await self._broker_of(address)
+        for entry in wire.seq(configs, "ConsumerConfigInfo list"):
+            doc = wire.obj(entry, "ConsumerConfigInfo")
+            names = doc.get("brokerNameList") or []
+            if not isinstance(names, list) or not names or broker in names:
+                return wire.subscription_group_config(group, doc.get("subscriptionGroupConfig"))
+        return None
+
+    async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]:
+        raise errors.UsageError("the dashboard lists no broker's group configs")
+
+    async def _group_list(self) -> list[Any]:
+        if not self._v2:
+            return wire.seq(await self.client.get("/consumer/groupList.query"), "group list")
+        # group.refresh.all rebuilds the 2.x cache, so new groups and current lag show up (what the
+        # UI's refresh button does); a concurrent rebuild answers "Cache is being built"
+        delay = 0.2
+        path = "/consumer/group.refresh.all"
+        while True:
+            try:
+                return wire.seq(await self.client.get(path), "group list")
+            except wire.DashboardRefused as exc:
+                if NO_PERMISSION in (exc.remark or "") and path != "/consumer/groupList.query":
+                    # normal (non-admin) users may only call *.query paths: read the cache as is
+                    path = "/consumer/groupList.query"
+                    continue
+                if CACHE_BUSY not in (exc.remark or ""):
+                    raise
+            await asyncio.sleep(delay)  # bounded by the command's deadline inside client.get
+            delay = min(delay * 2, 2.0)
+
+    async def group_summaries(
+        self, *, include_system: bool
+    ) -> tuple[list[GroupSummary], dict[str, errors.RmqctlError]]:
+        summaries: dict[str, GroupSummary] = {}
+        for entry in await self._group_list():
+            summary = wire.group_summary(entry)
+            if not include_system and (wire.is_system_summary(entry) or summary.group in SYSTEM_GROUPS):
+                continue
+            summaries[summary.group] = summary
+        failures: dict[str, errors.RmqctlError] = {}
+        # groups known only by their retry topic (config deleted, offsets kept): a broker's
+        # listing names them too
+        try:
+            extra = [t[len(RETRY_PREFIX):] for t in await self.topic_list() if t.startswith(RETRY_PREFIX)]
+        except errors.RmqctlError as exc:
+            if isinstance(exc, (errors.TimeoutError, errors.ConfigError)):
+                raise
+            failures["topics"] = exc
+            extra = []
+        extra = [g for g in extra if g not in summaries and (include_system or g not in SYSTEM_GROUPS)]
+        found, more = await fan_out({g: g for g in extra}, lambda g: self.client.get(
+            "/consumer/group.query", {"consumerGroup": g}))
+        for error in more.values():
+            if isinstance(error, (errors.TimeoutError, errors.ConfigError)):
+                raise error
+        for name, doc in found.items():
+            summaries[name] = wire.group_summary({**wire.obj(doc, "GroupConsumeInfo"), "group": name})
+        failures.update({f"group:{g}": e for g, e in more.items()})
+        return [summaries[g] for g in sorted(summaries)], failures
+
+    # -- per queue: not through a dashboard ---------------------------------------------------
+
+    async def query_consumer_offset(self, address: str, group: str, topic: str, queue_id: int) -> int | None:
+        raise errors.UsageError("the dashboard cannot read one queue's committed offset")
+
+    async def pull_by_offset(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[SampledMessage]:
+        raise errors.UsageError("the dashboard cannot read messages back by offset")
+
+
+@contextlib.asynccontextmanager
+async def open_dashboard_backend(url: str, *, username: str | None, password: str | None,
+                                 timeout: float) -> AsyncIterator[DashboardBackend]:
+    """A logged-in :class:`DashboardBackend` for one command; ``timeout`` bounds the whole command."""
+    backend = DashboardBackend(DashboardClient(url, username=username, password=password, timeout=timeout))
+    try:
+        await backend.client.open()
+        yield backend
+    finally:
+        await backend.close()

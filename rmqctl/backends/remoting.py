@@ -1,0 +1,87 @@
+"""The remoting back end: the read protocol over RocketMQ's native protocol.
+
+One :class:`RemotingBackend` wraps one :class:`~rmqctl.remoting.admin.AdminClient` (name servers
+tried in turn, pooled broker connections, ACL signing, one deadline per request). It reads a real
+cluster and the emulator alike — embedded or served, the emulator speaks the same protocol — and
+supplies every read of :class:`~rmqctl.backends.Backend` except the back end's own group list.
+
+Must not import the CLI, the TUI, the emulator or pyspark.
+"""
+
+from __future__ import annotations
+
+from rmqctl import errors
+from rmqctl.backends import Capabilities
+from rmqctl.model import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    GroupSummary,
+    SampledMessage,
+    SubscriptionGroupConfig,
+    TopicRoute,
+    TopicStats,
+)
+from rmqctl.remoting.admin import AdminClient
+
+#: a broker answers every read of the protocol, except a list of groups with their numbers
+REMOTING = Capabilities()
+
+
+class RemotingBackend:
+    """Reads over the native protocol, through one admin client."""
+
+    def __init__(self, admin: AdminClient) -> None:
+        self.admin = admin
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return REMOTING
+
+    async def close(self) -> None:
+        await self.admin.close()
+
+    async def cluster_info(self) -> ClusterInfo:
+        return await self.admin.cluster_info()
+
+    async def broker_runtime(self, address: str) -> dict[str, str]:
+        return await self.admin.broker_runtime_info(address)
+
+    async def topic_list(self) -> list[str]:
+        return await self.admin.topic_list()
+
+    async def topic_route(self, topic: str) -> TopicRoute:
+        return await self.admin.topic_route(topic)
+
+    async def topic_stats(self, address: str, topic: str) -> TopicStats:
+        return await self.admin.topic_stats(address, topic)
+
+    async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
+        return await self.admin.consumer_connection(address, group)
+
+    async def consume_stats(self, address: str, group: str) -> ConsumeStats:
+        return await self.admin.consume_stats(address, group)
+
+    async def consumer_running_info(self, address: str, group: str, client_id: str) -> ConsumerRunningInfo:
+        return await self.admin.consumer_running_info(address, group, client_id)
+
+    async def subscription_group(self, address: str, group: str) -> SubscriptionGroupConfig | None:
+        # the broker has no read of one group's config: its whole table is asked for
+        return (await self.admin.subscription_groups(address)).get(group)
+
+    async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]:
+        return await self.admin.subscription_groups(address)
+
+    async def group_summaries(
+        self, *, include_system: bool
+    ) -> tuple[list[GroupSummary], dict[str, errors.RmqctlError]]:
+        raise errors.UsageError("a broker keeps no list of groups with their numbers")
+
+    async def query_consumer_offset(self, address: str, group: str, topic: str, queue_id: int) -> int | None:
+        return await self.admin.query_consumer_offset(address, group, topic, queue_id)
+
+    async def pull_by_offset(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[SampledMessage]:
+        return await self.admin.pull_by_offset(address, broker_name, topic, queue_id, offset, max_nums)

@@ -1,0 +1,517 @@
+"""The cluster service: the one place group views and cluster-wide answers are assembled.
+
+:class:`ClusterService` is the :class:`~rmqctl.source.ClusterSource` every front end reads. It
+stands on one :class:`~rmqctl.backends.Backend` (remoting, dashboard, a 5.x proxy) and one
+:class:`~rmqctl.clock.Clock`, and writes once what no back end repeats: the fan-out over brokers,
+partial results (a broker that fails leaves its name and error, the others' data stays), the
+not-found rules, which data the back end's :class:`~rmqctl.backends.Capabilities` leave
+unavailable, and the time a view is stamped with (the clock's, never the host's behind it).
+
+A group view joins what mqadmin spreads over four commands: each broker's connections and stored
+subscription table, the merged progress of every queue, each client's own running info (relayed
+by a broker that holds the client's channel) and the routes of the group's topics.
+
+Imports the back-end protocol, the model, errors, the clock and the fan-out helper: never a back
+end's implementation, the CLI, the TUI, the emulator or pyspark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from rmqctl import errors
+from rmqctl.backends import Backend
+from rmqctl.clock import Clock, SystemClock
+from rmqctl.fanout import fan_out
+from rmqctl.model import (
+    DLQ_PREFIX,
+    RETRY_PREFIX,
+    SYSTEM_GROUPS,
+    BrokerRuntime,
+    ClientConnection,
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    GroupSummary,
+    GroupView,
+    MessageQueue,
+    QueueProgress,
+    TagSample,
+    TopicOffset,
+    TopicRoute,
+    TopicStats,
+    version_desc,
+)
+
+T = TypeVar("T")
+
+#: messages read back per queue when sampling tags (one pull: the broker answers at most 32)
+SAMPLE_PER_QUEUE = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Partial(Generic[T]):
+    """A value assembled from several brokers, with the error of each broker that failed."""
+
+    value: T
+    errors: Mapping[str, errors.RmqctlError] = field(default_factory=dict)
+
+
+def _all_failed(failures: Mapping[str, errors.RmqctlError], what: str) -> errors.ConnectionError:
+    detail = "; ".join(f"{name}: {err}" for name, err in failures.items())
+    return errors.ConnectionError(f"every broker failed {what}: {detail}")
+
+
+class ClusterService:
+    """Cluster-wide reads over one back end, stamped with one clock."""
+
+    def __init__(self, backend: Backend, clock: Clock | None = None) -> None:
+        self.backend = backend
+        self._clock: Clock = clock or SystemClock()
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+    async def _fan_out(
+        self, targets: Mapping[str, str], fn: Callable[[str], Awaitable[T]]
+    ) -> tuple[dict[str, T], dict[str, errors.RmqctlError]]:
+        """:func:`~rmqctl.fanout.fan_out`, except that errors the back end declares fatal end
+        the command instead of counting against one target."""
+        results, failures = await fan_out(targets, fn)
+        fatal = self.backend.capabilities.fatal
+        for error in failures.values():
+            if fatal and isinstance(error, fatal):
+                raise error
+        return results, failures
+
+    # -- the cluster --------------------------------------------------------------------------
+
+    async def cluster(self) -> ClusterInfo:
+        return await self.backend.cluster_info()
+
+    async def masters(self) -> dict[str, str]:
+        masters = (await self.cluster()).masters()
+        if not masters:
+            raise errors.ConnectionError(
+                "the name server lists no master broker", hint="is any broker registered?"
+            )
+        return masters
+
+    async def broker_runtimes(
+        self, info: ClusterInfo | None = None
+    ) -> Partial[list[BrokerRuntime]]:
+        """Runtime info of every broker (master and slaves) of ``info`` (fetched when not given)."""
+        info = info or await self.cluster()
+        targets: dict[str, str] = {}
+        meta: dict[str, tuple[str, int, str]] = {}
+        for cluster_name, broker_name, broker_id, addr in info.broker_addresses():
+            key = f"{broker_name}#{broker_id}"
+            targets[key] = addr
+            meta[key] = (broker_name, broker_id, cluster_name)
+        tables, failures = await self._fan_out(targets, self.backend.broker_runtime)
+        runtimes = [
+            BrokerRuntime(meta[k][0], meta[k][1], targets[k], meta[k][2], tables[k])
+            for k in targets
+            if k in tables
+        ]
+        return Partial(runtimes, failures)
+
+    async def topics(self) -> list[str]:
+        return await self.backend.topic_list()
+
+    async def topic_route(self, topic: str) -> TopicRoute:
+        try:
+            return await self.backend.topic_route(topic)
+        except errors.TopicNotExist as exc:
+            raise errors.NotFound(f"topic {topic!r} does not exist") from exc
+
+    async def topic_status(self, topic: str) -> Partial[TopicStats]:
+        route = await self.topic_route(topic)
+        results, failures = await self._fan_out(
+            route.master_addrs(), lambda addr: self.backend.topic_stats(addr, topic)
+        )
+        if not results and failures:
+            raise _all_failed(failures, f"topic stats of {topic!r}")
+        offsets = sorted(
+            (o for stats in results.values() for o in stats.offsets), key=lambda o: o.queue
+        )
+        tps = [s.put_tps for s in results.values() if s.put_tps is not None]
+        return Partial(TopicStats(topic, tuple(offsets), sum(tps) if tps else None), failures)
+
+    # -- groups -------------------------------------------------------------------------------
+
+    async def groups(self, *, include_system: bool = False) -> Partial[list[str]]:
+        """Every consumer group: retry topics on the name server plus brokers' group configs."""
+        if self.backend.capabilities.lists_groups:
+            listed = await self.group_summaries(include_system=include_system)
+            return Partial([s.group for s in listed.value], listed.errors)
+        names: set[str] = set()
+        failures: dict[str, errors.RmqctlError] = {}
+        try:
+            names.update(
+                t[len(RETRY_PREFIX) :] for t in await self.topics() if t.startswith(RETRY_PREFIX)
+            )
+        except errors.RemoteError as exc:  # enableAllTopicList=false answers "disable"
+            failures["namesrv"] = exc
+        configs, broker_failures = await self._fan_out(
+            await self.masters(), self.backend.subscription_groups
+        )
+        failures.update(broker_failures)
+        for table in configs.values():
+            names.update(table)
+        if not include_system:
+            names -= SYSTEM_GROUPS
+        return Partial(sorted(names), failures)
+
+    async def group_summaries(
+        self, *, include_system: bool = False
+    ) -> Partial[list[GroupSummary]]:
+        if self.backend.capabilities.lists_groups:
+            summaries, failures = await self.backend.group_summaries(include_system=include_system)
+            return Partial(summaries, failures)
+        listed = await self.groups(include_system=include_system)
+        masters = await self.masters()
+        rows = await asyncio.gather(
+            *(self._summarize_group(masters, group) for group in listed.value)
+        )
+        failures = dict(listed.errors)
+        for summary in rows:
+            if summary.error:
+                failures[f"group:{summary.group}"] = errors.RmqctlError(summary.error)
+        return Partial(list(rows), failures)
+
+    async def _summarize_group(self, masters: Mapping[str, str], group: str) -> GroupSummary:
+        """One ``group list`` row: connections and total lag, never raising for one bad group."""
+        try:
+            (conns, conn_failures), (stats, stats_failures) = await asyncio.gather(
+                self._connections(masters, group),
+                self._fan_out(masters, lambda addr: self.backend.consume_stats(addr, group)),
+            )
+        except errors.RmqctlError as exc:
+            return GroupSummary(group, 0, None, None, None, 0, error=str(exc))
+        clients = {c.client_id: c for cc in conns.values() for c in cc.connections}
+        cc0 = next(iter(conns.values()), None)
+        diff = sum(
+            e.broker_offset - e.consumer_offset for s in stats.values() for e in s.offsets.values()
+        )
+        tps = sum(s.consume_tps for s in stats.values())
+        version = min((c.version for c in clients.values()), default=None)
+        failures = {**stats_failures, **conn_failures}
+        return GroupSummary(
+            group=group,
+            clients=len(clients),
+            consume_type=cc0.consume_type if cc0 else None,
+            message_model=cc0.message_model if cc0 else None,
+            version=version_desc(version) if version is not None else None,
+            total_diff=diff,
+            consume_tps=tps,
+            error="; ".join(f"{b}: {e}" for b, e in failures.items()) or None,
+        )
+
+    async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
+        """Everything about ``group``, stamped with the clock's time; raises NotFound when no
+        broker knows the group at all."""
+        masters = await self.masters()
+        backend = self.backend
+
+        # The consume stats are the slowest read of a real broker. What needs only the
+        # connections (each client's running info, relayed through a broker; the routes of the
+        # topics the connections name; the DLQ's offsets) goes out while they are on their way.
+        stats = asyncio.ensure_future(self._fan_out(masters, lambda addr: backend.consume_stats(addr, group)))
+        try:
+            conns_by_broker, conn_failures = await self._connections(masters, group)
+            connections, relay, duplicates = merge_connections(conns_by_broker, masters)
+            known_topics = sorted({t for cc in conns_by_broker.values() for t in cc.subscriptions})
+            (infos, info_failures), routes, (dlq, dlq_failures) = await asyncio.gather(
+                self._running_infos(relay if running_info else {}, group),
+                self._routes(known_topics),
+                self._dlq_offsets(DLQ_PREFIX + group),
+            )
+            stats_by_broker, stats_failures = await stats
+        finally:
+            stats.cancel()  # only still running when something above failed
+
+        failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures}
+        if len(failures) == len(masters) and masters:
+            detail = "; ".join(f"{b}: {e}" for b, e in failures.items())
+            raise errors.ConnectionError(f"no broker answered for group {group!r}: {detail}")
+
+        has_offsets = any(s.offsets for s in stats_by_broker.values())
+        if not connections and not has_offsets and not failures and not await self._configured(masters, group):
+            raise errors.NotFound(
+                f"consumer group {group!r} not found on any broker",
+                hint="list groups with: rmqctl group list",
+            )
+        failures.update(info_failures)
+        failures.update(dlq_failures)
+
+        owners: dict[MessageQueue, str] = {}
+        for cid in sorted(infos):
+            for mq, pq in infos[cid].mq_table.items():
+                if not pq.dropped:
+                    owners.setdefault(mq, cid)
+
+        topics = set(known_topics)
+        for ri in infos.values():
+            topics.update(s.topic for s in ri.subscriptions)
+        routes.update(await self._routes(sorted(topics - routes.keys())))  # a client's own topics
+        topic_queues = {}
+        for topic in sorted(topics):
+            route = routes[topic]
+            if isinstance(route, errors.RmqctlError):
+                if not isinstance(route, errors.TopicNotExist):
+                    failures[f"route:{topic}"] = route
+                continue
+            topic_queues[topic] = tuple(route.read_queues())
+
+        progress = _merge_progress(stats_by_broker, owners)
+        extra = await self._fill_missing_rows(masters, group, stats_by_broker, topic_queues, owners)
+        if extra:
+            progress = tuple(sorted((*progress, *extra), key=lambda r: r.queue))
+
+        return assemble_view(
+            group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
+            progress=progress, topic_queues=topic_queues, dlq=dlq, failures=failures,
+            sampled_at=int(self._clock.now() * 1000), unavailable=self._unavailable(masters),
+        )
+
+    def _unavailable(self, masters: Mapping[str, str]) -> dict[str, str]:
+        """What the back end declares it cannot supply, for a view of this cluster."""
+        caps = self.backend.capabilities
+        out = dict(caps.unavailable)
+        if caps.connections_of_one_broker and len(masters) > 1:
+            out["broker_subscriptions"] = caps.connections_of_one_broker
+            out["duplicate_clients"] = caps.connections_of_one_broker
+        return out
+
+    async def _configured(self, masters: Mapping[str, str], group: str) -> bool:
+        """Whether any broker keeps a config for ``group`` (a group with no client and no offset)."""
+        configs, _ = await self._fan_out(masters, lambda addr: self.backend.subscription_group(addr, group))
+        return any(c is not None for c in configs.values())
+
+    async def _connections(
+        self, masters: Mapping[str, str], group: str
+    ) -> tuple[dict[str, ConsumerConnection], dict[str, errors.RmqctlError]]:
+        async def one(addr: str) -> ConsumerConnection | None:
+            try:
+                return await self.backend.consumer_connection(addr, group)
+            except errors.ConsumerNotOnline:
+                return None  # this broker has no live channel of the group: not a failure
+
+        results, failures = await self._fan_out(masters, one)
+        return {b: c for b, c in results.items() if c is not None}, failures
+
+    async def _running_infos(
+        self, relay: Mapping[str, str], group: str
+    ) -> tuple[dict[str, ConsumerRunningInfo], dict[str, errors.RmqctlError]]:
+        """Each client's running info, asked through the broker in ``relay`` (client id → address)."""
+        found, failures = await self._fan_out(
+            {cid: cid for cid in sorted(relay)},
+            lambda cid: self.backend.consumer_running_info(relay[cid], group, cid),
+        )
+        return found, {f"client:{cid}": e for cid, e in failures.items()}
+
+    async def _routes(self, topics: Sequence[str]) -> dict[str, TopicRoute | errors.RmqctlError]:
+        """Each topic's route, or the error that says why there is none."""
+        found, failures = await self._fan_out({t: t for t in topics}, self.backend.topic_route)
+        routes: dict[str, TopicRoute | errors.RmqctlError] = {}
+        for topic in topics:
+            routes[topic] = found[topic] if topic in found else failures[topic]
+        return routes
+
+    async def _dlq_offsets(
+        self, dlq_topic: str
+    ) -> tuple[tuple[TopicOffset, ...], dict[str, errors.RmqctlError]]:
+        """The group's dead-letter queues (none until a message was given up on: no route yet)."""
+        try:
+            route = await self.backend.topic_route(dlq_topic)
+        except errors.RmqctlError as exc:
+            fatal = self.backend.capabilities.fatal
+            if fatal and isinstance(exc, fatal):
+                raise
+            return (), {}
+        stats, failures = await self._fan_out(
+            route.master_addrs(), lambda addr: self.backend.topic_stats(addr, dlq_topic))
+        offsets = sorted((o for s in stats.values() for o in s.offsets), key=lambda o: o.queue)
+        return tuple(offsets), {f"dlq:{b}": e for b, e in failures.items()}
+
+    async def _fill_missing_rows(
+        self, masters: Mapping[str, str], group: str, stats_by_broker: Mapping[str, ConsumeStats],
+        topic_queues: Mapping[str, tuple[MessageQueue, ...]], owners: Mapping[MessageQueue, str],
+    ) -> list[QueueProgress]:
+        """Rows for the queues consume stats left out although the broker answered it.
+
+        The broker drops a topic from ConsumeStats while the topic is absent from the group's
+        subscription table, which, in a group whose clients subscribe different topics, flips
+        with every heartbeat. The offsets are still there: the consumer offset comes from the
+        broker's offset table (per queue) and the broker offset from topic stats. A topic none of
+        whose queues has a committed offset is left out, as ConsumeStats would; a queue whose
+        offsets cannot be read gets a row marked ``unknown``.
+        """
+        if not self.backend.capabilities.queue_offsets:
+            return []
+        backend = self.backend
+        listed = {mq for s in stats_by_broker.values() for mq in s.offsets}
+        wanted: dict[tuple[str, str], list[MessageQueue]] = {}
+        for topic, queues in topic_queues.items():
+            for mq in queues:
+                if mq not in listed and mq.broker_name in stats_by_broker and mq.broker_name in masters:
+                    wanted.setdefault((mq.broker_name, topic), []).append(mq)
+
+        async def one(broker: str, topic: str, queues: list[MessageQueue]) -> list[QueueProgress]:
+            addr = masters[broker]
+            try:
+                stats = await backend.topic_stats(addr, topic)
+                committed = await asyncio.gather(
+                    *(backend.query_consumer_offset(addr, group, topic, mq.queue_id) for mq in queues))
+            except errors.RmqctlError:
+                return [QueueProgress(mq, 0, 0, None, 0, owners.get(mq), offsets_from="unknown") for mq in queues]
+            if all(c is None for c in committed):
+                return []  # the group never committed on this topic here: ConsumeStats would not list it
+            max_offsets = {o.queue.queue_id: o.max_offset for o in stats.offsets}
+            rows = []
+            for mq, offset in zip(queues, committed, strict=True):
+                if mq.queue_id not in max_offsets:
+                    rows.append(QueueProgress(mq, 0, 0, None, 0, owners.get(mq), offsets_from="unknown"))
+                    continue
+                consumer = max(0, offset if offset is not None else 0)  # -1 shows as 0, as in ConsumeStats
+                rows.append(QueueProgress(mq, max_offsets[mq.queue_id], consumer, None, 0, owners.get(mq),
+                                          offsets_from="offset_table"))
+            return rows
+
+        results = await asyncio.gather(*(one(b, t, qs) for (b, t), qs in sorted(wanted.items())))
+        return [row for rows in results for row in rows]
+
+    # -- messages -----------------------------------------------------------------------------
+
+    async def sample_messages(
+        self, view: GroupView, topics: Iterable[str], *, per_queue: int = SAMPLE_PER_QUEUE
+    ) -> GroupView:
+        """``view`` with :attr:`GroupView.tag_samples` for every queue of ``topics``: the last
+        ``per_queue`` messages of each, read back by offset under the tools group (nothing
+        committed). Queues that cannot be read are left out (their error goes into ``errors`` as
+        ``sample:<broker>``); a back end that cannot read messages leaves the view as it is."""
+        if not self.backend.capabilities.message_reads:
+            return view
+        masters = await self.masters()
+        backend = self.backend
+        progress = {p.queue: p for p in view.progress}
+        wanted = [mq for t in sorted(set(topics)) for mq in view.topic_queues.get(t, ())
+                  if mq.broker_name in masters]
+
+        async def max_offset(addr: str, mq: MessageQueue) -> int:
+            stats = await backend.topic_stats(addr, mq.topic)
+            return next((o.max_offset for o in stats.offsets if o.queue.queue_id == mq.queue_id), 0)
+
+        async def one(mq: MessageQueue) -> TagSample | errors.RmqctlError:
+            addr = masters[mq.broker_name]
+            row = progress.get(mq)
+            try:
+                end = row.broker_offset if row is not None and row.known else await max_offset(addr, mq)
+                start = max(0, end - per_queue)
+                messages = await backend.pull_by_offset(addr, mq.broker_name, mq.topic, mq.queue_id,
+                                                        start, per_queue)
+            except errors.RmqctlError as exc:
+                return exc
+            kept = tuple(m for m in messages if start <= m.offset < end)
+            return TagSample(mq, start, end, kept)
+
+        results = await asyncio.gather(*(one(mq) for mq in wanted))
+        samples = {}
+        failures = dict(view.errors)
+        for mq, result in zip(wanted, results, strict=True):
+            if isinstance(result, TagSample):
+                samples[mq] = result
+            else:
+                failures[f"sample:{mq.broker_name}"] = result
+        return dataclasses.replace(view, tag_samples=samples, errors=failures)
+
+
+def _merge_progress(
+    stats: Mapping[str, ConsumeStats], owners: Mapping[MessageQueue, str]
+) -> tuple[QueueProgress, ...]:
+    rows = []
+    for broker_stats in stats.values():
+        for mq, entry in broker_stats.offsets.items():
+            rows.append(
+                QueueProgress(
+                    queue=mq,
+                    broker_offset=entry.broker_offset,
+                    consumer_offset=entry.consumer_offset,
+                    pull_offset=entry.pull_offset,
+                    last_timestamp=entry.last_timestamp,
+                    owner=owners.get(mq),
+                )
+            )
+    return tuple(sorted(rows, key=lambda r: r.queue))
+
+
+def merge_connections(
+    conns_by_broker: Mapping[str, ConsumerConnection], masters: Mapping[str, str]
+) -> tuple[dict[str, ClientConnection], dict[str, str], dict[str, set[str]]]:
+    """One connection per client id, a broker address that can relay to each client, and the
+    client ids two connections share on one broker (with their addresses).
+
+    Every broker lists the group's clients (each over its own channel, so with another client
+    address); the same id twice on ONE broker means two processes share it.
+    """
+    connections: dict[str, ClientConnection] = {}
+    relay: dict[str, str] = {}
+    duplicates: dict[str, set[str]] = {}
+    for broker, cc in sorted(conns_by_broker.items()):
+        seen: dict[str, list[str]] = {}
+        for conn in cc.connections:
+            seen.setdefault(conn.client_id, []).append(conn.client_addr)
+            connections.setdefault(conn.client_id, conn)
+            if broker in masters:
+                relay.setdefault(conn.client_id, masters[broker])
+        for cid, addrs in seen.items():
+            if len(addrs) > 1:
+                duplicates.setdefault(cid, set()).update(addrs)
+    return connections, relay, duplicates
+
+
+def assemble_view(
+    group: str,
+    conns_by_broker: Mapping[str, ConsumerConnection],
+    connections: Mapping[str, ClientConnection],
+    duplicates: Mapping[str, set[str]],
+    *,
+    running_infos: Mapping[str, ConsumerRunningInfo],
+    progress: tuple[QueueProgress, ...],
+    topic_queues: Mapping[str, tuple[MessageQueue, ...]],
+    dlq: tuple[TopicOffset, ...],
+    failures: Mapping[str, errors.RmqctlError],
+    sampled_at: int,
+    unavailable: Mapping[str, str] | None = None,
+) -> GroupView:
+    """The :class:`GroupView` of the parts read; the group's consume type, model and start point
+    come from the first broker that lists its connections. ``sampled_at`` is the clock's "now" in
+    epoch ms (what the checks compare client timestamps with)."""
+    first = next(iter(sorted(conns_by_broker.items())), None)
+    cc0 = first[1] if first else None
+    return GroupView(
+        group=group,
+        connections=tuple(sorted(connections.values(), key=lambda c: c.client_id)),
+        duplicate_clients={cid: tuple(sorted(a)) for cid, a in sorted(duplicates.items())},
+        broker_subscriptions={b: dict(cc.subscriptions) for b, cc in sorted(conns_by_broker.items())},
+        running_infos=running_infos,
+        progress=progress,
+        consume_type=cc0.consume_type if cc0 else None,
+        message_model=cc0.message_model if cc0 else None,
+        consume_from_where=cc0.consume_from_where if cc0 else None,
+        topic_queues=topic_queues,
+        dlq=dlq,
+        sampled_at=sampled_at,
+        errors=failures,
+        unavailable=unavailable or {},
+    )
