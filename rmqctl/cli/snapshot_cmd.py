@@ -116,7 +116,8 @@ def _report(result: ExportResult, out: Path, opts: Settings) -> None:
     doc = export_summary(out=out, rounds=result.rounds, rows=result.rows, missing=result.missing,
                          failed_reads=result.failed_reads, files=result.files, first_ts=result.first_ts_ms,
                          last_ts=result.last_ts_ms, schema_version=SCHEMA_VERSION,
-                         interrupted=result.interrupted.name if result.interrupted else None)
+                         interrupted=result.interrupted.name if result.interrupted else None,
+                         recovered_rows=result.recovered_rows)
     row = {k: doc[k] for k in ("rounds", "rows", "missing_rows", "first_ts", "last_ts")}
     row["files"] = len(result.files)
     table = Table([("rounds", "ROUNDS"), ("rows", "ROWS"), ("missing_rows", "MISSING"), ("files", "FILES"),

@@ -58,6 +58,8 @@ class ExportResult:
     interrupted: signal.Signals | None = None
     #: reads that failed, one per (round, broker or group); their rows are in ``missing``
     failed_reads: int = 0
+    #: rows of killed exports' journals found in ``out_dir`` and written as files at the start
+    recovered_rows: int = 0
 
 
 def _stderr_warning(message: str) -> None:
@@ -217,6 +219,9 @@ async def export(
     planned = planned_rounds(every, count, duration)
     clock = opened.clock
     writer = RollingWriter(out_dir, roll_seconds=roll_seconds, roll_rows=roll_rows)
+    if writer.recovered_rows:
+        (warn or _stderr_warning)(f"recovered {writer.recovered_rows} rows of an export that was killed "
+                                  f"before it could write them")
     watcher = Watcher(opened.source, groups, interval=every, clock=clock, concurrency=concurrency)
     recorder = _Recorder(opened.source, broker_times=broker_times, concurrency=concurrency,
                          warn=warn or _stderr_warning)
@@ -260,4 +265,4 @@ async def export(
         finally:
             writer.close()
     return ExportResult(rounds, writer.rows_written, tuple(writer.files), missing, first_ts, last_ts,
-                        stopper.signal, recorder.failed_reads)
+                        stopper.signal, recorder.failed_reads, writer.recovered_rows)
