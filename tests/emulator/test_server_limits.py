@@ -62,10 +62,9 @@ async def wait_for(condition: Callable[[], bool], what: str, bound: float = BOUN
 
 
 async def group_list_answers(source: ClusterService) -> None:
-    started = time.monotonic()
-    groups = await asyncio.wait_for(source.groups(), 3.0)
+    """The admin client is answered while the attack holds (its own connection, no error)."""
+    groups = await asyncio.wait_for(source.groups(), BOUND)
     assert "order-service" in groups.value and not groups.errors
-    assert time.monotonic() - started < 2.0
 
 
 async def connect(address: str, rcvbuf: int | None = None) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -88,15 +87,30 @@ async def closed_by_server(reader: asyncio.StreamReader, bound: float = BOUND) -
     return True
 
 
-async def test_an_idle_connection_is_closed_after_the_idle_timeout() -> None:
+async def test_an_idle_connection_is_closed_after_the_idle_timeout(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="rmqctl.emulator.server")
     async with emulator() as (served, source):
         reader, writer = await connect(served.namesrv)
-        started = time.monotonic()
+        # not closed on sight: a request on it is answered first
+        request = frame.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+        writer.write(frame.encode(request))
+        decoder = frame.FrameDecoder()
+        answers: list[frame.RemotingCommand] = []
+        while not answers:
+            chunk = await asyncio.wait_for(reader.read(65536), BOUND)
+            assert chunk, "closed before it was idle"
+            decoder.feed(chunk)
+            answers.extend(decoder)
+        assert [(a.opaque, a.code) for a in answers] == [(request.opaque, 0)]
         await group_list_answers(source)  # the admin's own connection is busy, not idle
         assert await closed_by_server(reader)
-        elapsed = time.monotonic() - started
-        assert LIMITS.idle_timeout * 0.9 <= elapsed < LIMITS.idle_timeout + 3.0, elapsed
+        await group_list_answers(source)
+        port = writer.get_extra_info("sockname")[1]
         writer.close()
+    # this connection was closed once, and for being idle
+    closes = [r.getMessage() for r in caplog.records
+              if r.getMessage().startswith("name server: closing") and f":{port}" in r.getMessage()]
+    assert closes == [f"name server: closing 127.0.0.1:{port}, idle for {LIMITS.idle_timeout:g}s"], closes
 
 
 async def test_the_cap_refuses_the_next_connection_while_connected_clients_are_served(caplog) -> None:
@@ -213,9 +227,7 @@ async def test_control_api_answers_every_malformed_request_with_a_4xx(caplog) ->
         }
         for name, (data, expected) in cases.items():
             assert await exchange(data) in expected, name
-        started = time.monotonic()
         assert await exchange(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n", stall=True) == 408
-        assert time.monotonic() - started < 0.8 + 3.0
         assert await exchange(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n") == 200
         await group_list_answers(source)
     assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -96,9 +95,8 @@ def test_unknown_group_with_a_dead_broker_is_a_partial_result(cluster) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_unreachable_namesrv_exits_3_within_the_timeout() -> None:
+def test_unreachable_namesrv_exits_3_naming_the_address() -> None:
     port = free_port()
-    started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "rmqctl.cli.app", "group", "list", "-n", f"127.0.0.1:{port};127.0.0.1:{port + 1}",
          "--timeout", "1"], capture_output=True, text=True, timeout=60,
@@ -106,7 +104,6 @@ def test_unreachable_namesrv_exits_3_within_the_timeout() -> None:
     assert proc.returncode == 3
     assert f"127.0.0.1:{port}" in proc.stderr
     assert proc.stderr.count("\n") <= 2 and "Traceback" not in proc.stderr
-    assert time.monotonic() - started < 30
 
 
 def test_bad_address_and_bad_flag_are_usage_errors() -> None:
@@ -150,17 +147,39 @@ def test_silent_name_server_is_a_timeout_exit_4() -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     accepted: list[socket.socket] = []
-    thread = threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True)
+
+    def accept_all() -> None:
+        try:
+            while True:
+                accepted.append(listener.accept()[0])
+        except OSError:
+            return  # the listener was closed
+
+    thread = threading.Thread(target=accept_all, daemon=True)
     thread.start()
     port = listener.getsockname()[1]
     try:
-        started = time.monotonic()
         result = CliRunner().invoke(app, ["group", "list", "-n", f"127.0.0.1:{port}", "--timeout", "0.3"])
         assert result.exit_code == 4, result.stderr
-        assert "timed out" in result.stderr and f"127.0.0.1:{port}" in result.stderr
-        assert time.monotonic() - started < 10
+        assert "timed out after 0.3s" in result.stderr and f"127.0.0.1:{port}" in result.stderr
+        # one connection, waited on for one --timeout, never reopened for another try; a last
+        # connection of our own is accepted after every one the command made (accept is FIFO)
+        def peer(sock: socket.socket) -> object:
+            try:
+                return sock.getpeername()
+            except OSError:  # reset by the command's side
+                return None
+
+        with socket.create_connection(("127.0.0.1", port)) as sentinel:
+            mine = sentinel.getsockname()
+            for _ in range(500):
+                if any(peer(s) == mine for s in list(accepted)):
+                    break
+                threading.Event().wait(0.01)  # the accepting thread has no event to await
+            assert [peer(s) == mine for s in accepted] == [False, True]
     finally:
+        listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
         thread.join(5)
         for sock in accepted:
             sock.close()
-        listener.close()

@@ -84,7 +84,7 @@ def test_a_broker_answering_nested_keys_ends_the_cli_with_one_line_and_exit_3() 
                      RequestCode.GET_CONSUME_STATS: handler}) as broker:
         namesrv = {RequestCode.GET_BROKER_CLUSTER_INFO: lambda req: (0, cluster_with(broker.address))}
         with FakeServer(namesrv) as ns:
-            code, lines, _ = run_cli("-n", ns.address, "group", "progress", "G")
+            code, lines = run_cli("-n", ns.address, "group", "progress", "G")
     assert code == 3, (code, lines)
     assert_one_error_line(lines)
     assert "map keys nested deeper" in lines[0]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -163,9 +162,7 @@ def test_body_converters_on_any_json_shape(name: str, doc: Any) -> None:
 ])
 def test_pathological_bodies_raise_protocol_error_only(data: bytes) -> None:
     for decode in BODY_DECODERS.values():
-        started = time.perf_counter()
         only_protocol_errors(decode, data)
-        assert time.perf_counter() - started < 2.0
 
 
 def test_wrong_json_type_names_the_field() -> None:
@@ -205,17 +202,7 @@ def test_object_keys_that_print_alike_do_not_break_sorting() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Linear time: doubling the input must not much more than double the time
-
-
-def best_time(fn: Callable[[bytes], Any], data: bytes, repeat: int = 5) -> float:
-    # CPU time of this process, best of a few: other work on a shared machine does not count
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.process_time()
-        only_protocol_errors(fn, data)
-        best = min(best, time.process_time() - started)
-    return best
+# Linear time: a megabyte-sized input of each shape that was once quadratic is read at once
 
 
 @pytest.mark.parametrize("make", [
@@ -227,9 +214,9 @@ def best_time(fn: Callable[[bytes], Any], data: bytes, repeat: int = 5) -> float
     pytest.param(lambda n: b"{" + b",{" * n, id="key-scan-restarts"),
     pytest.param(lambda n: b"{" + b"-1" * n, id="long-number-key"),
 ])
+@pytest.mark.timeout(120)
 def test_parse_time_grows_linearly(make: Callable[[int], bytes]) -> None:
-    small, large = make(40_000), make(80_000)
-    t_small = best_time(fastjson.loads, small)
-    t_large = best_time(fastjson.loads, large)
-    # quadratic would be ~4x (and seconds: 16000 escaped quotes took 2.7 s); allow noise below 20 ms
-    assert t_large < max(3.0 * t_small, 0.02), (t_small, t_large)
+    # Linear: well under a second for each shape at this size. Quadratic would be some 10^12
+    # steps (16000 escaped quotes once took 2.7 s; this is 60 times as many) and never end
+    # within the time-out however fast or loaded the machine is, so no time is measured.
+    only_protocol_errors(fastjson.loads, make(1_000_000))
