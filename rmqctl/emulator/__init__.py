@@ -10,8 +10,10 @@ Layers, bottom up: ``clock`` (discrete-event scheduler); the pure broker state: 
 the incident rules), ``pulls`` (pull processing, long polling), composed with the admin views by
 ``broker``, and ``namesrv``; ``client`` (simulated push consumers and producers), ``world`` (a
 whole cluster and a scenario's timeline), ``report`` (run report and state documents of a
-cluster), ``scenario`` (the TOML contract), ``wire`` (fastjson bodies), ``server`` (asyncio
-remoting ports), ``control`` (HTTP control API), ``embedded`` / ``serve`` (ways to run it).
+cluster), ``scenario`` (the TOML contract); ``handlers`` and ``broker_handlers`` (requests to
+answers, with the body encoders of :mod:`rmqctl.remoting.bodies`), ``limits`` and ``server``
+(asyncio remoting ports over the shared :mod:`rmqctl.remoting.endpoint`), ``control`` (HTTP
+control API), ``embedded`` / ``serve`` (ways to run it).
 
 Public API: :func:`load_scenario`, :func:`builtin_scenarios`, :func:`scale_scenario`,
 :class:`EmulatedCluster` and :func:`run_scenario` (virtual clock; ``.report()`` is the run

@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Awaitable
 
 from rmqctl import errors
-from rmqctl.emulator import wire
 from rmqctl.emulator.broker import BROKER_VERSION, BrokerState
 from rmqctl.emulator.client import InProcessChannel
 from rmqctl.emulator.groups import Channel, ClientChannelInfo
@@ -23,8 +22,8 @@ from rmqctl.emulator.handlers import Handler, Result, ext_bool, ext_int, respond
 from rmqctl.emulator.pulls import PullRequestHeader, PullResult
 from rmqctl.emulator.store import StoredMessage
 from rmqctl.emulator.world import EmulatedCluster
-from rmqctl.model import SubscriptionGroupConfig, version_desc
-from rmqctl.remoting import fastjson
+from rmqctl.model import ClientConnection, ConsumerConnection, ConsumeStats, TopicStats, version_desc
+from rmqctl.remoting import bodies
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.frame import RemotingCommand
 from rmqctl.remoting.messages import MessageRecord, decode_properties, encode_message
@@ -104,7 +103,7 @@ class BrokerService:
     # -- clients -------------------------------------------------------------------------------
 
     def heartbeat(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
-        data = wire.heartbeat_data(cmd.body)
+        data = bodies.heartbeat_data(cmd.body)
         self.broker.heartbeat(conn, data, cmd.language, cmd.version)
         return respond(cmd, ResponseCode.SUCCESS,
                        ext={"IS_SUPPORT_HEART_BEAT_V2": "true", "IS_SUB_CHANGE": "true"})
@@ -120,7 +119,7 @@ class BrokerService:
         ids = self.broker.consumer_ids(group)
         if ids is None:
             return respond(cmd, ResponseCode.SYSTEM_ERROR, remark=f"no consumer for this group, {group}")
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.consumer_id_list(ids))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_string_list("consumerIdList", ids))
 
     # -- offsets -------------------------------------------------------------------------------
 
@@ -160,7 +159,7 @@ class BrokerService:
 
     def all_offsets(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         version = (len(self.broker.offsets), self.cluster.now_ms)
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.consumer_offsets(self.broker.offsets, version))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_consumer_offsets(self.broker.offsets, version))
 
     # -- admin views ---------------------------------------------------------------------------
 
@@ -170,7 +169,7 @@ class BrokerService:
         if rows is None:
             return respond(cmd, ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist")
         return respond(cmd, ResponseCode.SUCCESS,
-                       body=wire.topic_stats(rows, self.broker.topic_put_tps(topic)))
+                       body=bodies.encode_topic_stats(TopicStats(topic, tuple(rows), self.broker.topic_put_tps(topic))))
 
     def consumer_connection(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         group = cmd.ext_fields.get("consumerGroup", "")
@@ -178,14 +177,18 @@ class BrokerService:
         if info is None:
             return respond(cmd, ResponseCode.CONSUMER_NOT_ONLINE,
                            remark=f"the consumer group[{group}] not online")
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.consumer_connection(info))
+        connections = tuple(ClientConnection(i.client_id, ch.remote_addr, i.language, i.version)
+                            for ch, i in info.channels.items())
+        view = ConsumerConnection(connections, info.subscriptions, info.consume_type, info.message_model,
+                                  info.consume_from_where)
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_consumer_connection(view))
 
     def consume_stats(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         ext = cmd.ext_fields
         group = ext.get("consumerGroup", "")
         topic_list = [t for t in (ext.get("topicList") or "").split(";") if t]
         rows, tps = self.broker.consume_stats(group, ext.get("topic") or None, topic_list=topic_list or None)
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.consume_stats(rows, tps))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_consume_stats(ConsumeStats(dict(rows), tps)))
 
     def running_info(self, cmd: RemotingCommand, conn: Channel) -> Result:
         """``AdminBrokerProcessor.getConsumerRunningInfo`` → ``callConsumer``: relay to the client."""
@@ -221,23 +224,25 @@ class BrokerService:
 
     def topic_consumers(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         topic = cmd.ext_fields.get("topic", "")
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.group_list(self.broker.groups_of_topic(topic)))
+        groups = self.broker.groups_of_topic(topic)
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_string_list("groupList", groups))
 
     def topics_by_consumer(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         group = cmd.ext_fields.get("group", "")
         return respond(cmd, ResponseCode.SUCCESS,
-                       body=wire.topic_list(self.broker.topics_of_group(group), self.broker.addr))
+                       body=bodies.encode_string_list("topicList", self.broker.topics_of_group(group),
+                                                      broker_addr=self.broker.addr))
 
     def subscription_by_consumer(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         group, topic = cmd.ext_fields.get("group", ""), cmd.ext_fields.get("topic", "")
         info = self.broker.consumer_table.get(group)
         sub = info.subscriptions.get(topic) if info else None
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.query_subscription(group, topic, sub))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_query_subscription(group, topic, sub))
 
     def all_group_configs(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         version = (self.broker.group_version[0], self.broker.group_version[1])
         return respond(cmd, ResponseCode.SUCCESS,
-                       body=wire.subscription_group_wrapper(self.broker.group_configs, version))
+                       body=bodies.encode_subscription_groups(self.broker.group_configs, version))
 
     def group_config(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         group = cmd.ext_fields.get("group", "")
@@ -245,33 +250,20 @@ class BrokerService:
         if config is None:
             return respond(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                            remark=f"The consumer group {group} not exist")
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.subscription_group_config(config).encode())
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_subscription_group_config(config))
 
     def update_group_config(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         try:
-            data = fastjson.loads(cmd.body)
+            config = bodies.subscription_group_config(cmd.body)
         except errors.ProtocolError as exc:
             return respond(cmd, ResponseCode.SYSTEM_ERROR, remark=str(exc))
-        if not isinstance(data, dict) or not data.get("groupName"):
+        if not config.group_name:
             return respond(cmd, ResponseCode.SYSTEM_ERROR, remark="groupName is required")
-
-        def flag(key: str, default: bool) -> bool:
-            value = data.get(key, default)
-            return value if isinstance(value, bool) else str(value).lower() == "true"
-
-        self.broker.set_group_config(SubscriptionGroupConfig(
-            str(data["groupName"]), consume_enable=flag("consumeEnable", True),
-            consume_broadcast_enable=flag("consumeBroadcastEnable", True),
-            consume_message_orderly=flag("consumeMessageOrderly", False),
-            retry_queue_nums=int(data.get("retryQueueNums", 1)),
-            retry_max_times=int(data.get("retryMaxTimes", 16)),
-            broker_id=int(data.get("brokerId", 0)),
-            notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
-        ))
+        self.broker.set_group_config(config)
         return respond(cmd, ResponseCode.SUCCESS)
 
     def runtime_info(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.kv_table(self.broker.runtime_info()))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_kv_table(self.broker.runtime_info()))
 
     def broker_config(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         b = self.broker
@@ -284,19 +276,19 @@ class BrokerService:
             "notifyConsumerIdsChangedEnable": "true", "channelExpiredTimeout": "120000",
         }
         version = f'{{"counter":{b.topic_version[0]},"stateVersion":0,"timestamp":{b.topic_version[1]}}}'
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.broker_config_properties(values),
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_broker_config(values),
                        ext={"version": version})
 
     def all_topic_configs(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         version = (self.broker.topic_version[0], self.broker.topic_version[1])
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.topic_config_wrapper(self.broker.topics, version))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_topic_configs(self.broker.topics, version))
 
     def topic_config(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         topic = cmd.ext_fields.get("topic", "")
         config = self.broker.topics.get(topic)
         if config is None:
             return respond(cmd, ResponseCode.TOPIC_NOT_EXIST, remark=f"No topic in this broker. topic: {topic}")
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.topic_config(config).encode())
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_topic_config(config))
 
     def create_topic(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         ext = cmd.ext_fields
@@ -313,8 +305,8 @@ class BrokerService:
         table = self.broker.producers.get(group)
         if not table:
             return respond(cmd, ResponseCode.SYSTEM_ERROR, remark=f"the producer group[{group}] not exist")
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.producer_connection(
-            (i.client_id, ch.remote_addr, i.language, i.version) for ch, i in table.items()))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_producer_connection(
+            ClientConnection(i.client_id, ch.remote_addr, i.language, i.version) for ch, i in table.items()))
 
     # -- messages ------------------------------------------------------------------------------
 

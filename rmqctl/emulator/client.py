@@ -45,7 +45,7 @@ from typing import Protocol
 
 from rmqctl.emulator.broker import BROKER_VERSION, BrokerState
 from rmqctl.emulator.clock import Scheduler, Timer
-from rmqctl.emulator.groups import ConsumerData, HeartbeatData, with_version
+from rmqctl.emulator.groups import with_version
 from rmqctl.emulator.namesrv import NameServerState
 from rmqctl.emulator.pulls import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullRequestHeader, PullResult
 from rmqctl.emulator.scenario import ConsumerSpec
@@ -53,6 +53,8 @@ from rmqctl.emulator.store import MinuteRate, StoredMessage
 from rmqctl.model import (
     RETRY_PREFIX,
     STRATEGY_CLASSES,
+    ConsumerRunningInfo,
+    ConsumeStatus,
     MessageQueue,
     ProcessQueueInfo,
     Subscription,
@@ -65,6 +67,8 @@ from rmqctl.rebalance.strategies import (
     get_strategy,
     java_sorted_ids,
 )
+from rmqctl.remoting import bodies
+from rmqctl.remoting.bodies import ConsumerData, HeartbeatData
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.frame import RemotingCommand
 
@@ -692,8 +696,6 @@ class SimulatedConsumer:
 
     def handle_server_request(self, request: RemotingCommand) -> RemotingCommand:
         """``ClientRemotingProcessor``: answers GET_CONSUMER_RUNNING_INFO relayed by a broker."""
-        from rmqctl.emulator import wire
-
         if request.code != RequestCode.GET_CONSUMER_RUNNING_INFO:
             return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                     remark=f" request type {request.code} not supported")
@@ -702,10 +704,9 @@ class SimulatedConsumer:
             return request.response(ResponseCode.SYSTEM_ERROR,
                                     remark=f"The Consumer Group <{group}> not exist in this consumer")
         jstack = request.ext_fields.get("jstackEnable", "false").lower() == "true"
-        body = wire.consumer_running_info(
-            self.running_properties(), self.running_subscriptions(), self.running_mq_table(),
-            self.running_status(), self.fake_jstack() if jstack else None,
-        )
+        info = ConsumerRunningInfo(self.client_id, self.running_properties(), tuple(self.running_subscriptions()),
+                                   dict(self.running_mq_table()), self.running_status())
+        body = bodies.encode_consumer_running_info(info, jstack=self.fake_jstack() if jstack else None)
         return RemotingCommand(code=ResponseCode.SUCCESS, opaque=request.opaque, flag=1,
                                language="JAVA", version=BROKER_VERSION, body=body)
 
@@ -814,8 +815,8 @@ class SimulatedConsumer:
             )))
         return out
 
-    def running_status(self) -> dict[str, tuple[float, float, float, float, float, int]]:
-        """statusTable: (pullRT, pullTPS, consumeRT, consumeOKTPS, consumeFailedTPS, failedMsgs)."""
+    def running_status(self) -> dict[str, ConsumeStatus]:
+        """statusTable: pull and consume rates per subscribed topic."""
         now = self.scheduler.now_ms
         out = {}
         for topic in sorted(self.subscriptions):
@@ -825,13 +826,13 @@ class SimulatedConsumer:
             times = self._failed_times.get(topic)
             while times and times[0] <= now - 3_600_000:
                 times.popleft()
-            out[topic] = (
-                1.0 if pull else 0.0,
-                pull.tps(now) if pull else 0.0,
-                float(self.spec.consume_ms) if consume or failed else 0.0,
-                consume.tps(now) if consume else 0.0,
-                failed.tps(now) if failed else 0.0,
-                len(times) if times else 0,
+            out[topic] = ConsumeStatus(
+                pull_rt=1.0 if pull else 0.0,
+                pull_tps=pull.tps(now) if pull else 0.0,
+                consume_rt=float(self.spec.consume_ms) if consume or failed else 0.0,
+                consume_ok_tps=consume.tps(now) if consume else 0.0,
+                consume_failed_tps=failed.tps(now) if failed else 0.0,
+                consume_failed_msgs=len(times) if times else 0,
             )
         return out
 

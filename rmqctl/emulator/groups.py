@@ -41,6 +41,7 @@ from typing import Protocol
 from rmqctl.emulator.clock import Scheduler
 from rmqctl.emulator.store import MessageStore
 from rmqctl.model import BROKER_BUILTIN_GROUPS, RETRY_PREFIX, Subscription, SubscriptionGroupConfig
+from rmqctl.remoting.bodies import ConsumerData, HeartbeatData
 from rmqctl.remoting.frame import RemotingCommand
 
 #: ``BrokerConfig.channelExpiredTimeout``
@@ -74,25 +75,6 @@ class ClientChannelInfo:
     language: str
     version: int
     last_update_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerData:
-    """One group's part of a heartbeat (``ConsumerData``)."""
-
-    group: str
-    consume_type: str
-    message_model: str
-    consume_from_where: str
-    subscriptions: tuple[Subscription, ...]
-    unit_mode: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatData:
-    client_id: str
-    consumers: tuple[ConsumerData, ...] = ()
-    producers: tuple[str, ...] = ()
 
 
 class ConsumerGroupInfo:

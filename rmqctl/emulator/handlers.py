@@ -4,7 +4,7 @@ A handler takes the request and the :class:`~rmqctl.emulator.groups.Channel` it 
 returns the answer now, ``None`` (no answer), or an awaitable of the answer (a long-polling pull,
 a relayed request). :func:`respond` builds an answer the way a 5.x server writes it; the name
 server's handlers answer from :class:`~rmqctl.emulator.namesrv.NameServerState` with the body
-encoders of :mod:`rmqctl.emulator.wire`. Must not import the CLI, textual or pyspark, nor the
+encoders of :mod:`rmqctl.remoting.bodies`. Must not import the CLI, textual or pyspark, nor the
 server's connection handling.
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 
-from rmqctl.emulator import wire
 from rmqctl.emulator.broker import BROKER_VERSION
 from rmqctl.emulator.groups import Channel
 from rmqctl.emulator.world import EmulatedCluster
+from rmqctl.remoting import bodies
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.frame import FLAG_RESPONSE, RemotingCommand
 
@@ -57,7 +57,7 @@ def namesrv_handlers(cluster: EmulatedCluster) -> dict[int, Handler]:
     ns = cluster.namesrv
 
     def cluster_info(cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.cluster_info(ns.cluster_info()))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_cluster_info(ns.cluster_info()))
 
     def route(cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         topic = cmd.ext_fields.get("topic", "")
@@ -67,26 +67,27 @@ def namesrv_handlers(cluster: EmulatedCluster) -> dict[int, Handler]:
                            remark=f"No topic route info in name server for the topic: {topic}")
         # ``ClientRequestProcessor``: V4_9_4+ clients (or acceptStandardJsonOnly) get standard JSON.
         standard = cmd.version >= 401 or ext_bool(cmd.ext_fields, "acceptStandardJsonOnly")
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.topic_route(data, standard=standard))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_topic_route(data, standard=standard))
 
     def all_topics(cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.topic_list(ns.all_topics()))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_string_list("topicList", ns.all_topics()))
 
     def topics_by_cluster(cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         topics = ns.topics_of_cluster(cmd.ext_fields.get("cluster", ""))
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.topic_list(topics or []))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_string_list("topicList", topics or []))
 
     def system_topics(cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         first = next(iter(sorted(cluster.brokers.values(), key=lambda b: b.name)), None)
         return respond(cmd, ResponseCode.SUCCESS,
-                       body=wire.topic_list(ns.system_topics(), first.addr if first else None))
+                       body=bodies.encode_string_list(
+                           "topicList", ns.system_topics(), broker_addr=first.addr if first else None))
 
     def kv_list(cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         namespace = cmd.ext_fields.get("namespace", "")
         table = ns.kv.get(namespace)
         if not table:
             return respond(cmd, ResponseCode.QUERY_NOT_FOUND, remark=f"No config item, Namespace: {namespace}")
-        return respond(cmd, ResponseCode.SUCCESS, body=wire.kv_table(table))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_kv_table(table))
 
     def kv_config(cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         namespace, key = cmd.ext_fields.get("namespace", ""), cmd.ext_fields.get("key", "")

@@ -23,32 +23,12 @@ from dataclasses import dataclass
 
 from rmqctl.emulator.clock import Scheduler
 from rmqctl.model import DLQ_PREFIX, RETRY_PREFIX, java_string_hash
+from rmqctl.remoting.bodies import PERM_READ, PERM_WRITE, TopicConfig
 
 PERM_INHERIT = 1
-PERM_WRITE = 2
-PERM_READ = 4
 
 #: ``MessageStoreConfig.messageDelayLevel`` in seconds (level 1 is the first)
 DELAY_LEVELS_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfig:
-    name: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int = PERM_READ | PERM_WRITE
-    order: bool = False
-    topic_sys_flag: int = 0
-    topic_filter_type: str = "SINGLE_TAG"
-
-    @property
-    def readable(self) -> bool:
-        return bool(self.perm & PERM_READ)
-
-    @property
-    def writable(self) -> bool:
-        return bool(self.perm & PERM_WRITE)
 
 
 @dataclass(frozen=True, slots=True)

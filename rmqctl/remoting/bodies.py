@@ -1,17 +1,33 @@
-"""Turn decoded fastjson response bodies into model objects.
+"""Request and response bodies of the remoting protocol: each decoder beside its encoder.
 
-Field names are the Java bean property names fastjson writes (``brokerAddrTable``, ``droped``
-…). Parsing is lenient the way an operator tool must be: unknown fields are ignored, numbers
-that arrive as strings are accepted, and both ``droped`` (Java) and ``dropped`` (Go) are read.
+A decoder (``cluster_info``, ``consume_stats`` …) turns a fastjson body into model objects; the
+encoder next to it (``encode_cluster_info`` …) writes those objects back exactly as a real broker,
+name server or Java client writes them, and ``decode(encode(x)) == x`` (property-tested). Field
+names are the Java bean property names (``brokerAddrTable``, ``droped`` …).
+
+Decoding is lenient the way an operator tool must be: unknown fields are ignored, numbers that
+arrive as strings are accepted, and both ``droped`` (Java) and ``dropped`` (Go) are read.
 Anything structurally wrong raises :class:`~rmqctl.errors.ProtocolError`.
+
+Encoding follows fastjson (``RemotingSerializable.encode``): bean properties alphabetically, null
+properties omitted, enums as their names, ``Map<Long|Integer, …>`` keys unquoted
+(``{0:"127.0.0.1:10911"}``) and ``Map<MessageQueue, …>`` keys as object literals
+(``{{"brokerName":"b","queueId":0,"topic":"T"}:{…}}``). The one exception is the name server's
+topic route for clients of version ≥ V4_9_4 or asking ``acceptStandardJsonOnly``: standard JSON
+with quoted keys (``BrowserCompatible|QuoteFieldNames|MapSortField``). Bodies are built as strings
+directly, not through a generic serializer, because the admin reads of a 2,000-group cluster must
+stay fast; message-queue keys are cached.
 
 Must not import the connection layer; only ``model``, ``errors`` and ``fastjson``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rmqctl import errors
@@ -35,6 +51,54 @@ from rmqctl.model import (
     parse_tag_expression,
 )
 from rmqctl.remoting import fastjson
+
+# ---------------------------------------------------------------------------------------------
+# Writing the fastjson dialect
+
+
+def _s(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _b(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def java_double(value: float) -> str:
+    """``Double.toString``: plain decimals in [1e-3, 1e7), otherwise ``d.dddE±n``."""
+    if math.isnan(value) or math.isinf(value):
+        return "null"  # fastjson writes non-finite doubles as null
+    if value == 0:
+        return "0.0"
+    magnitude = abs(value)
+    if 1e-3 <= magnitude < 1e7:
+        text = repr(float(value))
+        return text if "." in text or "e" in text else text + ".0"
+    mantissa, _, exponent = f"{value:.16e}".partition("e")
+    mantissa = mantissa.rstrip("0")
+    if mantissa.endswith("."):
+        mantissa += "0"
+    return f"{mantissa}E{int(exponent)}"
+
+
+@functools.lru_cache(maxsize=200_000)
+def mq_key(topic: str, broker_name: str, queue_id: int) -> str:
+    """A ``MessageQueue`` map key the way fastjson writes it."""
+    return f'{{"brokerName":{_s(broker_name)},"queueId":{queue_id},"topic":{_s(topic)}}}'
+
+
+def queue_key(mq: MessageQueue) -> str:
+    """:func:`mq_key` of a :class:`~rmqctl.model.MessageQueue`."""
+    return mq_key(mq.topic, mq.broker_name, mq.queue_id)
+
+
+def data_version(counter: int, timestamp: int) -> str:
+    """A ``DataVersion`` object."""
+    return f'{{"counter":{counter},"stateVersion":0,"timestamp":{timestamp}}}'
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the (lenient) fastjson dialect
 
 
 def _kind(value: Any) -> str:
@@ -136,6 +200,10 @@ def parse_body(body: bytes, what: str) -> Mapping[Any, Any]:
     return _obj(fastjson.loads(body), what)
 
 
+# ---------------------------------------------------------------------------------------------
+# Bodies: each decoder, then its encoder
+
+
 def message_queue(key: Any) -> MessageQueue:
     """A ``MessageQueue`` map key (object literal or its JSON-string form)."""
     if isinstance(key, str) and key.startswith("{"):
@@ -177,6 +245,25 @@ def cluster_info(body: bytes) -> ClusterInfo:
     return ClusterInfo(brokers, clusters)
 
 
+def _encode_broker_data(b: BrokerData, standard: bool) -> str:
+    if standard:
+        inner = ",".join(f'"{k}":{json.dumps(v)}' for k, v in sorted(b.addrs.items()))
+        return (f'{{"brokerAddrs":{{{inner}}},"brokerName":{json.dumps(b.broker_name)},'
+                f'"cluster":{json.dumps(b.cluster)},"enableActingMaster":false}}')
+    inner = ",".join(f"{k}:{_s(v)}" for k, v in sorted(b.addrs.items()))
+    return (f'{{"brokerAddrs":{{{inner}}},"brokerName":{_s(b.broker_name)},"cluster":{_s(b.cluster)},'
+            f'"enableActingMaster":false}}')
+
+
+def encode_cluster_info(info: ClusterInfo) -> bytes:
+    """ClusterInfo (106): always plain fastjson, so ``brokerAddrs`` keys are unquoted."""
+    brokers = ",".join(f"{_s(name)}:{_encode_broker_data(b, False)}" for name, b in info.brokers.items())
+    clusters = ",".join(
+        f"{_s(name)}:[{','.join(_s(b) for b in names)}]" for name, names in info.clusters.items()
+    )
+    return f'{{"brokerAddrTable":{{{brokers}}},"clusterAddrTable":{{{clusters}}}}}'.encode()
+
+
 def topic_route(topic: str, body: bytes) -> TopicRoute:
     data = parse_body(body, "TopicRouteData")
     queue_datas = tuple(
@@ -195,9 +282,30 @@ def topic_route(topic: str, body: bytes) -> TopicRoute:
                       _opt_str(data.get("orderTopicConf"), "orderTopicConf"))
 
 
+def encode_topic_route(route: TopicRoute, *, standard: bool) -> bytes:
+    """TopicRouteData (105); ``standard`` for version ≥ 401 or ``acceptStandardJsonOnly``."""
+    enc = json.dumps if standard else _s
+    brokers = ",".join(_encode_broker_data(b, standard) for b in route.broker_datas)
+    queues = ",".join(
+        f'{{"brokerName":{enc(q.broker_name)},"perm":{q.perm},"readQueueNums":{q.read_queue_nums},'
+        f'"topicSysFlag":{q.topic_sys_flag},"writeQueueNums":{q.write_queue_nums}}}'
+        for q in route.queue_datas
+    )
+    order = f',"orderTopicConf":{enc(route.order_topic_conf)}' if route.order_topic_conf is not None else ""
+    return (f'{{"brokerDatas":[{brokers}],"filterServerTable":{{}}{order},'
+            f'"queueDatas":[{queues}]}}').encode()
+
+
 def string_list(body: bytes, field: str) -> list[str]:
     data = parse_body(body, field)
     return [_str(v, field) for v in _list(data.get(field), field)]
+
+
+def encode_string_list(field: str, values: Iterable[str], *, broker_addr: str | None = None) -> bytes:
+    """TopicList / GroupList / GetConsumerListByGroupResponseBody: one list of strings (a topic
+    list of one broker also names the broker)."""
+    addr = f'"brokerAddr":{_s(broker_addr)},' if broker_addr else ""
+    return f'{{{addr}{_s(field)}:[{",".join(_s(v) for v in values)}]}}'.encode()
 
 
 def topic_stats(topic: str, body: bytes) -> TopicStats:
@@ -218,6 +326,17 @@ def topic_stats(topic: str, body: bytes) -> TopicStats:
         topic, tuple(sorted(offsets, key=lambda o: o.queue)),
         None if tps is None else _float(tps, "topicPutTps"),
     )
+
+
+def encode_topic_stats(stats: TopicStats) -> bytes:
+    """TopicStatsTable (202)."""
+    inner = ",".join(
+        f'{queue_key(row.queue)}:{{"lastUpdateTimestamp":{row.last_update_timestamp},'
+        f'"maxOffset":{row.max_offset},"minOffset":{row.min_offset}}}'
+        for row in stats.offsets
+    )
+    tps = "" if stats.put_tps is None else f',"topicPutTps":{java_double(stats.put_tps)}'
+    return f'{{"offsetTable":{{{inner}}}{tps}}}'.encode()
 
 
 def subscription(data: Mapping[str, Any]) -> Subscription:
@@ -243,22 +362,35 @@ def subscription(data: Mapping[str, Any]) -> Subscription:
     )
 
 
+def encode_subscription(sub: Subscription) -> str:
+    """SubscriptionData, as an object inside a body (``filterClassSource`` is not serialized)."""
+    codes = ",".join(str(c) for c in sub.codes)
+    tags = ",".join(_s(t) for t in sub.tags)
+    return (f'{{"classFilterMode":false,"codeSet":[{codes}],"expressionType":{_s(sub.expression_type)},'
+            f'"subString":{_s(sub.expression)},"subVersion":{sub.sub_version},"tagsSet":[{tags}],'
+            f'"topic":{_s(sub.topic)}}}')
+
+
+def _client_connection(c: Mapping[str, Any]) -> ClientConnection:
+    return ClientConnection(
+        client_id=_str(c.get("clientId"), "Connection.clientId"),
+        client_addr=_str(c.get("clientAddr"), "Connection.clientAddr"),
+        language=_str(c.get("language"), "Connection.language"),
+        version=_int(c.get("version"), "Connection.version"),
+    )
+
+
+def _encode_client_connection(c: ClientConnection) -> str:
+    return (f'{{"clientAddr":{_s(c.client_addr)},"clientId":{_s(c.client_id)},'
+            f'"language":{_s(c.language)},"version":{c.version}}}')
+
+
 def consumer_connection(body: bytes) -> ConsumerConnection:
     data = parse_body(body, "ConsumerConnection")
-    conns = tuple(
-        sorted(
-            (
-                ClientConnection(
-                    client_id=_str(c.get("clientId"), "Connection.clientId"),
-                    client_addr=_str(c.get("clientAddr"), "Connection.clientAddr"),
-                    language=_str(c.get("language"), "Connection.language"),
-                    version=_int(c.get("version"), "Connection.version"),
-                )
-                for c in _objects(data.get("connectionSet"), "connectionSet")
-            ),
-            key=lambda c: c.client_id,
-        )
-    )
+    conns = tuple(sorted(
+        (_client_connection(c) for c in _objects(data.get("connectionSet"), "connectionSet")),
+        key=lambda c: c.client_id,
+    ))
     subs = {
         _str(topic, "subscriptionTable key"): subscription(_obj(value, "SubscriptionData"))
         for topic, value in _obj(data.get("subscriptionTable"), "subscriptionTable").items()
@@ -270,6 +402,29 @@ def consumer_connection(body: bytes) -> ConsumerConnection:
         _opt_str(data.get("messageModel"), "messageModel"),
         _opt_str(data.get("consumeFromWhere"), "consumeFromWhere"),
     )
+
+
+def _opt_field(name: str, value: str | None) -> str:
+    return "" if value is None else f'{_s(name)}:{_s(value)},'
+
+
+def encode_consumer_connection(conn: ConsumerConnection) -> bytes:
+    """ConsumerConnection (203): live channels and the group's stored subscription table."""
+    conns = ",".join(_encode_client_connection(c) for c in conn.connections)
+    subs = ",".join(f"{_s(t)}:{encode_subscription(s)}" for t, s in conn.subscriptions.items())
+    return (f'{{"connectionSet":[{conns}],{_opt_field("consumeFromWhere", conn.consume_from_where)}'
+            f'{_opt_field("consumeType", conn.consume_type)}{_opt_field("messageModel", conn.message_model)}'
+            f'"subscriptionTable":{{{subs}}}}}').encode()
+
+
+def producer_connection(body: bytes) -> tuple[ClientConnection, ...]:
+    """ProducerConnection (204): the producer group's live channels, in the order written."""
+    data = parse_body(body, "ProducerConnection")
+    return tuple(_client_connection(c) for c in _objects(data.get("connectionSet"), "connectionSet"))
+
+
+def encode_producer_connection(connections: Iterable[ClientConnection]) -> bytes:
+    return f'{{"connectionSet":[{",".join(_encode_client_connection(c) for c in connections)}]}}'.encode()
 
 
 def consume_stats(body: bytes) -> ConsumeStats:
@@ -285,6 +440,17 @@ def consume_stats(body: bytes) -> ConsumeStats:
             last_timestamp=_int(entry.get("lastTimestamp"), "OffsetWrapper.lastTimestamp"),
         )
     return ConsumeStats(offsets, _float(data.get("consumeTps"), "consumeTps"))
+
+
+def encode_consume_stats(stats: ConsumeStats) -> bytes:
+    """ConsumeStats (208): OffsetWrapper per queue, MessageQueue keys."""
+    inner = ",".join(
+        f'{queue_key(mq)}:{{"brokerOffset":{entry.broker_offset},"consumerOffset":{entry.consumer_offset},'
+        f'"lastTimestamp":{entry.last_timestamp}'
+        + ("" if entry.pull_offset is None else f',"pullOffset":{entry.pull_offset}') + "}"
+        for mq, entry in stats.offsets.items()
+    )
+    return f'{{"consumeTps":{java_double(stats.consume_tps)},"offsetTable":{{{inner}}}}}'.encode()
 
 
 def process_queue_info(data: Mapping[str, Any]) -> ProcessQueueInfo:
@@ -304,6 +470,16 @@ def process_queue_info(data: Mapping[str, Any]) -> ProcessQueueInfo:
         last_pull_timestamp=num("lastPullTimestamp"),
         last_consume_timestamp=num("lastConsumeTimestamp"),
     )
+
+
+def encode_process_queue_info(pq: ProcessQueueInfo) -> str:
+    return (f'{{"cachedMsgCount":{pq.cached_msg_count},"cachedMsgMaxOffset":{pq.cached_msg_max_offset},'
+            f'"cachedMsgMinOffset":{pq.cached_msg_min_offset},"cachedMsgSizeInMiB":{pq.cached_msg_size_mib},'
+            f'"commitOffset":{pq.commit_offset},"droped":{_b(pq.dropped)},'
+            f'"lastConsumeTimestamp":{pq.last_consume_timestamp},"lastLockTimestamp":{pq.last_lock_timestamp},'
+            f'"lastPullTimestamp":{pq.last_pull_timestamp},"locked":{_b(pq.locked)},'
+            f'"transactionMsgCount":0,"transactionMsgMaxOffset":0,"transactionMsgMinOffset":0,'
+            f'"tryUnlockTimes":{pq.try_unlock_times}}}')
 
 
 def consumer_running_info(client_id: str, body: bytes) -> ConsumerRunningInfo:
@@ -335,32 +511,281 @@ def consumer_running_info(client_id: str, body: bytes) -> ConsumerRunningInfo:
     return ConsumerRunningInfo(client_id, props, subs, dict(sorted(table.items())), dict(sorted(status.items())))
 
 
+def encode_consumer_running_info(info: ConsumerRunningInfo, *, jstack: str | None = None) -> bytes:
+    """ConsumerRunningInfo (307), as the Java consumer writes it: subscriptions and queues in the
+    order given (the Java client's are a TreeSet and a TreeMap), properties sorted."""
+    parts = []
+    if jstack is not None:
+        parts.append(f'"jstack":{_s(jstack)}')
+    parts.append('"mqPopTable":{}')
+    mqs = ",".join(f"{queue_key(mq)}:{encode_process_queue_info(pq)}" for mq, pq in info.mq_table.items())
+    parts.append(f'"mqTable":{{{mqs}}}')
+    props = ",".join(f"{_s(k)}:{_s(v)}" for k, v in sorted(info.properties.items()))
+    parts.append(f'"properties":{{{props}}}')
+    status = ",".join(
+        f'{_s(topic)}:{{"consumeFailedMsgs":{st.consume_failed_msgs},'
+        f'"consumeFailedTPS":{java_double(st.consume_failed_tps)},"consumeOKTPS":{java_double(st.consume_ok_tps)},'
+        f'"consumeRT":{java_double(st.consume_rt)},"pullRT":{java_double(st.pull_rt)},'
+        f'"pullTPS":{java_double(st.pull_tps)}}}'
+        for topic, st in sorted(info.status.items())
+    )
+    parts.append(f'"statusTable":{{{status}}}')
+    parts.append(f'"subscriptionSet":[{",".join(encode_subscription(s) for s in info.subscriptions)}]')
+    parts.append('"userConsumerInfo":{}')
+    return ("{" + ",".join(parts) + "}").encode()
+
+
+def _group_config(cfg: Mapping[Any, Any], default_name: str) -> SubscriptionGroupConfig:
+    def flag(field: str, default: bool) -> bool:
+        return _bool(cfg.get(field), "SubscriptionGroupConfig." + field, default)
+
+    def num(field: str, default: int) -> int:
+        return _int(cfg.get(field), "SubscriptionGroupConfig." + field, default)
+
+    return SubscriptionGroupConfig(
+        group_name=_str(cfg.get("groupName"), "SubscriptionGroupConfig.groupName", default_name),
+        consume_enable=flag("consumeEnable", True),
+        consume_broadcast_enable=flag("consumeBroadcastEnable", True),
+        consume_message_orderly=flag("consumeMessageOrderly", False),
+        retry_queue_nums=num("retryQueueNums", 1),
+        retry_max_times=num("retryMaxTimes", 16),
+        broker_id=num("brokerId", 0),
+        notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
+    )
+
+
+def subscription_group_config(body: bytes) -> SubscriptionGroupConfig:
+    """One SubscriptionGroupConfig (352, and the body of 200 that creates or updates one)."""
+    return _group_config(parse_body(body, "SubscriptionGroupConfig"), "")
+
+
+@functools.lru_cache(maxsize=100_000)
+def _group_config_json(cfg: SubscriptionGroupConfig) -> str:
+    # 5.x properties; ``subscriptionDataSet`` is null and omitted
+    return (f'{{"attributes":{{}},"brokerId":{cfg.broker_id},'
+            f'"consumeBroadcastEnable":{_b(cfg.consume_broadcast_enable)},'
+            f'"consumeEnable":{_b(cfg.consume_enable)},"consumeFromMinEnable":true,'
+            f'"consumeMessageOrderly":{_b(cfg.consume_message_orderly)},"consumeTimeoutMinute":15,'
+            f'"groupName":{_s(cfg.group_name)},"groupRetryPolicy":{{"type":"CUSTOMIZED"}},'
+            f'"groupSysFlag":0,"notifyConsumerIdsChangedEnable":{_b(cfg.notify_consumer_ids_changed_enable)},'
+            f'"retryMaxTimes":{cfg.retry_max_times},"retryQueueNums":{cfg.retry_queue_nums},'
+            f'"whichBrokerWhenConsumeSlowly":1}}')
+
+
+def encode_subscription_group_config(cfg: SubscriptionGroupConfig) -> bytes:
+    return _group_config_json(cfg).encode()
+
+
 def subscription_groups(body: bytes) -> dict[str, SubscriptionGroupConfig]:
+    """SubscriptionGroupWrapper (201): every group config of a broker, by group name."""
     data = parse_body(body, "SubscriptionGroupWrapper")
     out = {}
     for name, value in _obj(data.get("subscriptionGroupTable"), "subscriptionGroupTable").items():
-        cfg = _obj(value, "SubscriptionGroupConfig")
         key = _str(name, "subscriptionGroupTable key")
-
-        def flag(field: str, default: bool, cfg: Mapping[Any, Any] = cfg) -> bool:
-            return _bool(cfg.get(field), "SubscriptionGroupConfig." + field, default)
-
-        def num(field: str, default: int, cfg: Mapping[Any, Any] = cfg) -> int:
-            return _int(cfg.get(field), "SubscriptionGroupConfig." + field, default)
-
-        out[key] = SubscriptionGroupConfig(
-            group_name=_str(cfg.get("groupName"), "SubscriptionGroupConfig.groupName", key),
-            consume_enable=flag("consumeEnable", True),
-            consume_broadcast_enable=flag("consumeBroadcastEnable", True),
-            consume_message_orderly=flag("consumeMessageOrderly", False),
-            retry_queue_nums=num("retryQueueNums", 1),
-            retry_max_times=num("retryMaxTimes", 16),
-            broker_id=num("brokerId", 0),
-            notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
-        )
+        out[key] = _group_config(_obj(value, "SubscriptionGroupConfig"), key)
     return dict(sorted(out.items()))
 
 
+def encode_subscription_groups(configs: Mapping[str, SubscriptionGroupConfig], version: tuple[int, int]) -> bytes:
+    inner = ",".join(f"{_s(name)}:{_group_config_json(cfg)}" for name, cfg in configs.items())
+    return (f'{{"dataVersion":{data_version(*version)},'
+            f'"subscriptionGroupTable":{{{inner}}}}}').encode()
+
+
 def kv_table(body: bytes) -> dict[str, str]:
+    """KVTable (28 runtime info, 219 a name-server namespace)."""
     data = parse_body(body, "KVTable")
     return {_str(k, "table key"): _str(v, "table") for k, v in _obj(data.get("table"), "table").items()}
+
+
+def encode_kv_table(table: Mapping[str, str]) -> bytes:
+    inner = ",".join(f"{_s(k)}:{_s(v)}" for k, v in table.items())
+    return f'{{"table":{{{inner}}}}}'.encode()
+
+
+PERM_WRITE = 2
+PERM_READ = 4
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """A broker's config of one topic (``TopicConfig``)."""
+
+    name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int = PERM_READ | PERM_WRITE
+    order: bool = False
+    topic_sys_flag: int = 0
+    topic_filter_type: str = "SINGLE_TAG"
+
+    @property
+    def readable(self) -> bool:
+        return bool(self.perm & PERM_READ)
+
+    @property
+    def writable(self) -> bool:
+        return bool(self.perm & PERM_WRITE)
+
+
+def _topic_config(data: Mapping[Any, Any], default_name: str) -> TopicConfig:
+    return TopicConfig(
+        name=_str(data.get("topicName"), "TopicConfig.topicName", default_name),
+        read_queue_nums=_int(data.get("readQueueNums"), "TopicConfig.readQueueNums", 16),
+        write_queue_nums=_int(data.get("writeQueueNums"), "TopicConfig.writeQueueNums", 16),
+        perm=_int(data.get("perm"), "TopicConfig.perm", PERM_READ | PERM_WRITE),
+        order=_bool(data.get("order"), "TopicConfig.order"),
+        topic_sys_flag=_int(data.get("topicSysFlag"), "TopicConfig.topicSysFlag"),
+        topic_filter_type=_str(data.get("topicFilterType"), "TopicConfig.topicFilterType", "SINGLE_TAG"),
+    )
+
+
+def topic_config(body: bytes) -> TopicConfig:
+    """One TopicConfig (351)."""
+    return _topic_config(parse_body(body, "TopicConfig"), "")
+
+
+def _topic_config_json(tc: TopicConfig) -> str:
+    return (f'{{"attributes":{{}},"order":{_b(tc.order)},"perm":{tc.perm},'
+            f'"readQueueNums":{tc.read_queue_nums},"topicFilterType":{_s(tc.topic_filter_type)},'
+            f'"topicName":{_s(tc.name)},"topicSysFlag":{tc.topic_sys_flag},'
+            f'"writeQueueNums":{tc.write_queue_nums}}}')
+
+
+def encode_topic_config(tc: TopicConfig) -> bytes:
+    return _topic_config_json(tc).encode()
+
+
+def topic_configs(body: bytes) -> dict[str, TopicConfig]:
+    """TopicConfigAndMappingSerializeWrapper (21): every topic config of a broker, by name."""
+    data = parse_body(body, "TopicConfigSerializeWrapper")
+    out = {}
+    for name, value in _obj(data.get("topicConfigTable"), "topicConfigTable").items():
+        key = _str(name, "topicConfigTable key")
+        out[key] = _topic_config(_obj(value, "TopicConfig"), key)
+    return out
+
+
+def encode_topic_configs(topics: Mapping[str, TopicConfig], version: tuple[int, int]) -> bytes:
+    inner = ",".join(f"{_s(name)}:{_topic_config_json(tc)}" for name, tc in topics.items())
+    return (f'{{"dataVersion":{data_version(*version)},"mappingDataVersion":{data_version(0, version[1])},'
+            f'"topicConfigTable":{{{inner}}},"topicQueueMappingDetailMap":{{}},'
+            f'"topicQueueMappingInfoMap":{{}}}}').encode()
+
+
+def consumer_offsets(body: bytes) -> dict[tuple[str, str], dict[int, int]]:
+    """ConsumerOffsetManager's JSON (43): ``(topic, group)`` → {queue id: committed offset}."""
+    data = parse_body(body, "ConsumerOffsetSerializeWrapper")
+    out: dict[tuple[str, str], dict[int, int]] = {}
+    for key, table in _obj(data.get("offsetTable"), "offsetTable").items():
+        topic, sep, group = _str(key, "offsetTable key").partition("@")
+        if not sep:
+            raise errors.ProtocolError(f"offsetTable key {str(key)[:40]!r} is not topic@group")
+        out[(topic, group)] = {
+            _int(q, "offsetTable queue id"): _int(o, "offsetTable offset") for q, o in _obj(table, "offsets").items()
+        }
+    return out
+
+
+def encode_consumer_offsets(offsets: Mapping[tuple[str, str], Mapping[int, int]], version: tuple[int, int]) -> bytes:
+    inner = ",".join(
+        f"{_s(f'{topic}@{group}')}:{{{','.join(f'{q}:{o}' for q, o in sorted(table.items()))}}}"
+        for (topic, group), table in sorted(offsets.items())
+    )
+    return f'{{"dataVersion":{data_version(*version)},"offsetTable":{{{inner}}}}}'.encode()
+
+
+def query_subscription(body: bytes) -> tuple[str, str, Subscription | None]:
+    """QuerySubscriptionResponseBody (345): group, topic and the broker's stored subscription."""
+    data = parse_body(body, "QuerySubscriptionResponseBody")
+    sub = data.get("subscriptionData")
+    return (_str(data.get("group"), "group"), _str(data.get("topic"), "topic"),
+            None if sub is None else subscription(_obj(sub, "SubscriptionData")))
+
+
+def encode_query_subscription(group: str, topic: str, sub: Subscription | None) -> bytes:
+    body = f'{{"group":{_s(group)}'
+    if sub is not None:
+        body += f',"subscriptionData":{encode_subscription(sub)}'
+    return (body + f',"topic":{_s(topic)}}}').encode()
+
+
+def broker_config(body: bytes) -> dict[str, str]:
+    """GET_BROKER_CONFIG (26): a Java properties text (``key=value`` lines), not JSON."""
+    out = {}
+    for line in body.decode("utf-8", "replace").splitlines():
+        if not line.strip() or line.lstrip().startswith(("#", "!")):
+            continue
+        key, _, value = line.partition("=")
+        out[key] = value
+    return out
+
+
+def encode_broker_config(values: Mapping[str, str]) -> bytes:
+    """``MixAll.properties2String``: one ``key=value`` line per entry, unescaped."""
+    return "".join(f"{k}={v}\n" for k, v in values.items()).encode()
+
+
+# ---------------------------------------------------------------------------------------------
+# Request bodies
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerData:
+    """One group's part of a heartbeat (``ConsumerData``)."""
+
+    group: str
+    consume_type: str
+    message_model: str
+    consume_from_where: str
+    subscriptions: tuple[Subscription, ...]
+    unit_mode: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatData:
+    """A client's heartbeat (``HeartbeatData``): its id, its consumer groups, its producer groups."""
+
+    client_id: str
+    consumers: tuple[ConsumerData, ...] = ()
+    producers: tuple[str, ...] = ()
+
+
+def heartbeat_data(body: bytes) -> HeartbeatData:
+    """Decode a HEART_BEAT (34) body; raises ProtocolError when it is not a HeartbeatData."""
+    data = fastjson.loads(body) if body else {}
+    if not isinstance(data, dict):
+        raise errors.ProtocolError("HeartbeatData: expected an object", body)
+    consumers = []
+    for item in data.get("consumerDataSet") or ():
+        if not isinstance(item, dict):
+            continue
+        subs = tuple(
+            subscription(s) for s in item.get("subscriptionDataSet") or () if isinstance(s, dict)
+        )
+        consumers.append(ConsumerData(
+            str(item.get("groupName", "")),
+            str(item.get("consumeType") or "CONSUME_PASSIVELY"),
+            str(item.get("messageModel") or "CLUSTERING"),
+            str(item.get("consumeFromWhere") or "CONSUME_FROM_LAST_OFFSET"),
+            subs,
+            bool(item.get("unitMode", False)),
+        ))
+    producers = tuple(
+        str(p.get("groupName", "")) for p in data.get("producerDataSet") or () if isinstance(p, dict)
+    )
+    return HeartbeatData(str(data.get("clientID", "")), tuple(consumers), producers)
+
+
+def encode_heartbeat_data(data: HeartbeatData) -> bytes:
+    """A HeartbeatData the way the Java client sends it."""
+    consumers = ",".join(
+        f'{{"consumeFromWhere":{_s(c.consume_from_where)},"consumeType":{_s(c.consume_type)},'
+        f'"groupName":{_s(c.group)},"messageModel":{_s(c.message_model)},'
+        f'"subscriptionDataSet":[{",".join(encode_subscription(s) for s in c.subscriptions)}],'
+        f'"unitMode":{_b(c.unit_mode)}}}'
+        for c in data.consumers
+    )
+    producers = ",".join(f'{{"groupName":{_s(p)}}}' for p in data.producers)
+    return (f'{{"clientID":{_s(data.client_id)},"consumerDataSet":[{consumers}],'
+            f'"heartbeatFingerprint":0,"producerDataSet":[{producers}],"withoutSub":false}}').encode()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rmqctl.emulator.broker import BrokerState
 from rmqctl.emulator.clock import Scheduler
-from rmqctl.emulator.groups import ConsumerData, ConsumerGroupInfo, HeartbeatData
+from rmqctl.emulator.groups import ConsumerGroupInfo
 from rmqctl.emulator.pulls import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullRequestHeader, PullResult
 from rmqctl.model import OffsetEntry, SubscriptionGroupConfig, parse_tag_expression
+from rmqctl.remoting.bodies import ConsumerData, HeartbeatData
 from rmqctl.remoting.codes import ResponseCode
 from rmqctl.remoting.frame import RemotingCommand
 

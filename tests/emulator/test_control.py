@@ -18,15 +18,14 @@ from typer.testing import CliRunner
 
 from rmqctl import errors
 from rmqctl.cli.app import app as rmqctl_app
-from rmqctl.emulator import wire
 from rmqctl.emulator.control import ControlServer
-from rmqctl.emulator.groups import ConsumerData, HeartbeatData
 from rmqctl.emulator.scenario import load_scenario
 from rmqctl.emulator.serve import ServeOptions, running_emulator
 from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.model import parse_tag_expression
-from rmqctl.remoting import frame
+from rmqctl.remoting import bodies, frame
 from rmqctl.remoting.admin import AdminClient
+from rmqctl.remoting.bodies import ConsumerData, HeartbeatData
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.connection import Connection
 from tests.emulator.helpers import served_in_thread
@@ -238,7 +237,7 @@ async def test_a_tcp_client_can_heartbeat_send_pull_and_answer_the_307_relay() -
                 "test-consumer", "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET",
                 (parse_tag_expression("TopicTest2", "tag9", 1),)),))
             reply = await conn.request(frame.RemotingCommand(code=RequestCode.HEART_BEAT,
-                                                             body=wire.heartbeat_body(hb)), TIMEOUT)
+                                                             body=bodies.encode_heartbeat_data(hb)), TIMEOUT)
             assert reply.code == ResponseCode.SUCCESS
             assert cluster.brokers["broker-a"].consumer_ids("test-consumer")[-1] == "192.168.1.1@py"
             assert notified == ["test-consumer"]  # the broker told us (a new channel joined)

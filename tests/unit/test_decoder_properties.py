@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rmqctl.errors import ProtocolError
-from rmqctl.remoting import bodies, fastjson, frame
+from rmqctl.remoting import bodies, fastjson, frame, messages
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 GOLDEN_FRAMES = sorted(p.read_bytes() for p in GOLDEN.rglob("*.bin"))
@@ -37,6 +37,15 @@ BODY_DECODERS: dict[str, Callable[[bytes], Any]] = {
     "consumer_running_info": lambda b: bodies.consumer_running_info("c", b),
     "subscription_groups": bodies.subscription_groups,
     "kv_table": bodies.kv_table,
+    "subscription_group_config": bodies.subscription_group_config,
+    "producer_connection": bodies.producer_connection,
+    "topic_config": bodies.topic_config,
+    "topic_configs": bodies.topic_configs,
+    "consumer_offsets": bodies.consumer_offsets,
+    "query_subscription": bodies.query_subscription,
+    "broker_config": bodies.broker_config,
+    "heartbeat_data": bodies.heartbeat_data,
+    "message_records": messages.decode_records,
 }
 
 
@@ -135,7 +144,8 @@ def test_fastjson_any_text(text: str) -> None:
                          "topicList", "offsetTable", "connectionSet", "subscriptionTable", "tagsSet", "codeSet",
                          "mqTable", "properties", "subscriptionSet", "subscriptionGroupTable", "table",
                          "consumeTps", "topicPutTps", "brokerOffset", "queueId", "topic", "brokerName",
-                         "locked", "droped", "retryQueueNums", "x"]), inner, max_size=4),
+                         "locked", "droped", "retryQueueNums", "topicConfigTable", "readQueueNums",
+                         "consumerDataSet", "subscriptionDataSet", "subscriptionData", "x"]), inner, max_size=4),
     max_leaves=12))
 def test_body_converters_on_any_json_shape(name: str, doc: Any) -> None:
     only_protocol_errors(BODY_DECODERS[name], json.dumps(doc).encode())

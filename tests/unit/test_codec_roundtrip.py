@@ -1,0 +1,290 @@
+"""Every body and message codec: ``decode(encode(x)) == x`` for any value Hypothesis builds.
+
+Each encoder in :mod:`rmqctl.remoting.bodies` and :mod:`rmqctl.remoting.messages` sits beside its
+decoder; these properties pin the pair together (names with quotes, backslashes and non-ASCII
+text, extreme longs, doubles that need Java's exponent form, optional fields left out). What the
+bytes must look like is pinned separately, by the golden frames of a real broker.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmqctl.model import (
+    BrokerData,
+    ClientConnection,
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    ConsumeStatus,
+    MessageQueue,
+    OffsetEntry,
+    ProcessQueueInfo,
+    QueueData,
+    SampledMessage,
+    Subscription,
+    SubscriptionGroupConfig,
+    TopicOffset,
+    TopicRoute,
+    TopicStats,
+)
+from rmqctl.remoting import bodies, fastjson, messages
+from rmqctl.remoting.bodies import ConsumerData, HeartbeatData, TopicConfig
+from rmqctl.remoting.messages import BORNHOST_V6, STOREHOST_V6, MessageRecord
+
+T = TypeVar("T")
+PROPERTIES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Any text JSON can carry: quotes, backslashes, control characters, non-ASCII (no lone surrogates).
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+NAME = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="@"), min_size=1, max_size=12)
+LONG = st.integers(-(2**63), 2**63 - 1)
+INT = st.integers(-(2**31), 2**31 - 1)
+DOUBLE = st.floats(allow_nan=False, allow_infinity=False)
+OPT_TEXT = st.none() | TEXT
+
+
+def unique_by(items: st.SearchStrategy[list[T]], key: Callable[[T], Any]) -> st.SearchStrategy[list[T]]:
+    return items.map(lambda xs: list({key(x): x for x in xs}.values()))
+
+
+queues = st.builds(MessageQueue, NAME, NAME, st.integers(0, 2**31 - 1))
+subscriptions = st.builds(
+    Subscription, topic=NAME, expression=TEXT, tags=st.lists(TEXT, max_size=3).map(tuple),
+    codes=st.lists(INT, max_size=3).map(tuple), sub_version=LONG, expression_type=st.sampled_from(["TAG", "SQL92"]),
+)
+connections = st.builds(ClientConnection, client_id=TEXT, client_addr=TEXT, language=TEXT, version=INT)
+broker_datas = st.builds(BrokerData, NAME, NAME, st.dictionaries(st.integers(0, 64), TEXT, max_size=3))
+queue_datas = st.builds(QueueData, NAME, INT, INT, INT, INT)
+group_configs = st.builds(
+    SubscriptionGroupConfig, group_name=NAME, consume_enable=st.booleans(), consume_broadcast_enable=st.booleans(),
+    consume_message_orderly=st.booleans(), retry_queue_nums=INT, retry_max_times=INT, broker_id=LONG,
+    notify_consumer_ids_changed_enable=st.booleans(),
+)
+process_queues = st.builds(
+    ProcessQueueInfo, LONG, LONG, LONG, LONG, LONG, st.booleans(), st.booleans(), LONG, LONG, LONG, LONG,
+)
+statuses = st.builds(ConsumeStatus, DOUBLE, DOUBLE, DOUBLE, DOUBLE, DOUBLE, LONG)
+topic_configs = st.builds(TopicConfig, NAME, INT, INT, INT, st.booleans(), INT, TEXT)
+VERSIONS = st.tuples(LONG, LONG)
+
+
+@PROPERTIES
+@given(st.lists(queues, max_size=4))
+def test_message_queue_keys(mqs: list[MessageQueue]) -> None:
+    body = ("{" + ",".join(f"{bodies.queue_key(mq)}:{i}" for i, mq in enumerate(mqs)) + "}").encode()
+    decoded = {bodies.message_queue(k): v for k, v in fastjson.loads(body).items()}
+    assert decoded == {mq: i for i, mq in enumerate(mqs)} or len(set(mqs)) < len(mqs)
+
+
+@PROPERTIES
+@given(st.dictionaries(NAME, broker_datas, max_size=3),
+       st.dictionaries(NAME, st.lists(NAME, max_size=3).map(lambda xs: tuple(sorted(xs))), max_size=3))
+def test_cluster_info(brokers: dict[str, BrokerData], clusters: dict[str, tuple[str, ...]]) -> None:
+    info = ClusterInfo(brokers, clusters)
+    assert bodies.cluster_info(bodies.encode_cluster_info(info)) == info
+
+
+@PROPERTIES
+@given(NAME, st.lists(queue_datas, max_size=3), st.lists(broker_datas, max_size=3), OPT_TEXT, st.booleans())
+def test_topic_route(topic: str, qds: list[QueueData], bds: list[BrokerData], order: str | None,
+                     standard: bool) -> None:
+    route = TopicRoute(topic, tuple(qds), tuple(bds), order)
+    assert bodies.topic_route(topic, bodies.encode_topic_route(route, standard=standard)) == route
+
+
+@PROPERTIES
+@given(st.sampled_from(["topicList", "groupList", "consumerIdList"]), st.lists(TEXT, max_size=5), OPT_TEXT)
+def test_string_list(field: str, values: list[str], broker_addr: str | None) -> None:
+    assert bodies.string_list(bodies.encode_string_list(field, values, broker_addr=broker_addr), field) == values
+
+
+@PROPERTIES
+@given(NAME, unique_by(st.lists(st.builds(TopicOffset, queues, LONG, LONG, LONG), max_size=4), lambda o: o.queue),
+       st.none() | DOUBLE)
+def test_topic_stats(topic: str, rows: list[TopicOffset], tps: float | None) -> None:
+    stats = TopicStats(topic, tuple(sorted(rows, key=lambda o: o.queue)), tps)
+    assert bodies.topic_stats(topic, bodies.encode_topic_stats(stats)) == stats
+
+
+@PROPERTIES
+@given(subscriptions)
+def test_subscription(sub: Subscription) -> None:
+    assert bodies.subscription(fastjson.loads(bodies.encode_subscription(sub).encode())) == sub
+
+
+@PROPERTIES
+@given(unique_by(st.lists(connections, max_size=4), lambda c: c.client_id),
+       st.dictionaries(NAME, subscriptions, max_size=3), OPT_TEXT, OPT_TEXT, OPT_TEXT)
+def test_consumer_connection(conns: list[ClientConnection], subs: dict[str, Subscription], consume_type: str | None,
+                             model: str | None, where: str | None) -> None:
+    view = ConsumerConnection(tuple(sorted(conns, key=lambda c: c.client_id)), dict(sorted(subs.items())),
+                              consume_type, model, where)
+    assert bodies.consumer_connection(bodies.encode_consumer_connection(view)) == view
+
+
+@PROPERTIES
+@given(st.lists(connections, max_size=4))
+def test_producer_connection(conns: list[ClientConnection]) -> None:
+    assert bodies.producer_connection(bodies.encode_producer_connection(conns)) == tuple(conns)
+
+
+@PROPERTIES
+@given(st.dictionaries(queues, st.builds(OffsetEntry, LONG, LONG, st.none() | LONG, LONG), max_size=4), DOUBLE)
+def test_consume_stats(offsets: dict[MessageQueue, OffsetEntry], tps: float) -> None:
+    stats = ConsumeStats(offsets, tps)
+    assert bodies.consume_stats(bodies.encode_consume_stats(stats)) == stats
+
+
+@PROPERTIES
+@given(TEXT, st.dictionaries(TEXT, TEXT, max_size=4),
+       unique_by(st.lists(subscriptions, max_size=3), lambda s: (s.topic, s.expression)),
+       st.dictionaries(queues, process_queues, max_size=3), st.dictionaries(TEXT, statuses, max_size=3), OPT_TEXT)
+def test_consumer_running_info(client_id: str, props: dict[str, str], subs: list[Subscription],
+                               mq_table: dict[MessageQueue, ProcessQueueInfo], status: dict[str, ConsumeStatus],
+                               jstack: str | None) -> None:
+    info = ConsumerRunningInfo(client_id, props, tuple(sorted(subs, key=lambda s: (s.topic, s.expression))),
+                               dict(sorted(mq_table.items())), dict(sorted(status.items())))
+    assert bodies.consumer_running_info(client_id, bodies.encode_consumer_running_info(info, jstack=jstack)) == info
+
+
+@PROPERTIES
+@given(st.dictionaries(NAME, group_configs, max_size=4), VERSIONS)
+def test_subscription_groups(configs: dict[str, SubscriptionGroupConfig], version: tuple[int, int]) -> None:
+    assert bodies.subscription_groups(bodies.encode_subscription_groups(configs, version)) == dict(
+        sorted(configs.items()))
+
+
+@PROPERTIES
+@given(group_configs)
+def test_subscription_group_config(config: SubscriptionGroupConfig) -> None:
+    assert bodies.subscription_group_config(bodies.encode_subscription_group_config(config)) == config
+
+
+@PROPERTIES
+@given(st.dictionaries(TEXT, TEXT, max_size=5))
+def test_kv_table(table: dict[str, str]) -> None:
+    assert bodies.kv_table(bodies.encode_kv_table(table)) == table
+
+
+@PROPERTIES
+@given(topic_configs)
+def test_topic_config(config: TopicConfig) -> None:
+    assert bodies.topic_config(bodies.encode_topic_config(config)) == config
+
+
+@PROPERTIES
+@given(st.dictionaries(NAME, topic_configs, max_size=4), VERSIONS)
+def test_topic_configs(configs: dict[str, TopicConfig], version: tuple[int, int]) -> None:
+    assert bodies.topic_configs(bodies.encode_topic_configs(configs, version)) == configs
+
+
+@PROPERTIES
+@given(st.dictionaries(st.tuples(NAME, NAME), st.dictionaries(INT, LONG, max_size=4), max_size=4), VERSIONS)
+def test_consumer_offsets(offsets: dict[tuple[str, str], dict[int, int]], version: tuple[int, int]) -> None:
+    assert bodies.consumer_offsets(bodies.encode_consumer_offsets(offsets, version)) == offsets
+
+
+@PROPERTIES
+@given(TEXT, TEXT, st.none() | subscriptions)
+def test_query_subscription(group: str, topic: str, sub: Subscription | None) -> None:
+    assert bodies.query_subscription(bodies.encode_query_subscription(group, topic, sub)) == (group, topic, sub)
+
+
+PROPERTY_KEY = st.text(string.ascii_letters, min_size=1, max_size=1).flatmap(
+    lambda first: st.text(string.ascii_letters + string.digits + "._-:/ ", max_size=10).map(lambda rest: first + rest))
+PROPERTY_VALUE = st.text(string.ascii_letters + string.digits + "._-:/ ={};,\"", max_size=16)
+
+
+@PROPERTIES
+@given(st.dictionaries(PROPERTY_KEY, PROPERTY_VALUE, max_size=6))
+def test_broker_config(values: dict[str, str]) -> None:
+    assert bodies.broker_config(bodies.encode_broker_config(values)) == values
+
+
+heartbeats = st.builds(
+    HeartbeatData, TEXT,
+    st.lists(st.builds(ConsumerData, TEXT, NAME, NAME, NAME, st.lists(subscriptions, max_size=3).map(tuple),
+                       st.booleans()), max_size=3).map(tuple),
+    st.lists(TEXT, max_size=3).map(tuple),
+)
+
+
+@PROPERTIES
+@given(heartbeats)
+def test_heartbeat_data(data: HeartbeatData) -> None:
+    assert bodies.heartbeat_data(bodies.encode_heartbeat_data(data)) == data
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages of a pull response
+
+PROPERTY_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=10)
+V4 = st.ip_addresses(v=4).map(str)
+V6 = st.ip_addresses(v=6).map(str)
+PORT = INT
+
+
+@st.composite
+def records(draw: st.DrawFn) -> MessageRecord:
+    born_v6, store_v6 = draw(st.booleans()), draw(st.booleans())
+    sys_flag = (draw(INT) & ~(BORNHOST_V6 | STOREHOST_V6)) | (BORNHOST_V6 if born_v6 else 0) | (
+        STOREHOST_V6 if store_v6 else 0)
+    return MessageRecord(
+        # up to 300 characters: topics longer than 255 bytes need the v2 layout
+        topic=draw(st.text(st.characters(blacklist_categories=("Cs",)), max_size=300)),
+        queue_id=draw(INT), queue_offset=draw(LONG), physical_offset=draw(LONG), born_timestamp=draw(LONG),
+        store_timestamp=draw(LONG), body=draw(st.binary(max_size=64)),
+        properties=draw(st.dictionaries(PROPERTY_TEXT, PROPERTY_TEXT, max_size=4)),
+        born_host=(draw(V6 if born_v6 else V4), draw(PORT)), store_host=(draw(V6 if store_v6 else V4), draw(PORT)),
+        reconsume_times=draw(INT), flag=draw(INT), sys_flag=sys_flag, prepared_transaction_offset=draw(LONG),
+    )
+
+
+@PROPERTIES
+@given(st.lists(records(), max_size=4))
+def test_message_records(recs: list[MessageRecord]) -> None:
+    body = b"".join(messages.encode_message(r) for r in recs)
+    assert messages.decode_records(body) == recs
+    assert messages.decode_messages(body, "b") == [
+        SampledMessage(MessageQueue(r.topic, "b", r.queue_id), r.queue_offset, r.properties.get("TAGS") or None,
+                       r.reconsume_times) for r in recs
+    ]
+
+
+@PROPERTIES
+@given(st.dictionaries(PROPERTY_TEXT, PROPERTY_TEXT, max_size=5))
+def test_message_properties(props: dict[str, str]) -> None:
+    assert messages.decode_properties(messages.encode_properties(props)) == props
+
+
+def test_a_message_is_written_in_the_v1_layout_a_broker_writes() -> None:
+    record = MessageRecord(topic="T", queue_id=1, queue_offset=7, physical_offset=512, born_timestamp=1000,
+                           store_timestamp=2000, body=b"hi", properties={"TAGS": "a"},
+                           born_host=("10.0.255.1", 0), store_host=("127.0.0.1", 10911))
+    data = messages.encode_message(record)
+    assert data == (
+        bytes.fromhex("00000065")  # total size: 101 bytes, itself included
+        + bytes.fromhex("daa320a7")  # MESSAGE_MAGIC_CODE (v1)
+        + bytes.fromhex("58932aac")  # CRC32 of the body, masked to 31 bits
+        + bytes.fromhex("00000001")  # queue id
+        + bytes.fromhex("00000000")  # flag
+        + bytes.fromhex("0000000000000007")  # queue offset
+        + bytes.fromhex("0000000000000200")  # physical offset
+        + bytes.fromhex("00000000")  # sys flag (IPv4 hosts)
+        + bytes.fromhex("00000000000003e8")  # born timestamp
+        + bytes.fromhex("0a00ff01") + bytes.fromhex("00000000")  # born host 10.0.255.1:0
+        + bytes.fromhex("00000000000007d0")  # store timestamp
+        + bytes.fromhex("7f000001") + bytes.fromhex("00002a9f")  # store host 127.0.0.1:10911
+        + bytes.fromhex("00000000")  # reconsume times
+        + bytes.fromhex("0000000000000000")  # prepared transaction offset
+        + bytes.fromhex("00000002") + b"hi"  # body
+        + bytes.fromhex("01") + b"T"  # topic, one-byte length
+        + bytes.fromhex("0007") + b"TAGS\x01a\x02"  # properties
+    )
