@@ -7,7 +7,7 @@ The file lives at ``$RMQCTL_CONFIG`` or ``$XDG_CONFIG_HOME/rmqctl/config.toml`` 
 
     [contexts.prod]
     namesrv = "10.0.0.1:9876;10.0.0.2:9876"
-    timeout = 5
+    timeout = "5s"             # seconds, or a duration like 5s, 1m
     access_key = "ak"          # secrets may instead come from RMQCTL_ACCESS_KEY/RMQCTL_SECRET_KEY
     secret_key = "sk"
 
@@ -33,10 +33,11 @@ from typing import Any
 import tomli_w
 
 from rmqctl import errors
+from rmqctl.durations import duration_seconds
 from rmqctl.remoting.acl import Credentials
 
 _CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
-    "namesrv": str, "timeout": (int, float), "access_key": str, "secret_key": str,
+    "namesrv": str, "timeout": (int, float, str), "access_key": str, "secret_key": str,
     # a URL, or a table {url, user, password}; see rmqctl/dashboard/settings.py
     "dashboard": (str, dict), "dashboard_user": str, "dashboard_password": str,
 }
@@ -145,9 +146,11 @@ class Config:
                     raise errors.ConfigError(f"{path}: contexts.{name}.{key} has the wrong type")
                 if key == "timeout":
                     try:
-                        problem = timeout_problem(float(value))  # type: ignore[arg-type]
+                        problem = timeout_problem(duration_seconds(value))  # type: ignore[arg-type]
                     except OverflowError:  # a TOML integer too large for a float
                         problem = "must be a finite number of seconds > 0"
+                    except ValueError as exc:
+                        problem = str(exc)
                     if problem:
                         raise errors.ConfigError(f"{path}: contexts.{name}.timeout {problem}")
         return cls(current, dict(contexts), path, _tui_keys(path, data.get("tui", {})))
@@ -246,7 +249,7 @@ def resolve(
     credentials = Credentials.from_env()
     if credentials is None and ctx.get("access_key") and ctx.get("secret_key"):
         credentials = Credentials(ctx["access_key"], ctx["secret_key"])
-    effective_timeout = float(timeout if timeout is not None else ctx.get("timeout", 5.0))
+    effective_timeout = timeout if timeout is not None else duration_seconds(ctx.get("timeout", 5.0))
     problem = timeout_problem(effective_timeout)
     if problem:
         raise errors.UsageError(f"--timeout {problem}")

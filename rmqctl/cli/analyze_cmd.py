@@ -28,6 +28,7 @@ import typer
 
 from rmqctl import errors
 from rmqctl.cli.common import console, settings
+from rmqctl.cli.durations import DURATION, duration_parser, format_duration
 from rmqctl.cli.render import OutputFormat, Table, View, emit
 from rmqctl.report import analyze as analyze_report
 
@@ -68,6 +69,7 @@ def _analysis_root() -> Path:
 class JobOptions:
     """The analysis options the command passes through to the job."""
 
+    #: the job's own spelling (one unit, as :func:`~rmqctl.durations.format_duration` writes it)
     window: str = "10m"
     since: str | None = None
     until: str | None = None
@@ -166,8 +168,9 @@ def stuck(
     ctx: typer.Context,
     directory: Annotated[Path, typer.Argument(help="Snapshot directory (date=YYYY-MM-DD/*.parquet).",
                                               show_default=False)],
-    window: Annotated[str, typer.Option("--window", help="Window length ending at --until: 30s, 10m, 2h, 1d.")]
-    = "10m",
+    window: Annotated[float, typer.Option("--window", parser=duration_parser(), metavar=DURATION, show_default="10m",
+                                          help="Window length ending at --until: 30s, 10m, 1h30m, 1d.")]
+    = 600.0,
     since: Annotated[str | None, typer.Option("--since", help="Window start: ISO-8601 (UTC) or epoch ms.",
                                               show_default=False)] = None,
     until: Annotated[str | None, typer.Option("--until", help="Window end (default: the newest snapshot).",
@@ -199,7 +202,7 @@ def stuck(
     fmt = output or AnalyzeFormat(opts.output.value)
     if fmt is AnalyzeFormat.parquet and out is None:
         raise errors.UsageError("-o parquet needs --out DIR")
-    options = JobOptions(window=window, since=since, until=until, min_snapshots=min_snapshots,
+    options = JobOptions(window=format_duration(window), since=since, until=until, min_snapshots=min_snapshots,
                          allowed_lag=allowed_lag, retry_allowed_lag=retry_allowed_lag, master=master,
                          driver_memory=driver_memory)
     if print_submit:

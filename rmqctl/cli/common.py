@@ -25,7 +25,9 @@ import typer
 from typer.core import TyperGroup
 
 from rmqctl import errors
+from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.cli.render import Console, OutputFormat, TableOptions, View, emit
+from rmqctl.durations import duration_seconds
 from rmqctl.errors import ExitCode
 
 if TYPE_CHECKING:  # the wire client loads with the first command that needs it, not with --help
@@ -56,8 +58,9 @@ def _check_timeout(value: float | None) -> float | None:
 
 TimeoutOpt = Annotated[
     float | None,
-    typer.Option("--timeout", help="Deadline of each request in seconds, covering connect, send, "
-                 "receive and parse (default 5).", callback=_check_timeout, show_default=False),
+    typer.Option("--timeout", help="Deadline of each request (seconds or 5s, 1m …), covering connect, "
+                 "send, receive and parse (default 5s).", parser=duration_parser(above=None),
+                 metavar=DURATION, callback=_check_timeout, show_default=False),
 ]
 EmulatorOpt = Annotated[
     str | None,
@@ -80,8 +83,8 @@ def _check_at(value: float | None) -> float | None:
 
 AtOpt = Annotated[
     float | None,
-    typer.Option("--at", help="With --emulator: advance the scenario to this many seconds.",
-                 callback=_check_at, show_default=False),
+    typer.Option("--at", help="With --emulator: advance the scenario this far (seconds or 90s, 5m …).",
+                 parser=duration_parser(above=None), metavar=DURATION, callback=_check_at, show_default=False),
 ]
 NoHeadersOpt = Annotated[
     bool | None,
@@ -182,7 +185,7 @@ def reject(error: errors.UsageError) -> NoReturn:
 
 
 #: ``--watch`` takes an optional value (kubectl's ``-w`` habit); Typer options cannot, so a bare
-#: ``--watch``/``-w`` gets this many seconds before parsing
+#: ``--watch``/``-w`` (one not followed by a duration) gets this many seconds before parsing
 WATCH_OPTIONS = ("--watch", "-w")
 DEFAULT_WATCH_SECONDS = "2"
 
@@ -197,7 +200,7 @@ def optional_watch_value(args: list[str]) -> list[str]:
         if arg in WATCH_OPTIONS:
             following = args[i + 1] if i + 1 < len(args) else None
             try:
-                float(following or "")
+                duration_seconds(following or "")
             except ValueError:
                 out.append(DEFAULT_WATCH_SECONDS)
     return out

@@ -14,6 +14,7 @@ import typer
 
 from rmqctl import errors
 from rmqctl.cli.common import OutputOpt, console, settings
+from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.cli.render import Table, View, emit
 from rmqctl.config import Config
 from rmqctl.connect import parse_namesrv
@@ -79,7 +80,8 @@ def set_context(
     ctx: typer.Context,
     name: NameArg,
     namesrv: Annotated[str | None, typer.Option("--namesrv", "-n", help="Name servers 'h1:9876;h2:9876'.")] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Request timeout, seconds.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", parser=duration_parser(at_least=0.001),
+                                                  metavar=DURATION, help="Request timeout (5, 5s, 1m …).")] = None,
     access_key: Annotated[str | None, typer.Option(
         "--access-key", help="ACL access key (the secret key is then asked for, unless given another way).")] = None,
     secret_key_prompt: Annotated[bool, typer.Option(

@@ -13,6 +13,7 @@ import typer
 
 from rmqctl import errors, report
 from rmqctl.cli.common import Failures, Settings, cluster_options, execute
+from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.cli.render import Table, View
 from rmqctl.cli.views import format_finding
 from rmqctl.doctor import diagnose
@@ -35,8 +36,8 @@ def doctor(
                                                        show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", "-a", help="Check every consumer group.")] = False,
     interval: Annotated[float | None, typer.Option(
-        "--interval", min=0.1, help="Take two samples this many seconds apart (lag checks).",
-        show_default=False)] = None,
+        "--interval", parser=duration_parser(at_least=0.1), metavar=DURATION,
+        help="Take two samples this far apart (30, 30s, 5m …; lag checks).", show_default=False)] = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Exit 1 when a finding reaches this level.",
                                             case_sensitive=False)] = FailOn.error,
     no_sample: Annotated[bool, typer.Option(

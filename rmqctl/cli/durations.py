@@ -1,32 +1,45 @@
-"""Parse the durations operators type: ``30s``, ``15m``, ``1h``, ``1h30m``, ``500ms`` or plain seconds.
+"""Time options on the command line: every one of them (``--timeout``, ``--interval``,
+``--watch``, ``--every``, ``--duration``, ``--roll``, ``--window``, ``--at``, ``--idle-timeout``
+…) reads the one grammar of :mod:`rmqctl.durations` through :func:`duration_parser`, handed to
+``typer.Option(parser=...)`` (Typer's public API).
 
-Imports only the errors module.
+A value that is not a duration, or out of the option's range, is a command-line mistake like
+any other: one ``rmqctl: error: Invalid value for '--every': ...`` line, a hint, exit 2.
+Must not import the core beyond ``rmqctl.durations``.
 """
 
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Callable
 
-from rmqctl import errors
+import typer
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+from rmqctl.durations import duration_seconds, format_duration, parse_duration
+
+__all__ = ["DURATION", "duration_parser", "format_duration", "parse_duration"]
+
+#: the metavar of a time option in help
+DURATION = "DURATION"
 
 
-def parse_duration(text: str, what: str = "duration") -> float:
-    """Seconds in ``text``; raises :class:`~rmqctl.errors.UsageError` naming ``what``."""
-    value = text.strip().lower()
-    seconds: float | None = None
-    try:
-        seconds = float(value)
-    except ValueError:
-        parts = _PART.findall(value)
-        if parts and "".join(n + u for n, u in parts) == value:
-            seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
-        raise errors.UsageError(
-            f"invalid {what} {text!r}",
-            hint="use a positive number of seconds or a duration like 30s, 15m, 1h, 1h30m",
-        )
-    return seconds
+def duration_parser(*, above: float | None = 0.0, at_least: float | None = None) -> Callable[[str | float], float]:
+    """A ``parser=`` for a time option: seconds as a float. ``above`` (exclusive) and ``at_least``
+    (inclusive) bound it; ``above=None`` and ``at_least=None`` leave the range to the option's
+    callback (``--timeout`` names its own limits)."""
+
+    def parse(text: str | float) -> float:
+        try:
+            seconds = duration_seconds(text)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        shown = text if isinstance(text, str) else f"{text:g}"
+        if above is not None and not (math.isfinite(seconds) and seconds > above):
+            limit = "0" if above == 0 else format_duration(above)
+            raise typer.BadParameter(f"{shown!r} must be a finite duration above {limit}")
+        if at_least is not None and not (math.isfinite(seconds) and seconds >= at_least):
+            limit = "0" if at_least == 0 else format_duration(at_least)
+            raise typer.BadParameter(f"{shown!r} must be a finite duration of at least {limit}")
+        return seconds
+
+    return parse

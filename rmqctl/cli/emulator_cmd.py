@@ -22,6 +22,7 @@ import typer
 
 from rmqctl import errors, report
 from rmqctl.cli.common import OutputOpt, Settings, console, settings
+from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.cli.render import OutputFormat, Table, View, emit
 from rmqctl.cli.views import queues_text, report_view, tags_text
 from rmqctl.errors import ExitCode
@@ -78,8 +79,9 @@ def show(ctx: typer.Context, scenario: ScenarioArg, output: OutputOpt = None) ->
 def run(
     ctx: typer.Context,
     scenario: ScenarioArg,
-    at: Annotated[float | None, typer.Option("--at", min=0, help="Stop at this many seconds "
-                                             "(default: the scenario's duration).", show_default=False)] = None,
+    at: Annotated[float | None, typer.Option("--at", parser=duration_parser(at_least=0), metavar=DURATION,
+                                             help="Stop this far into the scenario (seconds or 90s, 5m …; "
+                                             "default: the scenario's duration).", show_default=False)] = None,
     output: OutputOpt = None,
 ) -> None:
     """Run a scenario to its end on the virtual clock and report who received what."""
@@ -109,10 +111,11 @@ def serve(
                                               help="Control API port (0: a free one).")] = 0,
     bind: Annotated[str, typer.Option("--bind", help="Address to listen on.")] = "127.0.0.1",
     token: TokenOpt = None,
-    at: Annotated[float, typer.Option("--at", min=0, help="Virtual clock: start at this many seconds.")] = 0.0,
+    at: Annotated[float, typer.Option("--at", parser=duration_parser(above=None), metavar=DURATION,
+                                      help="Virtual clock: start this far into the scenario.")] = 0.0,
     idle_timeout: Annotated[float, typer.Option(
-        "--idle-timeout", help="Close a remoting connection silent (or not reading replies) this many seconds."
-    )] = 120.0,
+        "--idle-timeout", parser=duration_parser(above=None), metavar=DURATION,
+        help="Close a remoting connection silent (or not reading replies) this long.")] = 120.0,
     max_connections: Annotated[int, typer.Option(
         "--max-connections", help="Open connections per port; the next one is closed at once.")] = 1024,
     max_frame_bytes: Annotated[int, typer.Option(
@@ -121,7 +124,8 @@ def serve(
     write_buffer_bytes: Annotated[int, typer.Option(
         "--write-buffer-bytes", help="Unread reply bytes per connection before its requests wait.")] = 1024 * 1024,
     request_timeout: Annotated[float, typer.Option(
-        "--request-timeout", help="Seconds a control-API client has to send one request.")] = 10.0,
+        "--request-timeout", parser=duration_parser(above=None), metavar=DURATION,
+        help="Time a control-API client has to send one request.")] = 10.0,
     output: OutputOpt = None,
 ) -> None:
     """Serve a scenario on real sockets until Ctrl-C: point mqadmin or rmqctl -n at it."""
@@ -323,7 +327,9 @@ def ctl_produce(
 @ctl.command("advance")
 def ctl_advance(
     ctx: typer.Context,
-    seconds: Annotated[float, typer.Argument(min=0, help="Seconds to move the virtual clock.", show_default=False)],
+    seconds: Annotated[float, typer.Argument(parser=duration_parser(at_least=0), metavar=DURATION,
+                                             help="How far to move the virtual clock (30, 30s, 5m …).",
+                                             show_default=False)],
     url: UrlOpt = None,
     token: TokenOpt = None,
     output: OutputOpt = None,

@@ -16,6 +16,7 @@ import typer
 
 from rmqctl import errors, report
 from rmqctl.cli.common import Failures, MatchOpt, Settings, SortOpt, cluster_options, execute, target
+from rmqctl.cli.durations import duration_parser
 from rmqctl.cli.render import Table, View, emit, select_rows
 from rmqctl.connect import open_source
 from rmqctl.doctor import run_checks
@@ -30,9 +31,9 @@ UNAVAILABLE = "unavailable"
 GroupArg = Annotated[str, typer.Argument(help="Consumer group name.", show_default=False)]
 WatchOpt = Annotated[
     float | None,
-    typer.Option("--watch", "-w", min=0.1, metavar="[SECONDS]",
-                 help="Redraw every SECONDS (default 2) until Ctrl-C, with each queue's consume rate.",
-                 show_default=False),
+    typer.Option("--watch", "-w", parser=duration_parser(at_least=0.1), metavar="[DURATION]",
+                 help="Redraw every DURATION (default 2s; 5, 5s, 1m …) until Ctrl-C, with each queue's "
+                 "consume rate.", show_default=False),
 ]
 CountOpt = Annotated[
     int | None,

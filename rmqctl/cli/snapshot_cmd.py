@@ -20,7 +20,7 @@ import typer
 
 from rmqctl import errors
 from rmqctl.cli.common import Settings, cluster_options, console, target
-from rmqctl.cli.durations import parse_duration
+from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.cli.render import Table, View, emit
 from rmqctl.connect import open_source
 from rmqctl.errors import ExitCode
@@ -62,12 +62,16 @@ def export_cmd(
     groups: Annotated[list[str] | None, typer.Argument(help="Consumer groups to record.",
                                                        show_default=False)] = None,
     all_: Annotated[bool, typer.Option("--all", help="Record every consumer group (listed each round).")] = False,
-    every: Annotated[str, typer.Option("--every", help="Time between snapshots (30s, 1m, or seconds).")] = "30s",
+    every: Annotated[float, typer.Option("--every", parser=duration_parser(), metavar=DURATION,
+                                         help="Time between snapshots (30, 30s, 1m …).", show_default="30s")]
+    = 30.0,
     count: Annotated[int | None, typer.Option("--count", min=1, help="Stop after this many snapshots.",
                                               show_default=False)] = None,
-    duration: Annotated[str | None, typer.Option("--duration", help="Stop after this long (e.g. 1h).",
-                                                 show_default=False)] = None,
-    roll: Annotated[str, typer.Option("--roll", help="Start a new file every this much snapshot time.")] = "15m",
+    duration: Annotated[float | None, typer.Option("--duration", parser=duration_parser(), metavar=DURATION,
+                                                   help="Stop after this long (e.g. 1h).", show_default=False)]
+    = None,
+    roll: Annotated[float, typer.Option("--roll", parser=duration_parser(), metavar=DURATION, show_default="15m",
+                                        help="Start a new file every this much snapshot time.")] = 900.0,
     roll_rows: Annotated[int, typer.Option("--roll-rows", min=1, help="Start a new file at this many rows.")]
     = 1_000_000,
     broker_times: Annotated[bool, typer.Option(
@@ -82,9 +86,7 @@ def export_cmd(
         raise errors.UsageError("name GROUPs or pass --all, not both")
     if count is not None and duration is not None:
         raise errors.UsageError("give --count or --duration, not both")
-    every_s = parse_duration(every, "--every")
-    duration_s = parse_duration(duration, "--duration") if duration is not None else None
-    roll_s = parse_duration(roll, "--roll")
+    every_s, duration_s, roll_s = every, duration, roll
     try:
         from rmqctl.snapshot.export import export
     except ImportError as exc:

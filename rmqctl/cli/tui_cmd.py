@@ -12,26 +12,21 @@ from typing import Annotated
 
 import typer
 
-from rmqctl import errors
 from rmqctl.cli.common import ContextOpt, NamesrvOpt, TimeoutOpt, settings
-from rmqctl.cli.durations import parse_duration
+from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.config import Config
 from rmqctl.connect import Target
 
-
-def parse_interval(text: str) -> float:
-    """A poll interval: a duration (``2s``, ``500ms``, ``1m``), at least 100 ms."""
-    seconds = parse_duration(text, "--interval")
-    if seconds < 0.1:
-        raise errors.UsageError(f"--interval {text!r} is too short; the minimum is 100ms")
-    return seconds
+#: the shortest poll interval: 100 ms
+parse_interval = duration_parser(at_least=0.1)
 
 
 def tui(
     ctx: typer.Context,
     group: Annotated[str | None, typer.Argument(help="Open this group's view and poll only it.",
                                                 show_default=False)] = None,
-    interval: Annotated[str, typer.Option("--interval", "-i", help="Time between polls: 2s, 500ms, 1m.")] = "2s",
+    interval: Annotated[float, typer.Option("--interval", "-i", parser=parse_interval, metavar=DURATION,
+                                            help="Time between polls: 2s, 500ms, 1m.", show_default="2s")] = 2.0,
     emulator: Annotated[str | None, typer.Option(
         "--emulator", help="Run the built-in emulator live: a scenario name or TOML file.",
         show_default=False)] = None,
@@ -49,7 +44,7 @@ def tui(
     from tui.run import run_dashboard
 
     opts = settings(ctx, namesrv=namesrv, context=context, timeout=timeout, emulator=emulator)
-    seconds = parse_interval(interval)
+    seconds = interval
     keys = Config.load().tui_keys
     target = Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
                     emulator=opts.emulator, live=True, speed=speed, dashboard=opts.dashboard)

@@ -42,9 +42,11 @@ def test_export_on_the_emulator_prints_a_summary(tmp_path: Path) -> None:
         ([], "rmqctl: error: name at least one GROUP or pass --all"),
         (["g", "--all"], "rmqctl: error: name GROUPs or pass --all, not both"),
         (["g", "--count", "3", "--duration", "1h"], "rmqctl: error: give --count or --duration, not both"),
-        (["g", "--every", "3x"], "rmqctl: error: invalid --every '3x'"),
-        (["g", "--duration", "-5"], "rmqctl: error: invalid --duration '-5'"),
-        (["g", "--roll", "0"], "rmqctl: error: invalid --roll '0'"),
+        (["g", "--every", "3x"], "rmqctl: error: Invalid value for '--every': '3x' is not a duration: use seconds, "
+                                 "or a duration like 30s, 5m, 1h30m, 500ms"),
+        (["g", "--duration", "-5"], "rmqctl: error: Invalid value for '--duration': '-5' must be a finite duration "
+                                    "above 0"),
+        (["g", "--roll", "0"], "rmqctl: error: Invalid value for '--roll': '0' must be a finite duration above 0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
