@@ -2,10 +2,14 @@
 
 One worker (group ``poll``) takes a round through :class:`rmqctl.watch.Watcher` and posts
 :class:`~tui.messages.RoundLoaded` (or :class:`~tui.messages.PollFailed`); the app folds it into
-the :class:`~tui.state.Dashboard` and asks the active screen to refresh. The next poll is
-scheduled only when the previous one has been handled, so polls never overlap, and a failing
-source only changes the status line. Emulator control actions run in their own worker and are
-offered only when an :class:`~rmqctl.emulator.control_client.EmulatorControl` was given.
+the :class:`~tui.state.Dashboard` and publishes the result as its reactive ``board``, which the
+screens watch (and ``status``, which the status lines watch): state flows down, and the app
+never calls a screen to refresh. Screens ask for things with messages
+(:class:`~tui.messages.ViewRequested`, :class:`~tui.messages.ControlRequested`); the app reads
+the selected group and client through the :class:`~tui.screens.DashScreen` base class. The next
+poll is scheduled only when the previous one has been handled, so polls never overlap, and a
+failing source only changes the status line. Emulator control actions run in their own worker and
+are offered only when an :class:`~rmqctl.emulator.control_client.EmulatorControl` was given.
 
 Imports textual and rmqctl; rmqctl never imports this package.
 """
@@ -15,20 +19,30 @@ from __future__ import annotations
 import gc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.reactive import var
 from textual.timer import Timer
 
 from rmqctl import errors
-from rmqctl.emulator.control_client import ConsumerRequest, EmulatorControl
+from rmqctl.emulator.control_client import ControlAction, EmulatorControl, describe_result, perform
 from rmqctl.source import Opened
 from rmqctl.watch import Watcher
 from tui.keys import DEFAULT_KEYS
-from tui.messages import ControlFinished, PollFailed, RoundLoaded
-from tui.state import Dashboard
+from tui.messages import ControlFinished, ControlRequested, PollFailed, RoundLoaded, ViewRequested
+from tui.screens import (
+    ControlsScreen,
+    DashScreen,
+    FindingsScreen,
+    GroupScreen,
+    GroupsScreen,
+    HelpScreen,
+    WhatIfScreen,
+)
+from tui.state import Board, Dashboard
+from tui.widgets import Status
 
 #: names ``:`` accepts, and what they open
 VIEW_NAMES = ("groups", "queues", "clients", "findings", "whatif", "emulator", "help", "quit")
@@ -65,6 +79,11 @@ class RmqctlApp(App[None]):
         Binding(DEFAULT_KEYS["quit"], "quit", "Quit", id="quit"),
     ]
 
+    #: the latest round as the screens show it (``None`` before the first one); screens watch it
+    board: var[Board | None] = var(None)
+    #: the status line's text; every screen's status line watches it
+    status: var[Status] = var(Status())
+
     def __init__(self, opened: Opened, settings: TuiSettings) -> None:
         super().__init__()
         self.opened = opened
@@ -86,8 +105,6 @@ class RmqctlApp(App[None]):
     # -- life cycle ----------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        from tui.screens import GroupScreen, GroupsScreen
-
         # The dashboard holds a large long-lived heap (every queue's rows and trends, two samples),
         # and each poll's rows live until the next one, so the collector's full pass (~90 ms at
         # 10,000 queues) would run once or twice a poll at the default thresholds. Young cycles are
@@ -155,17 +172,18 @@ class RmqctlApp(App[None]):
     def on_round_loaded(self, message: RoundLoaded) -> None:
         if not self.screen_stack:  # a poll that finished while the app was closing
             return
-        shown = self.dashboard.round
+        shown, board = self.dashboard.round, self.board
         try:
             self.dashboard.apply(message.round, message.list_errors, check=self.settings.checks)
             self.last_updated = message.round.current.taken_at
             self.last_failure = None
-            self.refresh_views()
+            self.publish()
         except Exception as exc:  # noqa: BLE001 - odd data from one round must not end the session
             self.last_failure = errors.RmqctlError(f"cannot show this round: {type(exc).__name__}: {exc}")
             # keep showing the last good round, and compare the next one with nothing
             self.dashboard.round = shown
             self.watcher.last = None
+            self.board = board
             self.update_status()
         finally:
             self._poll_finished()
@@ -177,10 +195,11 @@ class RmqctlApp(App[None]):
         self.update_status()
         self._poll_finished()
 
-    def refresh_views(self) -> None:
-        refresh = getattr(self.screen, "refresh_view", None)
-        if refresh is not None:
-            refresh()
+    def publish(self) -> None:
+        """Hand the dashboard's latest round to the screens (they watch ``board``)."""
+        sample = self.dashboard.sample
+        now = sample.taken_at if sample is not None else self.opened.clock.now()
+        self.board = Board(self.dashboard.rounds_applied, self.dashboard, now)
         self.update_status()
 
     def status_text(self) -> str:
@@ -203,12 +222,7 @@ class RmqctlApp(App[None]):
         return " │ ".join(parts)
 
     def update_status(self) -> None:
-        from tui.widgets import StatusLine
-
-        text = self.status_text()
-        for status in self.screen.query(StatusLine):
-            status.update(text)
-            status.set_class(bool(self.last_failure or self.dashboard.broker_errors()), "-error")
+        self.status = Status(self.status_text(), bool(self.last_failure or self.dashboard.broker_errors()))
 
     # -- actions -------------------------------------------------------------------------------
 
@@ -225,43 +239,40 @@ class RmqctlApp(App[None]):
         self.start_poll()
 
     def action_help(self) -> None:
-        from tui.screens import HelpScreen
-
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.keymap))
 
     def action_command(self) -> None:
-        show = getattr(self.screen, "show_command", None)
-        if show is not None:
-            show()
+        if isinstance(self.screen, DashScreen):
+            self.screen.show_command()
 
     def action_emulator(self) -> None:
-        from tui.screens import ControlsScreen
-
         if self.settings.control is None or isinstance(self.screen, ControlsScreen):
             return
-        self.push_screen(ControlsScreen(self.settings.control, **self.control_defaults()))
+        self.push_screen(ControlsScreen(self.settings.control.label, **self.control_defaults()))
 
     def control_defaults(self) -> dict[str, str]:
         """Group, topic and client the controls form starts with (from the current view)."""
-        group = getattr(self.screen, "group", None) or self.current_group()
+        screen = self.screen if isinstance(self.screen, DashScreen) else None
+        group = self.current_group()
         out = {"group": group or "", "topic": "", "client_id": ""}
         view = self.dashboard.view(group) if group else None
         if view is not None:
             topics = sorted(t for t in view.topic_queues if not t.startswith("%"))
             out["topic"] = topics[0] if topics else ""
-            picked = getattr(self.screen, "selected_client", lambda: None)()
+            picked = screen.selected_client() if screen is not None else None
             out["client_id"] = picked or (view.client_ids[0] if view.client_ids else "")
         return out
 
     def current_group(self) -> str | None:
-        picked = getattr(self.screen, "selected_group", None)
-        return picked() if picked is not None else None
+        """The group of the current screen, or the one under its cursor."""
+        return self.screen.selected_group() if isinstance(self.screen, DashScreen) else None
+
+    def on_view_requested(self, message: ViewRequested) -> None:
+        self.switch_view(message.name)
 
     def switch_view(self, name: str) -> None:
         """``:name``: groups, queues, clients, findings, whatif, emulator, help, quit."""
-        from tui.screens import FindingsScreen, GroupScreen, WhatIfScreen
-
         name = name.strip().lower().lstrip(":")
         if name in ("q", "quit"):
             self.exit()
@@ -284,7 +295,7 @@ class RmqctlApp(App[None]):
             while len(self.screen_stack) > 2:
                 self.pop_screen()
             return
-        group = getattr(self.screen, "group", None) or self.current_group() or self.settings.group
+        group = self.current_group() or self.settings.group
         if group is None:
             self.notify("choose a group first", severity="warning")
             return
@@ -301,42 +312,26 @@ class RmqctlApp(App[None]):
 
     # -- emulator controls ---------------------------------------------------------------------
 
+    def on_control_requested(self, message: ControlRequested) -> None:
+        self.run_control(message.action)
+
     @work(exclusive=False, group="control", exit_on_error=False)
-    async def run_control(self, action: str, args: dict[str, Any]) -> None:
+    async def run_control(self, action: ControlAction) -> None:
         control = self.settings.control
         if control is None:
             return
         try:
-            if action == "start":
-                result: Any = await control.start_consumer(ConsumerRequest(
-                    args["group"], args["topic"], args.get("expression") or "*",
-                    args.get("strategy") or "AVG", args.get("client_id") or None))
-            elif action in ("stop", "kill"):
-                result = await control.stop_consumer(args["client_id"], kill=action == "kill")
-            elif action == "produce":
-                result = await control.produce(args["topic"], int(args["count"]), args.get("tag") or None)
-            else:
-                raise errors.UsageError(f"unknown control action {action!r}")
+            result = await perform(control, action)
         except errors.RmqctlError as exc:
             self.post_message(ControlFinished(action, error=exc))
-            return
-        except (ValueError, KeyError) as exc:
-            self.post_message(ControlFinished(action, error=errors.UsageError(f"bad input: {exc}")))
             return
         self.post_message(ControlFinished(action, result))
 
     def on_control_finished(self, message: ControlFinished) -> None:
         if message.error is not None:
-            self.notify(message.error.message, title=f"{message.action} failed", severity="error")
+            self.notify(message.error.message, title=f"{message.action.verb} failed", severity="error")
             return
-        result = message.result if isinstance(message.result, dict) else {}
-        if message.action == "start":
-            text = f"started {result.get('client_id', '')}"
-        elif message.action == "produce":
-            text = f"sent {result.get('sent', 0)} message(s)"
-        else:
-            text = f"{message.action} {result.get('client_id', '')}"
-        self.notify(text, title="emulator")
+        self.notify(describe_result(message.action, message.result or {}), title="emulator")
         self.start_poll()
 
 

@@ -1,4 +1,6 @@
-"""Messages the workers post to the app: what happened, in the past tense.
+"""Messages of the dashboard, in the past tense: workers tell the app what happened, and screens
+tell it what the user asked for (state flows down as the app's reactive attributes; requests
+flow up as these messages, so no screen imports the app).
 
 Imports textual's Message and rmqctl's model; no widgets.
 """
@@ -11,6 +13,7 @@ from typing import Any
 from textual.message import Message
 
 from rmqctl import errors
+from rmqctl.emulator.control_client import ControlAction
 from rmqctl.watch import Round
 
 
@@ -31,10 +34,27 @@ class PollFailed(Message):
         self.error = error
 
 
+class ViewRequested(Message):
+    """The user typed a view name on the command line (``:clients``)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+class ControlRequested(Message):
+    """The user asked the emulator's controls for ``action``."""
+
+    def __init__(self, action: ControlAction) -> None:
+        super().__init__()
+        self.action = action
+
+
 class ControlFinished(Message):
     """An emulator control action finished, with its result or its error."""
 
-    def __init__(self, action: str, result: Any = None, error: errors.RmqctlError | None = None) -> None:
+    def __init__(self, action: ControlAction, result: dict[str, Any] | None = None,
+                 error: errors.RmqctlError | None = None) -> None:
         super().__init__()
         self.action = action
         self.result = result

@@ -1,17 +1,21 @@
 """The dashboard's screens: groups, one group (queue → owner or client → queues, with the
 rebalance timeline), findings, what-if, emulator controls and help.
 
-Screens render what :class:`~tui.state.Dashboard` holds; they never read a cluster. Each has a
-``refresh_view`` the app calls after every poll, a filter line (``/``, regex, ``!`` inverts)
+Every data screen is a :class:`DashScreen`: it watches the app's ``board`` (the latest round, a
+reactive attribute) and renders it when it changes — or, when the screen is not visible, on
+coming back. Screens never import the app and never read a cluster: data comes down through
+the board, requests go up as messages (:class:`~tui.messages.ViewRequested`,
+:class:`~tui.messages.ControlRequested`). Each has a filter line (``/``, regex, ``!`` inverts)
 and a command line (``:`` view name).
 
-Imports textual, rmqctl's rebalance simulator and tui's own modules.
+Imports textual, rmqctl's rebalance simulator and tui's own modules (never tui.app).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -22,51 +26,43 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, ContentSwitcher, DataTable, Footer, Input, Label, Select, Static
 
 from rmqctl import errors
-from rmqctl.emulator.control_client import EmulatorControl
+from rmqctl.emulator.control_client import ConsumerRequest, ControlAction, Produce, StartConsumer, StopConsumer
 from rmqctl.model import RETRY_PREFIX
 from rmqctl.rebalance.simulate import Edits, simulate
 from rmqctl.rebalance.strategies import STRATEGY_NAMES
 from rmqctl.watch import holders
-from tui.keys import DEFAULT_KEYS
-from tui.state import (
-    Row,
-    client_rows,
+from tui.columns import (
+    CLIENT_COLUMNS,
+    FINDING_COLUMNS,
+    GROUP_COLUMNS,
+    QUEUE_COLUMNS,
+    WHATIF_COLUMNS,
+    Column,
     filter_rows,
+)
+from tui.keys import DEFAULT_KEYS
+from tui.messages import ControlRequested, ViewRequested
+from tui.state import (
+    Board,
+    ClientRow,
+    FindingRow,
+    GroupRow,
+    QueueRow,
+    WhatIfRow,
+    client_rows,
     finding_rows,
     group_rows,
     group_summary,
     queue_rows,
+    whatif_rows,
 )
-from tui.widgets import Column, KeyedTable, StatusLine, Timeline
-
-if TYPE_CHECKING:
-    from tui.app import RmqctlApp
-
-GROUP_COLUMNS = [
-    Column("group", "GROUP", 36), Column("health", "HEALTH", 10), Column("clients", "CLIENTS", 7),
-    Column("queues", "QUEUES", 6), Column("lag", "LAG", 9), Column("trend", "TREND", 12, 2),
-    Column("tps", "TPS", 8, 1),
-]
-QUEUE_COLUMNS = [
-    Column("topic", "TOPIC", 16), Column("broker", "BROKER", 10, 1), Column("queue", "Q", 3),
-    Column("owner", "OWNER", 28), Column("broker_offset", "BROKER_OFF", 10, 4),
-    Column("consumer_offset", "CONSUMER_OFF", 12, 4), Column("lag", "LAG", 7),
-    Column("inflight", "INFLIGHT", 8, 3), Column("age", "AGE", 5, 2), Column("trend", "TREND", 12, 5),
-    Column("status", "STATUS", 10),
-]
-CLIENT_COLUMNS = [
-    Column("client", "CLIENT", 30), Column("count", "QUEUES", 6), Column("subs", "SUBSCRIPTIONS", 22),
-    Column("idle", "IDLE", 4), Column("conflict", "CONFLICT", 24, 1), Column("held", "HELD", 0, 2),
-]
-FINDING_COLUMNS = [Column("severity", "SEVERITY", 8), Column("code", "CODE", 26), Column("title", "TITLE", 0)]
-WHATIF_COLUMNS = [
-    Column("client", "CLIENT", 30), Column("live_n", "LIVE", 4), Column("live", "LIVE QUEUES", 24, 1),
-    Column("sim_n", "SIM", 4), Column("sim", "SIMULATED QUEUES", 24, 1), Column("change", "CHANGE", 10),
-]
+from tui.widgets import KeyedTable, R, StatusLine, Timeline
 
 
 class DashScreen(Screen[None]):
-    """A screen with a status line, a filter line and a command line."""
+    """A screen of the dashboard: renders the app's ``board`` (which it watches), with a status
+    line, a filter line and a command line. The app asks any screen, through this class, which
+    group and client are selected; it never looks methods up by name."""
 
     BINDINGS = [
         Binding(DEFAULT_KEYS["filter"], "filter", "Filter", id="filter"),
@@ -74,11 +70,15 @@ class DashScreen(Screen[None]):
         Binding(DEFAULT_KEYS["sort"], "sort", "Sort", id="sort"),
     ]
 
-    filter_text = ""
+    #: the group this screen is about (``None``: every group)
+    group: str | None = None
 
-    @property
-    def dash_app(self) -> RmqctlApp:
-        return cast("RmqctlApp", self.app)
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter_text = ""
+        #: the latest board the app published (``None`` before the first round)
+        self.board: Board | None = None
+        self._stale = False
 
     def compose_extras(self) -> ComposeResult:
         yield Input(placeholder="filter (regex, ! inverts)", id="filter", classes="-hidden")
@@ -87,14 +87,42 @@ class DashScreen(Screen[None]):
         yield StatusLine(id="status")
         yield Footer()
 
+    def on_mount(self) -> None:
+        self.prepare()
+        self.watch(self.app, "board", self._board_changed)
+
+    def prepare(self) -> None:
+        """Get ready before the first board is shown (focus, …)."""
+
+    def on_view(self) -> bool:
+        """On top, or seen behind a modal screen (a form or the help)."""
+        return self.is_active or (self.is_current and isinstance(self.app.screen, ModalScreen))
+
+    def _board_changed(self, board: Board | None) -> None:
+        self.board = board
+        if self.on_view():
+            self._stale = False
+            self.render_board()
+        else:  # hidden under another screen: render when it comes back
+            self._stale = True
+
     def on_screen_resume(self) -> None:
-        self.refresh_view()
-        self.dash_app.update_status()
+        if self._stale:
+            self._stale = False
+            self.render_board()
 
-    def refresh_view(self) -> None:
-        """Copy the dashboard's rows into this screen's tables."""
+    def render_board(self) -> None:
+        """Show :attr:`board` in this screen's widgets."""
 
-    def main_table(self) -> KeyedTable | None:
+    def selected_group(self) -> str | None:
+        """The group the user is looking at or has the cursor on."""
+        return self.group
+
+    def selected_client(self) -> str | None:
+        """The client the user has the cursor on (``None``: none)."""
+        return None
+
+    def main_table(self) -> KeyedTable[Any] | None:
         tables = [t for t in self.query(KeyedTable) if t.display]
         return tables[0] if tables else None
 
@@ -113,7 +141,7 @@ class DashScreen(Screen[None]):
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
-        self.refresh_view()
+        self.render_board()
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -130,7 +158,7 @@ class DashScreen(Screen[None]):
         table = self.main_table()
         if table is not None:
             table.focus()
-        self.dash_app.switch_view(event.value)
+        self.post_message(ViewRequested(event.value))
 
     def action_back(self) -> None:
         for box_id in ("#command", "#filter"):
@@ -139,7 +167,7 @@ class DashScreen(Screen[None]):
                 if box_id == "#filter":
                     self.filter_text = ""
                     box.value = ""
-                    self.refresh_view()
+                    self.render_board()
                 box.add_class("-hidden")
                 table = self.main_table()
                 if table is not None:
@@ -164,8 +192,8 @@ class DashScreen(Screen[None]):
         self.notify(f"sorted by {table.sort_column}{' (descending)' if table.sort_reverse else ''}",
                     timeout=1.5)
 
-    def show(self, table: KeyedTable, rows: dict[str, Row]) -> None:
-        table.sync(filter_rows(rows, self.filter_text))
+    def show(self, table: KeyedTable[R], rows: Mapping[str, R], columns: Sequence[Column[R]]) -> None:
+        table.sync(filter_rows(rows, self.filter_text, columns))
 
 
 class GroupsScreen(DashScreen):
@@ -173,11 +201,12 @@ class GroupsScreen(DashScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("Consumer groups", id="title")
-        yield KeyedTable(GROUP_COLUMNS, id="groups-table")
+        yield KeyedTable[GroupRow](GROUP_COLUMNS, id="groups-table")
         yield from self.compose_extras()
 
-    def refresh_view(self) -> None:
-        self.show(self.query_one("#groups-table", KeyedTable), group_rows(self.dash_app.dashboard))
+    def render_board(self) -> None:
+        rows = group_rows(self.board) if self.board is not None else {}
+        self.show(self.query_one("#groups-table", KeyedTable), rows, GROUP_COLUMNS)
 
     def selected_group(self) -> str | None:
         return self.query_one("#groups-table", KeyedTable).current_key()
@@ -208,38 +237,39 @@ class GroupScreen(DashScreen):
     def compose(self) -> ComposeResult:
         yield Static(f"Group {self.group}", id="title")
         with ContentSwitcher(initial=self.view_layout, id="layouts"):
-            yield KeyedTable(QUEUE_COLUMNS, id="queues")
-            yield KeyedTable(CLIENT_COLUMNS, id="clients")
+            yield KeyedTable[QueueRow](QUEUE_COLUMNS, id="queues")
+            yield KeyedTable[ClientRow](CLIENT_COLUMNS, id="clients")
         yield Static("Rebalance timeline", id="timeline-title")
         yield Timeline(id="timeline", max_lines=200)
         yield from self.compose_extras()
 
-    def main_table(self) -> KeyedTable | None:
+    def main_table(self) -> KeyedTable[Any] | None:
         return self.query_one(f"#{self.view_layout}", KeyedTable)
 
-    def on_mount(self) -> None:
+    def prepare(self) -> None:
         self.query_one(f"#{self.view_layout}", KeyedTable).focus()
 
-    def refresh_view(self) -> None:
-        app = self.dash_app
-        dash = app.dashboard
-        view = dash.view(self.group)
+    def render_board(self) -> None:
+        board = self.board
+        group = self.group or ""
         title = self.query_one("#title", Static)
-        if dash.rounds_applied == self.title_round:
+        number = board.number if board is not None else 0
+        if number == self.title_round:
             pass  # the summary only changes with a new round (it sorts every queue: skip it)
-        elif view is None:
-            err = dash.sample.errors.get(self.group) if dash.sample else None
-            title.update(f"Group {self.group}: " + (err.message if err else "no data yet"))
+        elif board is None or (view := board.view(group)) is None:
+            err = board.group_error(group) if board is not None else None
+            title.update(f"Group {group}: " + (err.message if err else "no data yet"))
         else:
             title.update(group_summary(view))
-        self.title_round = dash.rounds_applied
-        now = app.opened.clock.now()
+        self.title_round = number
         if self.view_layout == "queues":
-            self.show(self.query_one("#queues", KeyedTable), queue_rows(dash, self.group, now))
+            self.show(self.query_one("#queues", KeyedTable),
+                      queue_rows(board, group) if board is not None else {}, QUEUE_COLUMNS)
         else:
-            self.show(self.query_one("#clients", KeyedTable), client_rows(dash, self.group))
+            self.show(self.query_one("#clients", KeyedTable),
+                      client_rows(board, group) if board is not None else {}, CLIENT_COLUMNS)
         timeline = self.query_one("#timeline", Timeline)
-        entries = [e for e in dash.timeline if e.group == self.group]
+        entries = [e for e in board.dashboard.timeline if e.group == group] if board is not None else []
         if len(entries) < self.timeline_seen:
             timeline.clear()
             self.timeline_seen = 0
@@ -250,25 +280,20 @@ class GroupScreen(DashScreen):
     def selected_client(self) -> str | None:
         if self.view_layout == "clients":
             return self.query_one("#clients", KeyedTable).current_key()
-        table = self.query_one("#queues", KeyedTable)
-        key = table.current_key()
-        row = table.rows_by_key.get(key) if key else None
-        if row is None:
-            return None
-        owner = row[3].plain if isinstance(row[3], Text) else row[3]
-        return owner.split(",")[0] if owner and not owner.startswith("(") else None
+        row = self.query_one("#queues", KeyedTable).current_row()
+        return row.owner.holders[0] if isinstance(row, QueueRow) and row.owner.holders else None
 
     def action_layout(self) -> None:
         self.view_layout = "clients" if self.view_layout == "queues" else "queues"
         self.query_one("#layouts", ContentSwitcher).current = self.view_layout
-        self.refresh_view()
+        self.render_board()
         self.query_one(f"#{self.view_layout}", KeyedTable).focus()
 
     def action_findings(self) -> None:
-        self.app.push_screen(FindingsScreen(self.group))
+        self.app.push_screen(FindingsScreen(self.group or ""))
 
     def action_whatif(self) -> None:
-        self.app.push_screen(WhatIfScreen(self.group))
+        self.app.push_screen(WhatIfScreen(self.group or ""))
 
 
 class FindingsScreen(DashScreen):
@@ -280,32 +305,34 @@ class FindingsScreen(DashScreen):
 
     def compose(self) -> ComposeResult:
         yield Static(f"Findings for {self.group}", id="title")
-        yield KeyedTable(FINDING_COLUMNS, id="findings")
+        yield KeyedTable[FindingRow](FINDING_COLUMNS, id="findings")
         with VerticalScroll(id="detail-box"):
             yield Static("", id="detail")
         yield from self.compose_extras()
 
-    def on_mount(self) -> None:
+    def prepare(self) -> None:
         self.query_one("#findings", KeyedTable).focus()
 
-    def refresh_view(self) -> None:
-        findings = self.dash_app.dashboard.findings.get(self.group, [])
+    def _findings(self) -> list[Any]:
+        return self.board.dashboard.findings.get(self.group or "", []) if self.board is not None else []
+
+    def render_board(self) -> None:
+        findings = self._findings()
         table = self.query_one("#findings", KeyedTable)
-        self.show(table, finding_rows(findings))
+        self.show(table, finding_rows(findings), FINDING_COLUMNS)
         self.query_one("#title", Static).update(
             f"Findings for {self.group}: {len(findings)} (the same checks as rmqctl doctor)")
         self._show_detail(table.current_key())
 
     def _show_detail(self, key: str | None) -> None:
-        findings = self.dash_app.dashboard.findings.get(self.group, [])
-        keys = list(finding_rows(findings))
+        table = self.query_one("#findings", KeyedTable)
+        row = table.rows_by_key.get(key) if key is not None else None
         detail = self.query_one("#detail", Static)
-        if key is None or key not in keys:
+        if not isinstance(row, FindingRow):
             detail.update("No findings: nothing the doctor checks is wrong with this group."
-                          if not findings else "")
+                          if not self._findings() else "")
             return
-        ordered = sorted(findings, key=lambda f: (-{"info": 0, "warning": 1, "error": 2}[f.severity], f.code))
-        f = ordered[keys.index(key)]
+        f = row.finding
         text = Text()
         text.append(f"{f.code} · {f.severity}\n", style="bold")
         text.append(f"{f.title}\n\n", style="bold")
@@ -334,6 +361,7 @@ class WhatIfScreen(DashScreen):
         self.strategy = "AVG"
         self.added: list[str] = []
         self.removed: list[str] = []
+        self.strategy_chosen = False
 
     def compose(self) -> ComposeResult:
         yield Static(f"What-if for {self.group}", id="title")
@@ -342,27 +370,25 @@ class WhatIfScreen(DashScreen):
             yield Select[str]([(s, s) for s in STRATEGY_NAMES], value="AVG", allow_blank=False, id="strategy")
             yield Input(placeholder="add client id", id="add-client")
             yield Input(placeholder="remove client id", id="remove-client")
-        yield KeyedTable(WHATIF_COLUMNS, id="whatif")
+        yield KeyedTable[WhatIfRow](WHATIF_COLUMNS, id="whatif")
         yield Static("", id="moves")
         yield from self.compose_extras()
 
-    def on_mount(self) -> None:
-        view = self.dash_app.dashboard.view(self.group)
-        if view is not None:
-            strategies = {ri.strategy for ri in view.running_infos.values() if ri.strategy}
-            if len(strategies) == 1 and (s := strategies.pop()) in STRATEGY_NAMES:
-                self.strategy = s
-                self.query_one("#strategy", Select).value = s
+    def prepare(self) -> None:
         self.query_one("#whatif", KeyedTable).focus()
 
-    def _topics(self) -> list[str]:
-        view = self.dash_app.dashboard.view(self.group)
-        if view is None:
-            return []
-        return sorted(t for t in view.topic_queues if not t.startswith(RETRY_PREFIX))
+    def _view(self) -> Any:
+        return self.board.view(self.group or "") if self.board is not None else None
 
-    def refresh_view(self) -> None:
-        topics = self._topics()
+    def render_board(self) -> None:
+        view = self._view()
+        if view is not None and not self.strategy_chosen:
+            # start from the strategy the live clients report (once: the user may change it)
+            self.strategy_chosen = True
+            if (s := view.strategy) in STRATEGY_NAMES:
+                self.strategy = s
+                self.query_one("#strategy", Select).value = s
+        topics = sorted(t for t in view.topic_queues if not t.startswith(RETRY_PREFIX)) if view is not None else []
         select = self.query_one("#topic", Select)
         if topics and self.topic not in topics:
             self.topic = topics[0]
@@ -371,7 +397,7 @@ class WhatIfScreen(DashScreen):
         self._simulate()
 
     def _simulate(self) -> None:
-        view = self.dash_app.dashboard.view(self.group)
+        view = self._view()
         table = self.query_one("#whatif", KeyedTable)
         moves_box = self.query_one("#moves", Static)
         if view is None or self.topic is None:
@@ -384,16 +410,7 @@ class WhatIfScreen(DashScreen):
         except errors.RmqctlError as exc:
             moves_box.update(Text(exc.message, style="bold red"))
             return
-        live = {cid: [q for q in qs if q.topic == self.topic] for cid, qs in view.assignments().items()}
-        rows: dict[str, Row] = {}
-        for cid in sorted(set(live) | set(result.assignments)):
-            lq, sq = live.get(cid, []), result.assignments.get(cid, [])
-            change = "" if set(lq) == set(sq) else ("new" if cid not in live else
-                                                    "removed" if cid not in result.assignments else "moves")
-            rows[cid] = (cid, str(len(lq)), " ".join(f"{q.broker_name}/{q.queue_id}" for q in lq),
-                         str(len(sq)), " ".join(f"{q.broker_name}/{q.queue_id}" for q in sq),
-                         Text(change, style="bold yellow") if change else "")
-        self.show(table, rows)
+        self.show(table, whatif_rows(view, self.topic, result), WHATIF_COLUMNS)
         before = {mq: h for mq, h in holders(view).items() if mq.topic == self.topic}
         after = {mq: cid for cid, qs in result.assignments.items() for mq in qs}
         moves = [f"{mq.broker_name}/{mq.queue_id}: {before.get(mq) or 'nobody'} → {after.get(mq) or 'nobody'}"
@@ -430,16 +447,16 @@ class ControlsScreen(ModalScreen[None]):
 
     BINDINGS = [Binding(DEFAULT_KEYS["back"], "close", "Close", id="back")]
 
-    def __init__(self, control: EmulatorControl, *, group: str = "", topic: str = "",
-                 client_id: str = "") -> None:
+    def __init__(self, label: str, *, group: str = "", topic: str = "", client_id: str = "") -> None:
         super().__init__()
-        self.control = control
+        #: which emulator the controls drive (``embedded`` or its control URL)
+        self.label = label
         self.defaults = {"group": group, "topic": topic, "client_id": client_id}
 
     def compose(self) -> ComposeResult:
         d = self.defaults
         with Vertical(id="controls"):
-            yield Label(f"Emulator controls ({self.control.label}) — esc closes", id="controls-title")
+            yield Label(f"Emulator controls ({self.label}) — esc closes", id="controls-title")
             yield Label("Start a consumer")
             with Horizontal(classes="form-row"):
                 yield Input(d["group"], placeholder="group", id="start-group")
@@ -463,24 +480,35 @@ class ControlsScreen(ModalScreen[None]):
     def _value(self, widget_id: str) -> str:
         return self.query_one(f"#{widget_id}", Input).value.strip()
 
+    def action_for(self, button: str) -> ControlAction:
+        """The typed action a button asks for, from the form's fields (a bad field: UsageError)."""
+        if button == "start":
+            strategy = self.query_one("#start-strategy", Select).value
+            return StartConsumer(ConsumerRequest(
+                self._value("start-group"), self._value("start-topic"), self._value("start-expr") or "*",
+                strategy if isinstance(strategy, str) else "AVG"))
+        if button in ("stop", "kill"):
+            client_id = self._value("stop-client")
+            if not client_id:
+                raise errors.UsageError("which consumer? give its client id")
+            return StopConsumer(client_id, kill=button == "kill")
+        if button == "produce":
+            count = self._value("produce-count") or "1"
+            try:
+                number = int(count)
+            except ValueError:
+                raise errors.UsageError(f"count must be a whole number, not {count!r}") from None
+            return Produce(self._value("produce-topic"), number, self._value("produce-tag") or None)
+        raise errors.UsageError(f"unknown control {button!r}")
+
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        app = cast("RmqctlApp", self.app)
-        action = event.button.id or ""
-        args: dict[str, Any]
-        if action == "start":
-            strategy = self.query_one("#start-strategy", Select).value
-            args = {"group": self._value("start-group"), "topic": self._value("start-topic"),
-                    "expression": self._value("start-expr") or "*",
-                    "strategy": strategy if isinstance(strategy, str) else "AVG"}
-        elif action in ("stop", "kill"):
-            args = {"client_id": self._value("stop-client")}
-        elif action == "produce":
-            args = {"topic": self._value("produce-topic"), "tag": self._value("produce-tag"),
-                    "count": self._value("produce-count") or "1"}
-        else:
+        try:
+            action = self.action_for(event.button.id or "")
+        except errors.UsageError as exc:
+            self.notify(exc.message, title="bad input", severity="error")
             return
-        app.run_control(action, args)
+        self.post_message(ControlRequested(action))
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -491,9 +519,13 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help-close")]
 
+    def __init__(self, keymap: Mapping[str, str]) -> None:
+        super().__init__()
+        #: binding id → keys, where they differ from the defaults
+        self.keymap = dict(keymap)
+
     def compose(self) -> ComposeResult:
-        app = cast("RmqctlApp", self.app)
-        keys = {**DEFAULT_KEYS, **app.keymap}
+        keys = {**DEFAULT_KEYS, **self.keymap}
         what = {
             "help": "this help", "filter": "filter rows (regex; ! inverts)", "command": "switch view by name",
             "back": "back / clear filter", "pause": "pause or resume polling", "refresh": "poll now",

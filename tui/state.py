@@ -1,13 +1,16 @@
-"""What the dashboard remembers between polls, and the rows its tables show — pure, no textual.
+"""What the dashboard remembers between polls, and the typed rows its tables show — pure, no textual.
 
 :class:`Dashboard` takes each :class:`~rmqctl.watch.Round` from the poll worker and keeps what a
 single sample cannot say: lag trends (bounded ring buffers, pruned with the queues they follow),
 when each queue last changed owner (for the highlight), the rebalance timeline in plain words,
-the doctor's findings per group and each group's consume rate. The ``*_rows`` functions turn
-that into ``{row key: cells}`` for the tables, so the widgets only copy cells by key.
+the doctor's findings per group and each group's consume rate. After each round the app publishes
+a :class:`Board` that the screens watch. The ``*_rows`` functions turn a board into
+``{row key: typed row}``: numbers stay numbers (``None`` where the cluster could not say), taken
+from the model's properties (lag, inflight, age), never recomputed here; :mod:`tui.columns`
+turns them into text only when a table draws them.
 
-Imports rmqctl (model, watch, doctor) and rich's ``Text`` for styled cells; never textual, so
-it is tested and benchmarked without a terminal.
+Imports rmqctl (model, watch, doctor); never textual or rich, so it is tested and benchmarked
+without a terminal.
 """
 
 from __future__ import annotations
@@ -15,14 +18,15 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-from rich.text import Text
+from enum import Enum
+from typing import NamedTuple
 
 from rmqctl import errors
 from rmqctl.doctor import SEVERITY_RANK, run_checks
 from rmqctl.model import Finding, GroupView, MessageQueue, QueueProgress, Subscription
+from rmqctl.rebalance.simulate import SimulationResult
 from rmqctl.watch import Round, Sample, consume_rates
 
 #: polls a group's lag trend covers
@@ -33,61 +37,6 @@ QUEUE_TREND_LENGTH = 12
 HIGHLIGHT_SECONDS = 6.0
 #: timeline entries kept (oldest dropped first)
 TIMELINE_LENGTH = 500
-SPARK = "▁▂▃▄▅▆▇█"
-
-Cell = str | Text
-Row = tuple[Cell, ...]
-
-STATUS_STYLE = {
-    "moving": "green",
-    "idle": "dim",
-    "stalled": "bold red",
-    "orphaned": "bold magenta",
-    "held twice": "bold yellow",
-    "?": "",
-}
-#: one shared cell per status (cells are never mutated; sharing keeps a 10k-row refresh cheap)
-STATUS_TEXT = {status: Text(status, style=style) for status, style in STATUS_STYLE.items()}
-HEALTH_STYLE = {"ok": "green", "info": "cyan", "warning": "yellow", "error": "bold red",
-                "unreadable": "bold red"}
-
-
-_SPARK_MEMO: dict[tuple[int, ...], str] = {}
-
-
-def sparkline(values: Iterable[int], width: int = 12) -> str:
-    """The last ``width`` values as block characters scaled to their own range."""
-    data = tuple(values)[-width:]
-    if not data:
-        return ""
-    # many queues share a trend (idle ones, steady producers): remember recent answers
-    known = _SPARK_MEMO.get(data)
-    if known is not None:
-        return known
-    low, high = min(data), max(data)
-    if high == low:
-        text = SPARK[0 if high == 0 else 3] * len(data)
-    else:
-        scale = (len(SPARK) - 1) / (high - low)
-        text = "".join([SPARK[int((v - low) * scale)] for v in data])
-    if len(_SPARK_MEMO) >= 1024:
-        _SPARK_MEMO.clear()
-    _SPARK_MEMO[data] = text
-    return text
-
-
-def human_age(seconds: float | None) -> str:
-    """``45s``, ``12m``, ``3h``, ``2d``; ``-`` when unknown."""
-    if seconds is None:
-        return "-"
-    s = max(0, int(seconds))
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m"
-    if s < 172800:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d"
 
 
 def clock_text(ts: float) -> str:
@@ -99,19 +48,22 @@ def queue_key(mq: MessageQueue) -> str:
 
 
 def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequence[str] | tuple[()]) -> str:
-    """``held twice`` (two clients report it), ``orphaned`` (backlog, nobody holds it),
-    ``moving`` (the consumer offset advanced since the last poll), ``idle`` (nothing to
-    consume), ``stalled`` (backlog, held, no progress since the last poll), ``?`` (backlog,
-    held, only one poll so far)."""
+    """``held twice`` (two clients report it), ``unknown`` (its offsets could not be read),
+    ``orphaned`` (backlog, nobody holds it), ``moving`` (the consumer offset advanced since the
+    last poll), ``idle`` (nothing to consume), ``stalled`` (backlog, held, no progress since the
+    last poll), ``?`` (backlog, held, only one poll so far)."""
     if len(holders) > 1:
         return "held twice"
-    if now.diff > 0 and not holders:
+    lag = now.lag
+    if lag is None:
+        return "unknown"
+    if lag > 0 and not holders:
         return "orphaned"
-    if before is not None and now.consumer_offset > before.consumer_offset:
+    if before is not None and before.known and now.consumer_offset > before.consumer_offset:
         return "moving"
-    if now.diff <= 0:
+    if lag <= 0:
         return "idle"
-    return "stalled" if before is not None else "?"
+    return "stalled" if before is not None and before.known else "?"
 
 
 def worst_health(findings: Sequence[Finding]) -> str:
@@ -182,12 +134,15 @@ class Dashboard:
                 moved[move.queue] = current.taken_at
             self.timeline.append(TimelineEntry(current.taken_at, group, _timeline_text(change.describe())))
         for group, view in current.views.items():
+            # the known queues' total: an unknown lag is left out, never counted as 0
             self.group_lag.setdefault(group, deque(maxlen=self.trend_length)).append(view.total_diff)
             trends = self.queue_lag.setdefault(group, {})
             present = set()
             for p in view.progress:
                 present.add(p.queue)
-                trends.setdefault(p.queue, deque(maxlen=QUEUE_TREND_LENGTH)).append(p.diff)
+                lag = p.lag
+                if lag is not None:
+                    trends.setdefault(p.queue, deque(maxlen=QUEUE_TREND_LENGTH)).append(lag)
             for gone in set(trends) - present:
                 del trends[gone]
             lit = self.moved_at.get(group)
@@ -220,6 +175,25 @@ class Dashboard:
         return out
 
 
+@dataclass(frozen=True, eq=False, slots=True)
+class Board:
+    """The latest round as the screens see it: the app publishes a new board after every round
+    (compared by identity, so each one reaches the screens watching it)."""
+
+    #: the round's number, from 1
+    number: int
+    dashboard: Dashboard
+    #: the round's time on the source's clock (highlights and ages are as of then)
+    now: float
+
+    def view(self, group: str) -> GroupView | None:
+        return self.dashboard.view(group)
+
+    def group_error(self, group: str) -> errors.RmqctlError | None:
+        sample = self.dashboard.sample
+        return sample.errors.get(group) if sample else None
+
+
 def _timeline_text(described: str) -> str:
     # "c3 joined — 6 queue(s) moved" reads better as "6 queues moved" in a log line
     return re.sub(r"(\d+) queue\(s\) moved", lambda m: f"{m.group(1)} queue{'s' if m.group(1) != '1' else ''} moved",
@@ -240,41 +214,134 @@ def group_summary(view: GroupView) -> str:
     idle = sum(1 for qs in assignments.values() if not qs)
     queues = queue_set(view)
     held = {mq for qs in assignments.values() for mq in qs}
+    unknown = len(view.unknown_lag_queues)
+    lag = f"lag {view.total_diff}" + (f" (unknown for {unknown} queue{'s' if unknown != 1 else ''})"
+                                      if unknown else "")
     return (f"Group {view.group} │ {view.consume_type or '?'} {view.message_model or ''} │ "
             f"{len(view.client_ids)} client(s), {idle} idle │ {len(queues)} queue(s), "
-            f"{len(queues - held)} held by nobody │ lag {view.total_diff}")
+            f"{len(queues - held)} held by nobody │ {lag}")
 
 
-# -- rows -------------------------------------------------------------------------------------
+# -- rows: typed values, shown by tui.columns -------------------------------------------------
 
 
-def group_rows(dash: Dashboard) -> dict[str, Row]:
-    """Groups view: group, health, clients, queues, lag, trend, consume TPS."""
+class GroupLag(NamedTuple):
+    """A group's lag: the known queues' total and how many queues' lag is unknown."""
+
+    total: int
+    known_queues: int
+    unknown_queues: int
+    unreadable: bool = False
+
+    @property
+    def sort_value(self) -> int | None:
+        return None if self.unreadable or (self.unknown_queues and not self.known_queues) else self.total
+
+
+class GroupRow(NamedTuple):
+    """Groups view: group, health, clients, queues, lag, trend, consume TPS (or why unreadable)."""
+
+    group: str
+    health: str
+    clients: int | None
+    queues: int | None
+    lag: GroupLag
+    trend: tuple[int, ...]
+    tps: float | None
+    error: str | None = None
+
+
+class NotYet(Enum):
+    """A queue's number the brokers hold nothing for yet: the queue is on the routes, but the
+    group has no offsets on it (shown ``-``; not the same as ``None``, a number that could not
+    be read)."""
+
+    NOT_YET = "-"
+
+
+NOT_YET = NotYet.NOT_YET
+#: a queue's number: known, unknown (``None``: it could not be read) or not there yet
+Reported = int | None | NotYet
+
+
+class Owner(NamedTuple):
+    """Who holds a queue, and whether that just changed (the row is lit for a few seconds)."""
+
+    holders: tuple[str, ...]
+    lit: bool = False
+
+
+class QueueRow(NamedTuple):
+    """Queue → owner: one queue's numbers (``None``: the brokers could not say)."""
+
+    topic: str
+    broker: str
+    queue_id: int
+    owner: Owner
+    broker_offset: Reported
+    consumer_offset: Reported
+    lag: Reported
+    inflight: Reported
+    age_ms: Reported
+    trend: tuple[int, ...]
+    status: str
+
+
+class ClientRow(NamedTuple):
+    """Client → queues: its subscriptions, idle marker, conflicts, the queues it holds."""
+
+    client: str
+    queue_count: int
+    subscriptions: tuple[Subscription, ...]
+    idle: bool
+    #: (topic, the expression the broker stores) for each subscription that differs from it
+    conflicts: tuple[tuple[str, str], ...]
+    held: tuple[MessageQueue, ...]
+
+
+class FindingRow(NamedTuple):
+    """One doctor finding."""
+
+    severity: str
+    code: str
+    title: str
+    finding: Finding
+
+
+class WhatIfRow(NamedTuple):
+    """One client's live queues beside the simulated ones (of the chosen topic)."""
+
+    client: str
+    live_count: int
+    live: tuple[MessageQueue, ...]
+    simulated_count: int
+    simulated: tuple[MessageQueue, ...]
+    change: str
+
+
+def group_rows(board: Board) -> dict[str, GroupRow]:
+    """Groups view, by group name."""
+    dash = board.dashboard
     sample = dash.sample
     if sample is None:
         return {}
-    rows: dict[str, Row] = {}
+    rows: dict[str, GroupRow] = {}
     for group, view in sample.views.items():
-        health = worst_health(dash.findings.get(group, []))
-        tps = dash.tps.get(group)
-        rows[group] = (
-            group,
-            Text(health, style=HEALTH_STYLE[health]),
-            str(len(view.client_ids)),
-            str(len(queue_set(view))),
-            str(view.total_diff),
-            sparkline(dash.group_lag.get(group, ())),
-            "-" if tps is None else f"{tps:.1f}",
-        )
+        unknown = len(view.unknown_lag_queues)
+        rows[group] = GroupRow(
+            group, worst_health(dash.findings.get(group, [])), len(view.client_ids), len(queue_set(view)),
+            GroupLag(view.total_diff, len(view.progress) - unknown, unknown),
+            tuple(dash.group_lag.get(group, ())), dash.tps.get(group))
     for group, err in sample.errors.items():
-        rows[group] = (group, Text("unreadable", style=HEALTH_STYLE["unreadable"]), "-", "-", "-", "",
-                       Text(err.message, style="red"))
+        rows[group] = GroupRow(group, "unreadable", None, None, GroupLag(0, 0, 0, unreadable=True), (), None,
+                               err.message)
     return dict(sorted(rows.items()))
 
 
-def queue_rows(dash: Dashboard, group: str, now: float) -> dict[str, Row]:
-    """Queue → owner: topic, broker, queue, owner, broker/consumer offset, lag, inflight, age,
-    trend, status; the owner cell is highlighted for a few seconds after it changed."""
+def queue_rows(board: Board, group: str) -> dict[str, QueueRow]:
+    """Queue → owner, by ``topic|broker|queue id``; the owner is lit for a few seconds after it
+    changed."""
+    dash = board.dashboard
     view = dash.view(group)
     if view is None:
         return {}
@@ -282,23 +349,28 @@ def queue_rows(dash: Dashboard, group: str, now: float) -> dict[str, Row]:
     old = {p.queue: p for p in before.progress} if before else {}
     owners = view.owners()
     trends = dash.queue_lag.get(group, {})
-    lit = dash.highlighted(group, now)
-    now_ms = now * 1000
-    rows: dict[str, Row] = {}
+    lit = dash.highlighted(group, board.now)
+    now_ms = board.now * 1000
+    # a number this source cannot supply is unknown in every row (as in ``group progress``)
+    no_inflight = "inflight" in view.unavailable or "pull_offset" in view.unavailable
+    unlit: dict[tuple[str, ...], Owner] = {}  # most rows share an owner: one Owner per holder set
+    rows: dict[str, QueueRow] = {}
     seen: set[MessageQueue] = set()
     for p in view.progress:
         mq = p.queue
         seen.add(mq)
-        holders = owners.get(mq, ())
-        owner_text = holders[0] if len(holders) == 1 else (", ".join(holders) or "(nobody)")
-        owner: Cell = Text(owner_text, style="reverse bold") if lit and mq in lit else owner_text
-        status = queue_status(p, old.get(mq), holders)
-        age = (now_ms - p.last_timestamp) / 1000 if p.last_timestamp else None
+        holders = tuple(owners.get(mq, ()))
+        if lit and mq in lit:
+            owner = Owner(holders, True)
+        else:
+            owner = unlit.get(holders) or unlit.setdefault(holders, Owner(holders))
+        known = p.known
         trend = trends.get(mq)
-        rows[f"{mq.topic}|{mq.broker_name}|{mq.queue_id}"] = (
-            mq.topic, mq.broker_name, str(mq.queue_id), owner, str(p.broker_offset), str(p.consumer_offset),
-            str(p.broker_offset - p.consumer_offset), str(p.inflight), human_age(age),
-            sparkline(trend) if trend else "", STATUS_TEXT[status],
+        rows[f"{mq.topic}|{mq.broker_name}|{mq.queue_id}"] = QueueRow(
+            mq.topic, mq.broker_name, mq.queue_id, owner,
+            p.broker_offset if known else None, p.consumer_offset if known else None, p.lag,
+            p.inflight if known and not no_inflight else None, p.age_ms(now_ms),
+            tuple(trend) if trend else (), queue_status(p, old.get(mq), holders),
         )
     for queues in view.topic_queues.values():
         for mq in queues:
@@ -306,12 +378,10 @@ def queue_rows(dash: Dashboard, group: str, now: float) -> dict[str, Row]:
                 continue
             seen.add(mq)
             # routed but never consumed by this group: no offsets on the broker yet
-            holders = owners.get(mq, ())
-            owner_text = ", ".join(holders) or "(nobody)"
-            owner = Text(owner_text, style="reverse bold") if mq in lit else owner_text
-            status = "held twice" if len(holders) > 1 else "idle"
-            rows[queue_key(mq)] = (mq.topic, mq.broker_name, str(mq.queue_id), owner, "-", "-", "-", "-", "-",
-                                   "", STATUS_TEXT[status])
+            holders = tuple(owners.get(mq, ()))
+            rows[queue_key(mq)] = QueueRow(
+                mq.topic, mq.broker_name, mq.queue_id, Owner(holders, mq in lit), NOT_YET, NOT_YET, NOT_YET,
+                NOT_YET, NOT_YET, (), "held twice" if len(holders) > 1 else "idle")
     return rows
 
 
@@ -323,55 +393,40 @@ def stored_subscription(view: GroupView, topic: str) -> Subscription | None:
     return None
 
 
-def client_rows(dash: Dashboard, group: str) -> dict[str, Row]:
-    """Client → queues: client, queue count, its own subscriptions, idle marker, conflicts with
-    the broker-stored subscription, and the queues it holds."""
-    view = dash.view(group)
+def client_rows(board: Board, group: str) -> dict[str, ClientRow]:
+    """Client → queues, by client id."""
+    view = board.view(group)
     if view is None:
         return {}
     subs = view.client_subscriptions
-    rows: dict[str, Row] = {}
+    rows: dict[str, ClientRow] = {}
     for cid, queues in view.assignments().items():
         own = subs.get(cid, ())
         conflicts = []
         for sub in own:
             stored = stored_subscription(view, sub.topic)
             if stored is not None and not sub.same_filter(stored):
-                conflicts.append(f"{sub.topic}: broker has {stored.expression!r}")
-        rows[cid] = (
-            cid,
-            str(len(queues)),
-            "; ".join(f"{s.topic}={s.expression}" for s in own) or "?",
-            Text("idle", style="yellow") if not queues else "",
-            Text("; ".join(conflicts), style="bold red") if conflicts else "",
-            " ".join(f"{q.topic}@{q.broker_name}/{q.queue_id}" for q in queues),
-        )
+                conflicts.append((sub.topic, stored.expression))
+        rows[cid] = ClientRow(cid, len(queues), tuple(own), not queues, tuple(conflicts), tuple(queues))
     return rows
 
 
-def finding_rows(findings: Sequence[Finding]) -> dict[str, Row]:
-    rows: dict[str, Row] = {}
+def finding_rows(findings: Sequence[Finding]) -> dict[str, FindingRow]:
+    """The findings, worst first, keyed ``CODE#n``."""
+    rows: dict[str, FindingRow] = {}
     ordered = sorted(findings, key=lambda f: (-SEVERITY_RANK[f.severity], f.code))
     for index, f in enumerate(ordered):
-        style = HEALTH_STYLE.get(f.severity, "")
-        rows[f"{f.code}#{index}"] = (Text(f.severity, style=style), f.code, f.title)
+        rows[f"{f.code}#{index}"] = FindingRow(f.severity, f.code, f.title, f)
     return rows
 
 
-def filter_rows(rows: Mapping[str, Row], pattern: str) -> dict[str, Row]:
-    """Rows whose text matches the regex ``pattern``; a leading ``!`` keeps those that do not.
-    A pattern that is not a valid regex matches as plain text."""
-    if not pattern or pattern == "!":
-        return dict(rows)
-    invert = pattern.startswith("!")
-    body = pattern[1:] if invert else pattern
-    try:
-        regex = re.compile(body, re.IGNORECASE)
-    except re.error:
-        regex = re.compile(re.escape(body), re.IGNORECASE)
-    out = {}
-    for key, cells in rows.items():
-        text = " ".join(c.plain if isinstance(c, Text) else c for c in cells)
-        if bool(regex.search(text)) != invert:
-            out[key] = cells
-    return out
+def whatif_rows(view: GroupView, topic: str, result: SimulationResult) -> dict[str, WhatIfRow]:
+    """Each client's live queues of ``topic`` beside the simulated ones, by client id."""
+    live = {cid: [q for q in qs if q.topic == topic] for cid, qs in view.assignments().items()}
+    rows: dict[str, WhatIfRow] = {}
+    for cid in sorted(set(live) | set(result.assignments)):
+        lq, sq = live.get(cid, []), result.assignments.get(cid, [])
+        change = "" if set(lq) == set(sq) else ("new" if cid not in live else
+                                                "removed" if cid not in result.assignments else "moves")
+        rows[cid] = WhatIfRow(cid, len(lq), tuple(lq), len(sq), tuple(sq), change)
+    return rows

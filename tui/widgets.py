@@ -1,17 +1,20 @@
-"""Widgets of the dashboard: a DataTable kept in step by row key, the status line, the timeline.
+"""Widgets of the dashboard: a DataTable of typed rows kept in step by row key, the status line,
+the timeline.
 
 :class:`KeyedTable` is the one way rows reach the screen: :meth:`KeyedTable.sync` removes rows
-whose key is gone, updates only the cells that changed and adds new rows, then puts the cursor
-back on the row it was on — so cursor, sort and filter survive every refresh. Columns carry a
-priority: when the terminal is narrow the least important ones are dropped first.
+whose key is gone, updates only the cells whose value changed and adds new rows, then puts the
+cursor back on the row it was on — so cursor, sort and filter survive every refresh. Cells keep
+the row's values and sort by them; :mod:`tui.columns` turns them into text when they are drawn.
+Columns carry a priority: when the terminal is narrow the least important ones are dropped first.
+:class:`StatusLine` watches the app's ``status``.
 
-Imports textual and rich; reads nothing from a cluster.
+Imports textual, rich and tui.columns; reads nothing from a cluster, never imports tui.app.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding
@@ -19,39 +22,18 @@ from textual.events import Resize
 from textual.widgets import DataTable, RichLog, Static
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from tui.columns import Column, Shown
 from tui.keys import DEFAULT_KEYS
-from tui.state import Cell, Row
+
+R = TypeVar("R", bound=tuple[Any, ...])
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
-    """A table column: its key, header, width (``0``: takes what is left) and priority
-    (``0`` is never dropped; higher numbers are dropped first when the table is narrow)."""
-
-    key: str
-    label: str
-    width: int
-    priority: int = 0
-
-
-def _plain(cell: Cell) -> str:
-    return cell.plain if isinstance(cell, Text) else cell
-
-
-def _sort_value(cell: Cell) -> tuple[int, float | str]:
-    text = _plain(cell)
-    try:
-        return (0, float(text))
-    except ValueError:
-        return (1, text.lower())
-
-
-def visible_columns(columns: Sequence[Column], width: int) -> list[Column]:
+def visible_columns(columns: Sequence[Column[Any]], width: int) -> list[Column[Any]]:
     """The columns that fit in ``width`` cells, dropping the highest priorities first."""
     chosen = list(columns)
     flex_min = 12
 
-    def needed(cols: Sequence[Column]) -> int:
+    def needed(cols: Sequence[Column[Any]]) -> int:
         return sum((c.width or flex_min) + 2 for c in cols)
 
     for priority in sorted({c.priority for c in columns if c.priority > 0}, reverse=True):
@@ -61,19 +43,22 @@ def visible_columns(columns: Sequence[Column], width: int) -> list[Column]:
     return chosen
 
 
-class KeyedTable(DataTable[Cell]):
-    """A DataTable updated by row key, with priority-dropped columns and a sort that sticks."""
+class KeyedTable(DataTable[Shown], Generic[R]):
+    """A DataTable of typed rows updated by row key, with priority-dropped columns and a sort
+    that sticks. Cells hold each row's values (:class:`~tui.columns.Shown`); they become text
+    only when drawn, and sorting compares the values."""
 
     BINDINGS = [
         Binding(DEFAULT_KEYS["down"], "cursor_down", "Down", show=False, id="down"),
         Binding(DEFAULT_KEYS["up"], "cursor_up", "Up", show=False, id="up"),
     ]
 
-    def __init__(self, columns: Sequence[Column], *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, columns: Sequence[Column[R]], *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.all_columns = list(columns)
-        self.shown: list[Column] = []
-        self.rows_by_key: dict[str, Row] = {}
+        self.shown: list[Column[R]] = []
+        #: the rows the table shows, by key, as given to :meth:`sync`
+        self.rows_by_key: dict[str, R] = {}
         self.sort_column: str | None = None
         self.sort_reverse = False
         self.cursor_key: str | None = None
@@ -107,10 +92,6 @@ class KeyedTable(DataTable[Cell]):
                     column.width = max(12, width - fixed - 3)
                     self.refresh()
 
-    def _indexes(self) -> list[int]:
-        keys = [c.key for c in self.all_columns]
-        return [keys.index(c.key) for c in self.shown]
-
     def current_key(self) -> str | None:
         """The key of the row under the cursor."""
         if not self.row_count:
@@ -121,24 +102,36 @@ class KeyedTable(DataTable[Cell]):
             return None
         return key
 
-    def sync(self, rows: Mapping[str, Row], *, cursor: str | None = None) -> None:
-        """Make the table show ``rows`` (key → every column's cell) with the fewest changes."""
+    def current_row(self) -> R | None:
+        """The typed row under the cursor."""
+        key = self.current_key()
+        return self.rows_by_key.get(key) if key is not None else None
+
+    def sync(self, rows: Mapping[str, R], *, cursor: str | None = None) -> None:
+        """Make the table show ``rows`` (key → typed row) with the fewest changes: a row equal to
+        the one shown is left alone, and of a changed row only the cells whose value changed are
+        written."""
         keep = cursor if cursor is not None else self.current_key()
-        indexes = self._indexes()
-        keys = [c.key for c in self.shown]
+        shown = self.shown
         old = self.rows_by_key
-        changed: list[tuple[str, list[tuple[str, Cell]]]] = []
+        changed: list[tuple[str, list[tuple[str, Shown]]]] = []
         for gone in [k for k in old if k not in rows]:
             self.remove_row(gone)
         added = False
-        for key, cells in rows.items():
+        plan: list[tuple[str, Column[R], int]] | None = None
+        for key, row in rows.items():
             before = old.get(key)
             if before is None:
-                self.add_row(*(cells[i] for i in indexes), key=key)
+                self.add_row(*(Shown(col.value(row), col) for col in shown), key=key)
                 added = True
-            elif before != cells:
-                changed.append((key, [(col, cells[i]) for col, i in zip(keys, indexes, strict=True)
-                                     if before[i] is not cells[i] and before[i] != cells[i]]))
+            elif before is not row and before != row:
+                if plan is None:
+                    plan = self._diff_plan(row)
+                # a column's value is one field of the row (-1: several, compared as a whole)
+                cells = [(name, Shown(row[i] if i >= 0 else col.value(row), col)) for name, col, i in plan
+                         if (row[i] != before[i] if i >= 0 else col.value(row) != col.value(before))]
+                if cells:
+                    changed.append((key, cells))
         self._set_cells(changed)
         self.rows_by_key = dict(rows)
         if self.sort_column is not None and (added or changed):
@@ -149,7 +142,16 @@ class KeyedTable(DataTable[Cell]):
             self.move_cursor(row=self.get_row_index(keep), animate=False, scroll=False)
         self.cursor_key = self.current_key()
 
-    def _set_cells(self, changed: list[tuple[str, list[tuple[str, Cell]]]]) -> None:
+    def _diff_plan(self, row: R) -> list[tuple[str, Column[R], int]]:
+        """Each shown column with the index of the row field it shows (``-1``: several fields)."""
+        fields: tuple[str, ...] = getattr(type(row), "_fields", ())
+        plan = []
+        for col in self.shown:
+            names = col.fields or (col.key,)
+            plan.append((col.key, col, fields.index(names[0]) if len(names) == 1 and names[0] in fields else -1))
+        return plan
+
+    def _set_cells(self, changed: list[tuple[str, list[tuple[str, Shown]]]]) -> None:
         """Write many cells and redraw once.
 
         ``update_cell`` marks the widget dirty on every call, which is most of the cost of a
@@ -171,9 +173,10 @@ class KeyedTable(DataTable[Cell]):
         self.refresh()
 
     def _apply_key_order(self) -> None:
-        # New rows land at the bottom; put them where they belong (every visible cell, numbers
-        # as numbers: topic, broker, queue id sort naturally).
-        self.sort(key=lambda cells: tuple(_sort_value(c) for c in cells))
+        # New rows land at the bottom; put them where they belong: by every visible value in
+        # turn (topic, broker, queue id sort naturally).
+        orders = [c.order for c in self.shown]
+        self.sort(key=lambda cells: tuple(order(cell.value) for order, cell in zip(orders, cells, strict=True)))
 
     def sort_by(self, column: str) -> None:
         """Sort by ``column``; the same column again reverses the order."""
@@ -187,13 +190,30 @@ class KeyedTable(DataTable[Cell]):
             self.move_cursor(row=self.get_row_index(keep), animate=False)
 
     def _apply_sort(self) -> None:
-        if self.sort_column is None or self.sort_column not in [c.key for c in self.shown]:
+        column = next((c for c in self.shown if c.key == self.sort_column), None)
+        if column is None:
             return
-        self.sort(self.sort_column, key=_sort_value, reverse=self.sort_reverse)
+        order = column.order
+        self.sort(column.key, key=lambda cell: order(cell.value), reverse=self.sort_reverse)
+
+
+class Status(NamedTuple):
+    """What the status line says, and whether it reports an error."""
+
+    text: str = ""
+    error: bool = False
 
 
 class StatusLine(Static):
-    """Source, last update, pause and errors, on one line."""
+    """Source, last update, pause and errors, on one line: it shows the app's ``status``, which
+    it watches."""
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "status", self._show)
+
+    def _show(self, status: Status) -> None:
+        self.update(status.text)
+        self.set_class(status.error, "-error")
 
 
 class Timeline(RichLog):

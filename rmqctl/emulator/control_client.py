@@ -47,6 +47,40 @@ class ConsumerRequest:
         return body
 
 
+@dataclass(frozen=True, slots=True)
+class StartConsumer:
+    """Start a simulated consumer."""
+
+    request: ConsumerRequest
+    verb = "start"
+
+
+@dataclass(frozen=True, slots=True)
+class StopConsumer:
+    """Shut a simulated consumer down (``kill``: die without unregistering)."""
+
+    client_id: str
+    kill: bool = False
+
+    @property
+    def verb(self) -> str:
+        return "kill" if self.kill else "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class Produce:
+    """Send ``count`` messages to ``topic`` (with ``tag``, or none)."""
+
+    topic: str
+    count: int
+    tag: str | None = None
+    verb = "produce"
+
+
+#: what a front end may ask of an emulator's controls
+ControlAction = StartConsumer | StopConsumer | Produce
+
+
 @runtime_checkable
 class EmulatorControl(Protocol):
     """What a front end may do to an emulated cluster."""
@@ -65,6 +99,24 @@ class EmulatorControl(Protocol):
     async def produce(self, topic: str, count: int, tag: str | None = None) -> dict[str, Any]: ...
 
     async def close(self) -> None: ...
+
+
+async def perform(control: EmulatorControl, action: ControlAction) -> dict[str, Any]:
+    """Carry ``action`` out on ``control``; its answer (the control API's document)."""
+    if isinstance(action, StartConsumer):
+        return await control.start_consumer(action.request)
+    if isinstance(action, StopConsumer):
+        return await control.stop_consumer(action.client_id, kill=action.kill)
+    return await control.produce(action.topic, action.count, action.tag)
+
+
+def describe_result(action: ControlAction, result: dict[str, Any]) -> str:
+    """One line saying what ``action`` did: ``started …``, ``sent 10 message(s)``, ``stop …``."""
+    if isinstance(action, StartConsumer):
+        return f"started {result.get('client_id', '')}"
+    if isinstance(action, Produce):
+        return f"sent {result.get('sent', 0)} message(s)"
+    return f"{action.verb} {result.get('client_id', '')}"
 
 
 class EmbeddedControl:

@@ -60,6 +60,12 @@ class QueueProgress:
         """Store time of the last consumed message (None when nothing was consumed yet)."""
         return self.last_timestamp or None
 
+    def age_ms(self, now_ms: float) -> int | None:
+        """Milliseconds from the last consumed message's store time to ``now_ms`` (never
+        negative: clocks differ); None when nothing was consumed yet."""
+        last = self.last_consumed_ms
+        return None if last is None else max(0, int(now_ms - last))
+
 
 @dataclass(frozen=True, slots=True)
 class SampledMessage:

@@ -20,11 +20,13 @@ from rmqctl.emulator.control_client import (
     ConsumerRequest,
     EmbeddedControl,
     HttpControl,
+    Produce,
+    StopConsumer,
     served_control_for,
 )
 from rmqctl.emulator.scenario import load_scenario
 from rmqctl.emulator.serve import ServeOptions, running_emulator
-from tests.tui.helpers import poll_now, wait_for
+from tests.tui.helpers import fake_app, make_view, poll_now, wait_for
 from tui import TuiSettings, make_app
 from tui.messages import ControlFinished
 from tui.screens import ControlsScreen, GroupScreen
@@ -145,3 +147,58 @@ async def test_stopping_a_consumer_from_the_controls_view_shows_the_rebalance() 
             assert owners and all(victim not in str(o) and str(o) != "(nobody)" for o in owners.values())
             timeline = app.screen.query_one(Timeline)
             assert any(f"{victim} left" in line for line in timeline.entries)
+
+
+class RecordingControl:
+    """An EmulatorControl that records what it is asked to do."""
+
+    label = "recording"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+
+    async def clients(self) -> list[dict[str, object]]:
+        return []
+
+    async def start_consumer(self, request: ConsumerRequest) -> dict[str, object]:
+        self.calls.append(("start", request))
+        return {"client_id": request.client_id or "10.0.0.9@new"}
+
+    async def stop_consumer(self, client_id: str, *, kill: bool = False) -> dict[str, object]:
+        self.calls.append(("stop", client_id, kill))
+        return {"client_id": client_id, "running": False}
+
+    async def produce(self, topic: str, count: int, tag: str | None = None) -> dict[str, object]:
+        self.calls.append(("produce", topic, count, tag))
+        return {"sent": count}
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_the_controls_form_sends_typed_actions_and_refuses_bad_input() -> None:
+    control = RecordingControl()
+    app, _, _ = fake_app([make_view("orders")], settings=TuiSettings(group="orders", interval=3600,
+                                                                     control=control))  # type: ignore[arg-type]
+    finished: list[ControlFinished] = []
+    async with app.run_test(size=(200, 50), message_hook=lambda m: finished.append(m)
+                            if isinstance(m, ControlFinished) else None) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        await pilot.press("j")  # cursor on queue 1, held by 10.0.0.1@a
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, ControlsScreen))
+        screen = app.screen
+        # the form starts from the group, its topic and the client under the cursor
+        assert [screen.query_one(f"#{i}", Input).value for i in ("start-group", "start-topic", "stop-client")] \
+            == ["orders", "Orders", "10.0.0.1@a"]
+        screen.query_one("#produce-count", Input).value = "ten"
+        screen.query_one("#produce", Button).press()
+        await pilot.pause()
+        assert control.calls == []  # refused in the form: nothing was sent
+        screen.query_one("#produce-count", Input).value = "3"
+        screen.query_one("#produce", Button).press()
+        screen.query_one("#kill", Button).press()
+        await wait_for(pilot, lambda: len(finished) == 2, what="both actions")
+        assert sorted(control.calls, key=str) == [("produce", "Orders", 3, None), ("stop", "10.0.0.1@a", True)]
+        assert {type(m.action) for m in finished} == {Produce, StopConsumer}
+        assert all(m.error is None for m in finished)

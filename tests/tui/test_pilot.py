@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.message import Message
 
 from rmqctl import errors
+from rmqctl.model import GroupView
 from tests.tui.helpers import START, fake_app, make_view, poll_now, wait_for
 from tui import TuiSettings
 from tui.messages import PollFailed, RoundLoaded
@@ -16,6 +17,7 @@ from tui.widgets import KeyedTable, StatusLine, Timeline
 
 
 def plain(cell: object) -> str:
+    """A cell's shown text (cells hold typed values and render them when drawn)."""
     return cell.plain if isinstance(cell, Text) else str(cell)
 
 
@@ -145,9 +147,9 @@ async def test_group_view_highlights_moves_and_logs_the_rebalance() -> None:
         await pilot.press("j")  # cursor on queue 1
         await poll_now(pilot, app)
         assert table.current_key() == "Orders|broker-a|1"
-        owner = table.get_row("Orders|broker-a|2")[3]
+        owner = table.get_row("Orders|broker-a|2")[3].cell()
         assert isinstance(owner, Text) and owner.plain == "10.0.0.1@a" and "reverse" in str(owner.style)
-        assert isinstance(table.get_row("Orders|broker-a|0")[3], str)  # unchanged owner: not lit
+        assert isinstance(table.get_row("Orders|broker-a|0")[3].cell(), str)  # unchanged owner: not lit
         statuses = {q: row(table, f"Orders|broker-a|{q}")[-1] for q in range(4)}
         assert statuses == {0: "moving", 1: "idle", 2: "stalled", 3: "idle"}
         timeline = app.screen.query_one(Timeline)
@@ -157,7 +159,7 @@ async def test_group_view_highlights_moves_and_logs_the_rebalance() -> None:
         # a few seconds later the highlight is gone
         clock.advance(10)
         await poll_now(pilot, app)
-        assert isinstance(table.get_row("Orders|broker-a|2")[3], str)
+        assert isinstance(table.get_row("Orders|broker-a|2")[3].cell(), str)
 
 
 async def test_client_layout_marks_idle_clients_and_conflicting_subscriptions() -> None:
@@ -272,3 +274,69 @@ async def test_a_round_the_dashboard_cannot_show_is_reported_and_the_next_one_re
         source.set_view(make_view("orders"))
         await poll_now(pilot, app)
         assert "errors" not in status(app)
+
+
+def with_progress(view: GroupView, **by_queue: dict[str, object]) -> GroupView:
+    """``view`` with fields of some queues' progress replaced (keyword: ``q<queue id>``)."""
+    progress = tuple(replace(p, **by_queue.get(f"q{p.queue.queue_id}", {}))  # type: ignore[arg-type]
+                     for p in view.progress)
+    return replace(view, progress=progress)
+
+
+async def test_age_sorts_by_how_long_ago_not_by_its_text() -> None:
+    start_ms = int(START * 1000)
+    ages_s = {0: 720, 1: 7_200, 2: 45, 3: 90}  # shown as 12m, 2h, 45s, 90s
+    view = with_progress(make_view("orders"), **{f"q{q}": {"last_timestamp": start_ms - s * 1000}
+                                                 for q, s in ages_s.items()})
+    app, _, _ = fake_app([view], settings=TuiSettings(group="orders", interval=3600))
+    async with app.run_test(size=(220, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        table = app.screen.query_one("#queues", KeyedTable)
+        await wait_for(pilot, lambda: table.row_count == 4)
+        age = [c.key for c in table.shown].index("age")
+        table.sort_by("age")
+        assert [plain(table.get_row(r.key)[age]) for r in table.ordered_rows] == ["45s", "90s", "12m", "2h"]
+        table.sort_by("age")
+        assert [plain(table.get_row(r.key)[age]) for r in table.ordered_rows] == ["2h", "12m", "90s", "45s"]
+
+
+async def test_a_lag_the_brokers_could_not_report_is_unknown_not_zero() -> None:
+    # queue 1's offsets could not be read (the numbers in its row mean nothing)
+    view = with_progress(make_view("orders", offsets={0: (150, 100)}),
+                         q1={"offsets_from": "unknown", "broker_offset": 0, "consumer_offset": 0})
+    app, _, _ = fake_app([view], settings=TuiSettings(group="orders", interval=3600))
+    async with app.run_test(size=(220, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        table = app.screen.query_one("#queues", KeyedTable)
+        await wait_for(pilot, lambda: table.row_count == 4)
+        keys = [c.key for c in table.shown]
+        unknown, known = row(table, "Orders|broker-a|1"), row(table, "Orders|broker-a|0")
+        assert [unknown[keys.index(k)] for k in ("lag", "inflight", "status")] == ["unknown", "unknown", "unknown"]
+        assert [known[keys.index(k)] for k in ("lag", "status")] == ["50", "?"]
+        assert "lag 50 (unknown for 1 queue)" in str(app.screen.query_one("#title").render())
+        # the unknown lag sorts after every known one
+        table.sort_by("lag")
+        assert [r.key.value for r in table.ordered_rows][-1] == "Orders|broker-a|1"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupsScreen))
+        groups = app.screen.query_one("#groups-table", KeyedTable)
+        await wait_for(pilot, lambda: groups.row_count == 1)
+        assert row(groups, "orders")[4] == "≥50"  # at least the known queues' lag
+
+
+async def test_a_screen_under_another_shows_the_latest_round_when_it_comes_back() -> None:
+    app, source, clock = fake_app([make_view("orders")], settings=TuiSettings(group="orders", interval=3600))
+    async with app.run_test(size=(200, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        group_screen = app.screen
+        table = group_screen.query_one("#queues", KeyedTable)
+        assert row(table, "Orders|broker-a|0")[6] == "0"
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, FindingsScreen))
+        source.set_view(make_view("orders", offsets={0: (170, 100)}))
+        clock.advance(2)
+        await poll_now(pilot, app)
+        assert row(table, "Orders|broker-a|0")[6] == "0"  # hidden: not redrawn while under findings
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is group_screen)
+        await wait_for(pilot, lambda: row(table, "Orders|broker-a|0")[6] == "70", what="the latest round")

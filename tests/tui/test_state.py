@@ -1,17 +1,28 @@
-"""The dashboard's pure parts: statuses, trends, filters, what a round leaves behind."""
+"""The dashboard's pure parts: statuses, trends, typed rows, filters, what a round leaves behind."""
 
 from __future__ import annotations
 
+import ast
+from dataclasses import replace
+from pathlib import Path
+
 from rmqctl.model import MessageQueue, QueueProgress
 from rmqctl.watch import Round, Sample
-from tests.tui.helpers import make_view
+from tests.tui.helpers import START, make_view
+from tui.columns import GROUP_COLUMNS, QUEUE_COLUMNS, filter_rows, human_age, sparkline
 from tui.state import (
+    NOT_YET,
     QUEUE_TREND_LENGTH,
+    Board,
     Dashboard,
-    filter_rows,
-    human_age,
+    GroupLag,
+    GroupRow,
+    Owner,
+    QueueRow,
+    Reported,
+    group_rows,
+    queue_rows,
     queue_status,
-    sparkline,
 )
 
 MQ = MessageQueue("T", "broker-a", 0)
@@ -29,6 +40,10 @@ def test_queue_status_vocabulary() -> None:
     assert queue_status(progress(10, 10), None, []) == "idle"
     assert queue_status(progress(10, 5), progress(9, 5), ["a"]) == "stalled"
     assert queue_status(progress(10, 5), None, ["a"]) == "?"
+    unread = replace(progress(0, 0), offsets_from="unknown")
+    assert queue_status(unread, progress(10, 5), ["a"]) == "unknown"
+    assert queue_status(unread, None, []) == "unknown"
+    assert queue_status(progress(10, 5), unread, ["a"]) == "?"  # nothing known to compare with
 
 
 def test_sparkline_and_age() -> None:
@@ -38,17 +53,70 @@ def test_sparkline_and_age() -> None:
     assert sparkline([0, 7]) == "▁█"
     assert sparkline([0, 1, 2, 3, 4, 5, 6, 7]) == "▁▂▃▄▅▆▇█"
     assert len(sparkline(range(100))) == 12
-    assert [human_age(s) for s in (None, 5, 119, 120, 7199, 7200, 200000)] == \
+    assert [human_age(None if s is None else s * 1000) for s in (None, 5, 119, 120, 7199, 7200, 200000)] == \
         ["-", "5s", "119s", "2m", "119m", "2h", "2d"]
+    assert QueueProgress(MQ, 1, 1, None, 10_000).age_ms(70_500) == 60_500
+    assert QueueProgress(MQ, 1, 1, None, 10_000).age_ms(9_000) == 0  # the clocks differ: never negative
+    assert QueueProgress(MQ, 1, 1, None, 0).age_ms(70_500) is None  # nothing consumed yet
 
 
-def test_filter_is_a_regex_inverted_by_a_bang_and_tolerates_bad_regexes() -> None:
-    rows = {"a": ("orders", "ok"), "b": ("payments", "error"), "c": ("ord(ers", "ok")}
-    assert list(filter_rows(rows, "^ord")) == ["a", "c"]
-    assert list(filter_rows(rows, "!^ord")) == ["b"]
-    assert list(filter_rows(rows, "ERROR")) == ["b"]
-    assert list(filter_rows(rows, "ord(")) == ["c"]  # not a valid regex: matched as text
-    assert list(filter_rows(rows, "")) == ["a", "b", "c"]
+def test_filter_is_a_regex_over_the_shown_text_inverted_by_a_bang_and_tolerates_bad_regexes() -> None:
+    def group(name: str, health: str, lag: int) -> GroupRow:
+        return GroupRow(name, health, 1, 4, GroupLag(lag, 4, 0), (), None)
+
+    rows = {"a": group("orders", "ok", 5), "b": group("payments", "error", 0), "c": group("ord(ers", "ok", 0)}
+    assert list(filter_rows(rows, "^ord", GROUP_COLUMNS)) == ["a", "c"]
+    assert list(filter_rows(rows, "!^ord", GROUP_COLUMNS)) == ["b"]
+    assert list(filter_rows(rows, "ERROR", GROUP_COLUMNS)) == ["b"]
+    assert list(filter_rows(rows, "ord(", GROUP_COLUMNS)) == ["c"]  # not a valid regex: matched as text
+    assert list(filter_rows(rows, " 5 ", GROUP_COLUMNS)) == ["a"]  # numbers match as shown
+    assert list(filter_rows(rows, "", GROUP_COLUMNS)) == ["a", "b", "c"]
+
+
+def test_queue_rows_are_typed_values_from_the_models_properties() -> None:
+    dash = Dashboard()
+    view = make_view("orders", offsets={0: (150, 100)}, last_ts_ms=int(START * 1000) - 90_000)
+    progress = list(view.progress)
+    progress[1] = replace(progress[1], offsets_from="unknown", broker_offset=0, consumer_offset=0)
+    progress[2] = replace(progress[2], pull_offset=104)
+    view = replace(view, progress=tuple(progress))
+    dash.apply(Round(1, None, Sample(START, {"orders": view})), check=False)
+    rows = queue_rows(Board(1, dash, START), "orders")
+    assert rows["Orders|broker-a|0"] == QueueRow("Orders", "broker-a", 0, Owner(("10.0.0.1@a",)), 150, 100, 50, 0,
+                                                 90_000, (50,), "?")
+    assert rows["Orders|broker-a|1"] == QueueRow("Orders", "broker-a", 1, Owner(("10.0.0.1@a",)), None, None, None,
+                                                 None, 90_000, (), "unknown")
+    assert rows["Orders|broker-a|2"].inflight == 4
+    # a source that cannot read pull offsets: inflight is unknown in every row, never 0
+    dash.apply(Round(2, None, Sample(START, {"orders": replace(view, unavailable={"inflight": "no pull offsets"})})),
+               check=False)
+    assert {r.inflight for r in queue_rows(Board(2, dash, START), "orders").values()} == {None}
+    assert group_rows(Board(2, dash, START))["orders"].lag == GroupLag(50, 3, 1)
+
+
+def test_columns_show_unknown_and_sort_it_apart_from_every_known_value() -> None:
+    lag = next(c for c in QUEUE_COLUMNS if c.key == "lag")
+    age = next(c for c in QUEUE_COLUMNS if c.key == "age")
+    assert [lag.show(v) for v in (5, 0, None, NOT_YET)] == ["5", "0", "unknown", "-"]
+    assert [age.show(v) for v in (45_000, 720_000, None, NOT_YET)] == ["45s", "12m", "-", "-"]
+    values: list[Reported] = [None, 7, 0, NOT_YET, 30]
+    assert sorted(values, key=lag.order)[:3] == [0, 7, 30]
+    assert sorted(values, key=lag.order, reverse=True)[2:] == [30, 7, 0]
+    glag = next(c for c in GROUP_COLUMNS if c.key == "lag")
+    assert [glag.show(v) for v in (GroupLag(7, 4, 0), GroupLag(7, 3, 1), GroupLag(0, 0, 4),
+                                   GroupLag(0, 0, 0, unreadable=True))] == ["7", "≥7", "unknown", "-"]
+
+
+def test_state_flows_down_no_module_below_the_app_imports_it() -> None:
+    """Screens, widgets, rows and messages reach the app only through messages and watched
+    attributes: none of them imports ``tui.app``, not even inside a function or for typing."""
+    root = Path(__file__).resolve().parents[2] / "tui"
+    for name in ("screens", "widgets", "state", "columns", "messages", "keys"):
+        tree = ast.parse((root / f"{name}.py").read_text(encoding="utf-8"))
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert "tui.app" not in imported, name
+        assert "tui" not in imported, name  # the package re-exports the app
 
 
 def test_trend_buffers_are_bounded_and_follow_the_queues() -> None:
