@@ -118,18 +118,20 @@ class KeyedTable(DataTable[Shown], Generic[R]):
         for gone in [k for k in old if k not in rows]:
             self.remove_row(gone)
         added = False
-        plan: list[tuple[str, Column[R], int]] | None = None
+        plan: tuple[list[tuple[str, Column[R], int]], list[tuple[str, Column[R]]]] | None = None
         for key, row in rows.items():
             before = old.get(key)
             if before is None:
-                self.add_row(*(Shown(col.value(row), col) for col in shown), key=key)
+                self.add_row(*(Shown((col.value(row), col)) for col in shown), key=key)
                 added = True
             elif before is not row and before != row:
                 if plan is None:
                     plan = self._diff_plan(row)
-                # a column's value is one field of the row (-1: several, compared as a whole)
-                cells = [(name, Shown(row[i] if i >= 0 else col.value(row), col)) for name, col, i in plan
-                         if (row[i] != before[i] if i >= 0 else col.value(row) != col.value(before))]
+                single, several = plan
+                cells = [(name, Shown((row[i], col))) for name, col, i in single if row[i] != before[i]]
+                if several:
+                    cells += [(name, Shown((col.value(row), col))) for name, col in several
+                              if col.value(row) != col.value(before)]
                 if cells:
                     changed.append((key, cells))
         self._set_cells(changed)
@@ -142,14 +144,18 @@ class KeyedTable(DataTable[Shown], Generic[R]):
             self.move_cursor(row=self.get_row_index(keep), animate=False, scroll=False)
         self.cursor_key = self.current_key()
 
-    def _diff_plan(self, row: R) -> list[tuple[str, Column[R], int]]:
-        """Each shown column with the index of the row field it shows (``-1``: several fields)."""
+    def _diff_plan(self, row: R) -> tuple[list[tuple[str, Column[R], int]], list[tuple[str, Column[R]]]]:
+        """The shown columns whose value is one field of the row, with its index (compared by
+        index: a refresh compares every cell of every changed row), and the others."""
         fields: tuple[str, ...] = getattr(type(row), "_fields", ())
-        plan = []
+        single, several = [], []
         for col in self.shown:
             names = col.fields or (col.key,)
-            plan.append((col.key, col, fields.index(names[0]) if len(names) == 1 and names[0] in fields else -1))
-        return plan
+            if len(names) == 1 and names[0] in fields:
+                single.append((col.key, col, fields.index(names[0])))
+            else:
+                several.append((col.key, col))
+        return single, several
 
     def _set_cells(self, changed: list[tuple[str, list[tuple[str, Shown]]]]) -> None:
         """Write many cells and redraw once.
