@@ -1,4 +1,4 @@
-"""Stuck-queue diagnosis over consumer-offset snapshots: a PySpark job.
+"""Stuck-queue diagnosis over consumer-offset snapshots: the PySpark job's command line.
 
 Reads the snapshot files described in ``docs/snapshots.md`` (explicit schema, pruned columns, the
 time window pushed down to the ``date=`` partitions and the Parquet row groups) and gives every
@@ -16,13 +16,11 @@ numbers, plus a summary per group:
 ``INSUFFICIENT_DATA`` fewer snapshots than ``--min-snapshots`` (in the window, or since the owner changed)
 ``DLQ``               a ``%DLQ%`` queue: reported with its numbers, not judged
 
-Rows of broadcasting groups are dropped (their broker-side offsets mean nothing); rows a broker
-failed to answer (``error`` set) are gaps, counted as missing, never read as zeros. The window is
-split where the owner changed and the part under the current owner is judged.
-
-Only ``main()`` builds the session, reads and writes; everything else is a pure
-``DataFrame -> DataFrame`` transform of built-in functions (no Python UDFs) composed with
-``df.transform``. Runs as ``python -m analysis.stuck`` or ``spark-submit analysis/stuck.py``.
+The job is cut in three: :mod:`analysis.rules` (the verdicts), :mod:`analysis.transforms` (the
+``DataFrame -> DataFrame`` steps from snapshot rows to verdicts) and :mod:`analysis.files` (which files,
+whole or not, which schema version). This module parses the options, builds the session, reads,
+judges and writes: only ``main()`` builds a session. Runs as ``python -m analysis.stuck`` or
+``spark-submit analysis/stuck.py``.
 
 Imports only pyspark and the standard library (never rmqctl) so that it ships with spark-submit.
 """
@@ -36,7 +34,6 @@ import io
 import json
 import os
 import re
-import struct
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -47,474 +44,15 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from analysis.schema import QUEUE_KEY, SCHEMA_VERSION, SCHEMA_VERSION_KEY, SNAPSHOT_SCHEMA  # noqa: E402
-
-Transform = Callable[[DataFrame], DataFrame]
-
-STATUS_RANK = {
-    "OK": 0, "DLQ": 0, "IDLE": 1, "INSUFFICIENT_DATA": 2, "LAGGING": 3,
-    "REWOUND": 4, "ORPHANED": 5, "STALLED": 6,
-}
-"""Severity of each status; a group's status is its worst queue's."""
-
-STUCK_STATUSES = ("STALLED", "ORPHANED")
-"""Statuses that make the command exit 1."""
-
-COLUMNS_READ = ("ts", *QUEUE_KEY, "broker_offset", "consumer_offset", "pull_offset", "last_consumed_ts",
-                "broker_last_ts", "owner", "owner_subscribed", "message_model", "error")
-"""The only snapshot columns the job reads (Parquet column pruning)."""
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """The knobs of the rules; the defaults are the command's defaults."""
-
-    min_snapshots: int = 3
-    """Fewer snapshots than this (in the window, or since the owner changed) gives INSUFFICIENT_DATA."""
-    allowed_lag: int = 0
-    """Lag at or below this counts as caught up (Burrow's ``allowed-lag``)."""
-    retry_allowed_lag: int = 10
-    """The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
-    retry_min_stall_ms: int = 5 * 60_000
-    """A ``%RETRY%`` queue is STALLED only once frozen this long (redelivery is paced by delay levels)."""
-    consume_timeout_ms: int = 15 * 60_000
-    """The client's ``consumeTimeout``: a message pinning the committed offset is sent back after this."""
-
-
-# --------------------------------------------------------------------------------------------
-# transforms
-
-
-def select_window(since_ms: int, until_ms: int) -> Transform:
-    """Keep the read columns and the snapshots with ``since <= ts <= until`` (pushed down to Parquet)."""
-    since = F.timestamp_millis(F.lit(since_ms))
-    until = F.timestamp_millis(F.lit(until_ms))
-
-    def apply(df: DataFrame) -> DataFrame:
-        return df.select(*COLUMNS_READ).where((F.col("ts") >= since) & (F.col("ts") <= until))
-
-    return apply
-
-
-def drop_broadcasting(df: DataFrame) -> DataFrame:
-    """Broadcasting groups keep offsets on the clients; the broker's numbers say nothing about them."""
-    return df.where(F.coalesce(F.col("message_model"), F.lit("")) != "BROADCASTING")
-
-
-def _is_retry(topic: Column) -> Column:
-    return topic.startswith("%RETRY%")
-
-
-def _allowed_lag(th: Thresholds) -> Column:
-    return F.when(_is_retry(F.col("topic")), F.lit(th.retry_allowed_lag)).otherwise(F.lit(th.allowed_lag))
-
-
-def mark_progress(th: Thresholds) -> Transform:
-    """Per answered snapshot, in time order per queue: its lag, position and what starts there.
-
-    Adds ``lag``, ``rn`` (position in the window), ``prev_owner``, ``owner_changed``, ``seg_boundary``
-    (first snapshot under a new owner), ``run_boundary`` (first snapshot of a frozen run: the consumer
-    offset moved, the owner changed, or the previous snapshot was caught up — the consumer had nothing to
-    do until then), ``caught_up`` and ``rewind`` (ts, offset before, offset after) where the consumer
-    offset went back. Only offset window functions (row_number, lag): one sort per queue, no running frames.
-    Rows a broker failed to answer are removed first: a gap, not a zero.
-    """
-
-    def apply(df: DataFrame) -> DataFrame:
-        by_time = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
-        answered = df.where(
-            F.col("error").isNull() & F.col("broker_offset").isNotNull() & F.col("consumer_offset").isNotNull()
-        ).drop("error").withColumn(
-            "lag", F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0))
-        )
-        step = answered.select(
-            "*",
-            F.row_number().over(by_time).alias("rn"),
-            F.lag("owner").over(by_time).alias("prev_owner"),
-            F.lag("consumer_offset").over(by_time).alias("prev_co"),
-            F.lag("lag").over(by_time).alias("prev_lag"),
-        )
-        owner_changed = (F.col("rn") > 1) & ~F.col("owner").eqNullSafe(F.col("prev_owner"))
-        seg_boundary = (F.col("rn") == 1) | owner_changed
-        run_boundary = seg_boundary | (F.col("consumer_offset") != F.col("prev_co")) | (
-            F.col("prev_lag") <= _allowed_lag(th))
-        rewind = F.struct(F.col("ts"), F.col("prev_co").alias("before"), F.col("consumer_offset").alias("after"))
-        return step.select(
-            "*",
-            owner_changed.alias("owner_changed"),
-            seg_boundary.alias("seg_boundary"),
-            run_boundary.alias("run_boundary"),
-            (F.col("lag") <= _allowed_lag(th)).alias("caught_up"),
-            F.when(F.col("consumer_offset") < F.col("prev_co"), rewind).alias("rewind"),
-        )
-
-    return apply
-
-
-def summarize_queues(df: DataFrame) -> DataFrame:
-    """One row per queue: first and last snapshot, the start of the last owner segment and of the last frozen
-    run (the latest boundary rows), the last caught-up position, the highest consumer offset, the last rewind."""
-    first = F.struct(
-        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"), F.col("lag"),
-    )
-    last = F.struct(
-        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), F.col("owner"),
-        F.col("owner_subscribed").alias("subscribed"), F.col("last_consumed_ts"), F.col("broker_last_ts"),
-    )
-    seg_start = F.struct(
-        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-        F.col("lag"), F.col("rn"), F.col("prev_owner"), F.col("owner_changed").alias("changed"),
-    )
-    run_start = F.struct(
-        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"),
-    )
-    return df.groupBy(*QUEUE_KEY).agg(
-        F.count(F.lit(1)).alias("n_window"),
-        F.min_by(first, F.col("ts")).alias("first"),
-        F.max_by(last, F.col("ts")).alias("last"),
-        # max_by skips rows whose ordering is null: the latest boundary row wins
-        F.max_by(seg_start, F.when(F.col("seg_boundary"), F.col("ts"))).alias("seg_start"),
-        F.max_by(run_start, F.when(F.col("run_boundary"), F.col("ts"))).alias("run_start"),
-        F.max(F.when(F.col("caught_up"), F.col("rn"))).alias("caught_up_rn"),
-        F.max("consumer_offset").alias("co_max"),
-        F.max("rewind").alias("rewind"),
-    )
-
-
-def count_missing(df: DataFrame) -> DataFrame:
-    """Per queue, the snapshots in the window its broker failed to answer (Parquet skips the clean row groups)."""
-    return (
-        df.where(F.col("error").isNotNull())
-        .groupBy(*QUEUE_KEY)
-        .agg(F.count(F.lit(1)).alias("n_missing"), F.max_by("error", "ts").alias("last_error"))
-    )
-
-
-def _duration(ms: Column) -> Column:
-    secs = F.floor(ms / 1000).cast("long")
-    return (
-        F.when(ms.isNull(), F.lit("unknown"))
-        .when(secs < 60, F.format_string("%ds", secs))
-        .when(secs < 3600, F.format_string("%dm%02ds", F.floor(secs / 60).cast("long"), secs % 60))
-        .otherwise(F.format_string("%dh%02dm", F.floor(secs / 3600).cast("long"),
-                                   F.floor((secs % 3600) / 60).cast("long")))
-    )
-
-
-def _clock(ts: Column) -> Column:
-    return F.date_format(ts, "HH:mm:ss")
-
-
-RULE_STATUS = {
-    "dlq": "DLQ", "min-snapshots": "INSUFFICIENT_DATA", "rewind": "REWOUND", "no-new-messages": "IDLE",
-    "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
-    "owner-not-subscribed": "ORPHANED", "offset-pinned": "LAGGING", "retry-threshold": "LAGGING",
-    "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
-}
-"""The status each rule gives; the rules are tried in this order and the first that holds fires."""
-
-_ON_RUN = ("no-owner", "owner-not-subscribed", "offset-pinned", "retry-threshold", "frozen")
-_ON_SEGMENT = ("owner-changed", "lag-growing", "moving")
-
-
-def judge(th: Thresholds) -> Transform:
-    """Turn per-queue summaries into verdicts: status, rule, reason and the numbers behind them.
-
-    Three steps, so that no expression is repeated inside another: the facts every rule looks at, the
-    first rule that holds, then its status (from :data:`RULE_STATUS`) and its explanation.
-    """
-
-    def apply(df: DataFrame) -> DataFrame:
-        last, first = F.col("last"), F.col("first")
-        seg, run = F.col("seg_start"), F.col("run_start")
-        facts = df.select(
-            *QUEUE_KEY, "first", "last", "seg_start", "run_start", "caught_up_rn", "co_max", "rewind", "last_error",
-            F.coalesce(F.col("n_window"), F.lit(0)).cast("int").alias("n_window"),
-            F.coalesce(F.col("n_missing"), F.lit(0)).cast("int").alias("n_missing"),
-            (last["rn"] - seg["rn"] + 1).alias("seg_n"),
-            (last["rn"] - run["rn"] + 1).alias("frozen_n"),
-            (F.unix_millis(last["ts"]) - F.unix_millis(run["ts"])).alias("frozen_ms"),
-            F.when(last["lag"] == 0, F.lit(0)).otherwise(
-                F.unix_millis(last["broker_last_ts"]) - F.unix_millis(last["last_consumed_ts"])
-            ).alias("behind_ms"),
-            _allowed_lag(th).alias("allowed"),
-        )
-        c = F.col
-        stuck_shape = c("frozen_n") >= th.min_snapshots
-        pulled_while_frozen = F.coalesce(last["pull"] > run["pull"], F.lit(False))
-        rules: list[tuple[str, Column]] = [
-            ("min-snapshots", c("last").isNull()),  # the broker failed every round of the window
-            ("dlq", c("topic").startswith("%DLQ%")),
-            ("min-snapshots", c("n_window") < th.min_snapshots),
-            ("rewind", c("co_max") > last["co"]),
-            ("no-new-messages", (last["bo"] == first["bo"]) & (last["lag"] <= c("allowed"))),
-            ("caught-up", last["lag"] <= c("allowed")),
-            ("owner-changed", c("seg_n") < th.min_snapshots),
-            ("no-owner", stuck_shape & last["owner"].isNull()),
-            ("owner-not-subscribed", stuck_shape & (last["subscribed"] == F.lit(False))),
-            ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
-            ("retry-threshold", stuck_shape & _is_retry(c("topic")) & (c("frozen_ms") < th.retry_min_stall_ms)),
-            ("frozen", stuck_shape),
-            ("lag-growing", (c("caught_up_rn").isNull() | (c("caught_up_rn") < seg["rn"]))
-             & (last["lag"] > seg["lag"])),
-        ]
-        rule: Any = F
-        for rule_id, condition in rules:
-            rule = rule.when(condition, F.lit(rule_id))
-        ruled = facts.withColumn("rule", rule.otherwise(F.lit("moving")))
-
-        behind = _duration(c("behind_ms"))
-        work = F.when(
-            last["bo"] > run["bo"], F.format_string("while broker offset rose %d -> %d", run["bo"], last["bo"])
-        ).otherwise(F.format_string("with a backlog of %d and no new messages", run["lag"]))
-        owner_text = F.coalesce(last["owner"], F.lit("nobody"))
-        owner_moved = F.when(
-            seg["changed"], F.format_string(" (moved there at %s)", _clock(seg["ts"]))
-        ).otherwise(F.lit(""))
-        reasons: dict[str, Column] = {
-            "dlq": F.format_string(
-                "dead-letter queue, reported not judged: %d message(s) not consumed, broker offset %d -> %d",
-                last["lag"], first["bo"], last["bo"]),
-            "rewind": F.format_string(
-                "consumer offset went back from %d to %d at %s and has not caught up (now %d, was %d)",
-                c("rewind.before"), c("rewind.after"), _clock(c("rewind.ts")), last["co"], c("co_max")),
-            "no-new-messages": F.format_string(
-                "no new messages: broker offset stayed at %d over %d snapshots; lag %d",
-                last["bo"], c("n_window"), last["lag"]),
-            "caught-up": F.format_string(
-                "caught up: lag %d <= %d at the last snapshot; consumer offset %d -> %d",
-                last["lag"], c("allowed"), first["co"], last["co"]),
-            "owner-changed": F.format_string(
-                "owner changed to %s at %s; only %d snapshot(s) since, %d needed",
-                owner_text, _clock(seg["ts"]), c("seg_n"), F.lit(th.min_snapshots)),
-            "no-owner": F.format_string(
-                "no owner: consumer offset frozen at %d since %s (%d snapshots) %s; lag %d -> %d, %s behind",
-                last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"], last["lag"], behind),
-            "owner-not-subscribed": F.format_string(
-                "owner %s does not subscribe %s: consumer offset frozen at %d since %s (%d snapshots) %s; "
-                "lag %d -> %d, %s behind",
-                owner_text, c("topic"), last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"],
-                last["lag"], behind),
-            "offset-pinned": F.format_string(
-                "committed offset held at %d since %s by an in-flight message while pulls go on "
-                "(pull offset %d -> %d); lag %d; heals within consumeTimeout %s",
-                last["co"], _clock(run["ts"]), run["pull"], last["pull"], last["lag"],
-                _duration(F.lit(th.consume_timeout_ms))),
-            "retry-threshold": F.format_string(
-                "retry queue frozen at %d for %s (under the %s retry threshold); lag %d",
-                last["co"], _duration(c("frozen_ms")), _duration(F.lit(th.retry_min_stall_ms)), last["lag"]),
-            "frozen": F.format_string(
-                "consumer offset frozen at %d since %s (%d snapshots, %s) %s under owner %s%s; "
-                "lag %d -> %d, %s behind",
-                last["co"], _clock(run["ts"]), c("frozen_n"), _duration(c("frozen_ms")), work, owner_text,
-                owner_moved, run["lag"], last["lag"], behind),
-            "lag-growing": F.format_string(
-                "consumer moving (%d -> %d) but lag grew %d -> %d and never got within %d; %s behind",
-                seg["co"], last["co"], seg["lag"], last["lag"], c("allowed"), behind),
-            "moving": F.format_string(
-                "consumer moving: offset %d -> %d, lag %d -> %d", seg["co"], last["co"], seg["lag"], last["lag"]),
-        }
-        min_snapshots_reason = F.when(c("last").isNull(), F.format_string(
-            "no answered snapshot in the window: %d missing (last error: %s)", c("n_missing"), c("last_error"),
-        )).otherwise(F.format_string(
-            "only %d snapshot(s) in the window (%d missing), %d needed",
-            c("n_window"), c("n_missing"), F.lit(th.min_snapshots)))
-        reason: Any = F.when(c("rule") == "min-snapshots", min_snapshots_reason)
-        for rule_id, text in reasons.items():
-            reason = reason.when(c("rule") == rule_id, text)
-        status = F.create_map(*[F.lit(x) for pair in RULE_STATUS.items() for x in pair])[c("rule")]
-
-        # the span a verdict speaks about: the frozen run for the stuck rules, the part under the current
-        # owner for the moving ones, the whole window for the others
-        on_run = c("rule").isin(*_ON_RUN)
-        on_segment = c("rule").isin(*_ON_SEGMENT)
-
-        def start(field: str) -> Column:
-            return F.when(on_run, run[field]).when(on_segment, seg[field]).otherwise(first[field])
-
-        return ruled.select(
-            *QUEUE_KEY,
-            status.alias("status"),
-            "rule",
-            reason.alias("reason"),
-            start("ts").alias("window_start"),
-            last["ts"].alias("window_end"),
-            F.when(on_run, c("frozen_n")).when(on_segment, c("seg_n")).otherwise(c("n_window")).cast("int")
-            .alias("snapshots"),
-            c("n_window").alias("window_snapshots"),
-            c("n_missing").alias("missing_snapshots"),
-            last["owner"].alias("owner"),
-            F.when(seg["changed"], seg["ts"]).alias("owner_since"),
-            F.when(seg["changed"], seg["prev_owner"]).alias("previous_owner"),
-            start("bo").alias("broker_offset_start"),
-            last["bo"].alias("broker_offset_end"),
-            start("co").alias("consumer_offset_start"),
-            last["co"].alias("consumer_offset_end"),
-            start("lag").alias("lag_start"),
-            last["lag"].alias("lag_end"),
-            c("behind_ms").alias("lag_time_ms"),
-            first["lag"].alias("window_lag_start"),
-            run["ts"].alias("frozen_since"),
-        )
-
-    return apply
-
-
-def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds | None = None) -> DataFrame:
-    """Snapshot rows in, one verdict per queue out (see the module docstring for the statuses)."""
-    th = th or Thresholds()
-    window = snapshots.transform(select_window(since_ms, until_ms)).transform(drop_broadcasting)
-    summaries = window.transform(mark_progress(th)).transform(summarize_queues)
-    missing = count_missing(window)
-    return summaries.join(missing, list(QUEUE_KEY), "full_outer").transform(judge(th))
-
-
-def summarize_groups(verdicts: DataFrame) -> DataFrame:
-    """Per group: worst status, stuck queue count, total lag at the start and end of the window and its trend.
-
-    ``%DLQ%`` queues are left out of the lag totals (they are not judged).
-    """
-    rank = F.create_map(*[x for name, r in STATUS_RANK.items() for x in (F.lit(name), F.lit(r))])
-    judged = ~F.col("topic").startswith("%DLQ%")
-    summary = verdicts.groupBy("cluster", "group").agg(
-        F.max(F.struct(rank[F.col("status")], F.col("status"))).alias("worst"),
-        F.count(F.lit(1)).cast("int").alias("queues"),
-        F.count_if(F.col("status").isin(*STUCK_STATUSES)).cast("int").alias("stuck_queues"),
-        F.coalesce(F.sum(F.when(judged, F.col("window_lag_start"))), F.lit(0)).cast("long").alias("total_lag_start"),
-        F.coalesce(F.sum(F.when(judged, F.col("lag_end"))), F.lit(0)).cast("long").alias("total_lag_end"),
-        F.min("window_start").alias("window_start"),
-        F.max("window_end").alias("window_end"),
-    )
-    trend = (
-        F.when(F.col("total_lag_end") > F.col("total_lag_start"), F.lit("growing"))
-        .when(F.col("total_lag_end") < F.col("total_lag_start"), F.lit("shrinking"))
-        .otherwise(F.lit("flat"))
-    )
-    return summary.select(
-        "cluster", "group", F.col("worst.status").alias("status"), "queues", "stuck_queues",
-        "total_lag_start", "total_lag_end", trend.alias("lag_trend"), "window_start", "window_end",
-    )
-
-
-def for_output(df: DataFrame) -> DataFrame:
-    """Timestamps as ISO-8601 UTC strings, each also as epoch milliseconds in a ``*_ts`` column."""
-    columns: list[Column] = []
-    for field in df.schema.fields:
-        if field.dataType.typeName() == "timestamp":
-            columns.append(F.date_format(F.col(field.name), "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").alias(field.name))
-            columns.append(F.unix_millis(F.col(field.name)).alias(field.name + "_ts"))
-        else:
-            columns.append(F.col(field.name))
-    return df.select(*columns)
-
-
-# --------------------------------------------------------------------------------------------
-# files: listing, validation, the window's partitions (standard library only)
-
-
-class JobError(Exception):
-    """A one-line error for the user; the job exits 2."""
-
-
-@dataclass(frozen=True)
-class SnapshotFile:
-    path: Path
-    date: dt.date
-    schema_version: int | None
-
-
-def _parquet_footer(path: Path) -> bytes | None:
-    """The footer of a Parquet file, or None when the file is not a whole Parquet file."""
-    try:
-        size = path.stat().st_size
-        if size < 12:
-            return None
-        with path.open("rb") as fh:
-            if fh.read(4) != b"PAR1":
-                return None
-            fh.seek(size - 8)
-            tail = fh.read(8)
-            if tail[4:] != b"PAR1":
-                return None
-            (length,) = struct.unpack("<I", tail[:4])
-            if length <= 0 or length > size - 12:
-                return None
-            fh.seek(size - 8 - length)
-            return fh.read(length)
-    except OSError:
-        return None
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while pos < len(data):
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-    raise ValueError("truncated varint")
-
-
-def _schema_version(footer: bytes) -> int | None:
-    """The ``rmqctl.schema_version`` value from the footer's key-value metadata (Thrift compact encoding).
-
-    A KeyValue is field 1 (binary key) then field 2 (binary value): after the key's bytes comes the
-    field header 0x18 and the value's varint length.
-    """
-    key = SCHEMA_VERSION_KEY.encode()
-    at = footer.find(key)
-    if at < 0:
-        return None
-    pos = at + len(key)
-    if pos >= len(footer) or footer[pos] != 0x18:
-        return None
-    try:
-        length, pos = _varint(footer, pos + 1)
-        return int(footer[pos:pos + length].decode("ascii"))
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
-_DATE_DIR = re.compile(r"^date=(\d{4}-\d{2}-\d{2})$")
-
-
-def list_snapshot_files(
-    root: Path, first_date: dt.date | None, last_date: dt.date | None, warn: Callable[[str], None],
-) -> list[SnapshotFile]:
-    """Whole ``*.parquet`` files under the ``date=`` partitions between two dates (inclusive).
-
-    Other names (``.tmp`` files being written) are ignored; corrupt or truncated files are named
-    through ``warn`` and skipped.
-    """
-    if not root.is_dir():
-        raise JobError(f"{root} is not a directory")
-    found: list[SnapshotFile] = []
-    for part in sorted(root.iterdir()):
-        match = _DATE_DIR.match(part.name)
-        if not match or not part.is_dir():
-            continue
-        date = dt.date.fromisoformat(match.group(1))
-        if (first_date and date < first_date) or (last_date and date > last_date):
-            continue
-        for path in sorted(part.glob("*.parquet")):
-            footer = _parquet_footer(path)
-            if footer is None:
-                warn(f"skipped {path}: not a whole Parquet file (corrupt or truncated)")
-                continue
-            version = _schema_version(footer)
-            if version is not None and version > SCHEMA_VERSION:
-                raise JobError(
-                    f"{path} has snapshot schema version {version}; this job knows up to {SCHEMA_VERSION}"
-                    " (upgrade rmqctl)")
-            found.append(SnapshotFile(path, date, version))
-    return found
+from analysis.files import JobError, SnapshotFile, check_files, list_snapshot_files, read_snapshots  # noqa: E402
+from analysis.rules import STUCK_STATUSES, Thresholds  # noqa: E402
+from analysis.schema import QUEUE_KEY  # noqa: E402
+from analysis.transforms import diagnose, for_output, summarize_groups  # noqa: E402
+
+__all__ = ["JobError", "Plan", "build_parser", "build_session", "main", "plan", "render", "run", "warn"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -614,11 +152,6 @@ def build_session(master: str, driver_memory: str, executor_memory: str, shuffle
     )
 
 
-def read_snapshots(spark: SparkSession, files: Sequence[SnapshotFile]) -> DataFrame:
-    """The given files with the explicit schema (no inference)."""
-    return spark.read.schema(SNAPSHOT_SCHEMA).parquet(*[str(f.path) for f in files])
-
-
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [row.asDict() for row in df.collect()]
 
@@ -675,8 +208,8 @@ class Plan:
     out: str | None
 
 
-def plan(args: argparse.Namespace, warn: Callable[[str], None]) -> Plan:
-    """Check the options and pick the whole snapshot files of the window's date partitions."""
+def plan(args: argparse.Namespace) -> Plan:
+    """Check the options and pick the snapshot files of the window's date partitions (by name only)."""
     th = Thresholds(min_snapshots=max(1, args.min_snapshots), allowed_lag=args.allowed_lag,
                     retry_allowed_lag=args.retry_allowed_lag)
     window_ms = parse_duration_ms(args.window)
@@ -689,7 +222,7 @@ def plan(args: argparse.Namespace, warn: Callable[[str], None]) -> Plan:
     root = Path(args.directory)
     first_date = _utc_date(since_ms) if since_ms is not None else (
         _utc_date(until_ms - window_ms) if until_ms is not None else None)
-    files = list_snapshot_files(root, first_date, _utc_date(until_ms) if until_ms is not None else None, warn)
+    files = list_snapshot_files(root, first_date, _utc_date(until_ms) if until_ms is not None else None)
     if since_ms is None and until_ms is None and files:
         # the default window ends at the newest snapshot: only the newest days can hold it
         newest = max(f.date for f in files)
@@ -699,18 +232,24 @@ def plan(args: argparse.Namespace, warn: Callable[[str], None]) -> Plan:
     return Plan(root, tuple(files), since_ms, until_ms, window_ms, th, args.output, args.out)
 
 
-def run(spark: SparkSession, job: Plan) -> int:
-    """Read, judge and write; 1 when a queue is STALLED or ORPHANED, else 0."""
+def run(spark: SparkSession, job: Plan, on_warning: Callable[[str], None] | None = None) -> int:
+    """Check the files, read, judge and write; 1 when a queue is STALLED or ORPHANED, else 0.
+
+    Files that are not whole Parquet files are named through ``on_warning`` (default: :func:`warn`).
+    """
+    files = check_files(spark, job.files, on_warning or warn)
+    if not files:
+        raise JobError(f"no snapshot files under {job.root} for the requested window")
     until_ms = job.until_ms
     if until_ms is None:
-        newest = max(f.date for f in job.files)
-        latest = read_snapshots(spark, [f for f in job.files if f.date == newest]).select(
+        newest = max(f.date for f in files)
+        latest = read_snapshots(spark, [f for f in files if f.date == newest]).select(
             F.unix_millis(F.max("ts"))).first()
         if latest is None or latest[0] is None:
             raise JobError(f"no snapshots under {job.root}")
         until_ms = int(latest[0])
     since_ms = job.since_ms if job.since_ms is not None else until_ms - job.window_ms
-    verdicts = diagnose(read_snapshots(spark, job.files), since_ms, until_ms, job.thresholds).cache()
+    verdicts = diagnose(read_snapshots(spark, files), since_ms, until_ms, job.thresholds).cache()
     try:
         groups = summarize_groups(verdicts)
         document: dict[str, Any] | None = None
@@ -745,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the job; exit 0 (nothing stuck), 1 (a queue is STALLED or ORPHANED) or 2 (bad input, no snapshots)."""
     args = build_parser().parse_args(argv)
     try:
-        job = plan(args, warn)
+        job = plan(args)
         spark = build_session(args.master, args.driver_memory, args.executor_memory, args.shuffle_partitions)
         try:
             return run(spark, job)

@@ -78,7 +78,7 @@ SELECT "group", topic, broker, queue_id, CASE
     ELSE 'OK' END AS status
 FROM queues
 """
-"""The job's rules (analysis/stuck.py ``judge``) as one DuckDB query, without the explanations."""
+"""The job's rules (analysis/rules.py ``judge``) as one DuckDB query, without the explanations."""
 
 
 def _key(q: dict[str, Any]) -> str:
@@ -94,8 +94,7 @@ def child_spark(args: argparse.Namespace) -> dict[str, Any]:
     spark.sparkContext.setLogLevel("ERROR")
     ready = time.perf_counter()
     job = stuck.plan(stuck.build_parser().parse_args(
-        [str(args.directory), "--since", SINCE, "--until", UNTIL, "-o", "json", "--out", str(args.result)]),
-        stuck.warn)
+        [str(args.directory), "--since", SINCE, "--until", UNTIL, "-o", "json", "--out", str(args.result)]))
     code = stuck.run(spark, job)
     done = time.perf_counter()
     spark.stop()

@@ -100,7 +100,7 @@ def series(
 
 def write_snapshots(root: Path, rows: Sequence[dict[str, Any]], *, name: str = "part-0",
                     version: int = 1, rows_per_file: int | None = None) -> Path:
-    """Write rows as the exporter would: date=YYYY-MM-DD/NAME-k.parquet with the schema version in metadata."""
+    """Write rows as the exporter would: date=YYYY-MM-DD/NAME-k.parquet, the schema version in metadata and column."""
     by_date: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_date.setdefault(r["ts"].astimezone(dt.timezone.utc).date().isoformat(), []).append(r)
@@ -110,7 +110,8 @@ def write_snapshots(root: Path, rows: Sequence[dict[str, Any]], *, name: str = "
         folder.mkdir(parents=True, exist_ok=True)
         chunk = rows_per_file or len(part)
         for k in range(0, len(part), chunk):
-            table = pa.Table.from_pylist(part[k:k + chunk], schema=schema)
+            rows_of_file = [{**r, "schema_version": version} for r in part[k:k + chunk]]
+            table = pa.Table.from_pylist(rows_of_file, schema=schema)
             pq.write_table(table, folder / f"{name}-{k // chunk}.parquet")
     return root
 

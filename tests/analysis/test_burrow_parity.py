@@ -37,8 +37,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
+from analysis.rules import Thresholds
 from analysis.schema import SNAPSHOT_SCHEMA
-from analysis.stuck import Thresholds, diagnose
+from analysis.transforms import diagnose
 from tests.analysis.conftest import T0, ms, row, write_snapshots
 
 Commit = tuple[int, int, int | None]  # (offset, timestamp ms, lag or None)

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from analysis.stuck import diagnose, list_snapshot_files, read_snapshots
+from analysis.files import check_files, list_snapshot_files, read_snapshots
+from analysis.transforms import diagnose
 from rmqctl.connect import Target, open_source
 from rmqctl.snapshot import export
 
@@ -31,7 +32,7 @@ async def export_and_hold(scenario: str, out: Path, minutes: int) -> dict[str, d
 
 
 def verdicts(spark: Any, out: Path, minutes: int) -> dict[tuple[str, str, str, int], dict[str, Any]]:
-    df = read_snapshots(spark, list_snapshot_files(out, None, None, pytest.fail))
+    df = read_snapshots(spark, check_files(spark, list_snapshot_files(out, None, None), pytest.fail))
     until = int(df.agg({"ts": "max"}).collect()[0][0].timestamp() * 1000)
     rows = diagnose(df, until - minutes * 60_000, until).collect()
     return {(r["group"], r["topic"], r["broker"], r["queue_id"]): r.asDict() for r in rows}

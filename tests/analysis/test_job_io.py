@@ -24,9 +24,8 @@ from tests.analysis.conftest import (
 )
 
 
-def _plan(*argv: str, warnings: list[str] | None = None) -> stuck.Plan:
-    sink = warnings if warnings is not None else []
-    return stuck.plan(stuck.build_parser().parse_args(list(argv)), sink.append)
+def _plan(*argv: str) -> stuck.Plan:
+    return stuck.plan(stuck.build_parser().parse_args(list(argv)))
 
 
 def test_corrupt_and_truncated_files_are_skipped_and_named(spark: SparkSession, tmp_path: Path) -> None:
@@ -34,13 +33,15 @@ def test_corrupt_and_truncated_files_are_skipped_and_named(spark: SparkSession, 
     corrupt, truncated = corrupt_files(root / "date=2026-03-01")
     warnings: list[str] = []
     out = tmp_path / "result.json"
-    job = _plan(str(root), "-o", "json", "--out", str(out), warnings=warnings)
+    job = _plan(str(root), "-o", "json", "--out", str(out))
+    # 84 rows in files of 30, and the two bad ones; the .tmp file is not even looked at
+    assert [f.path.name for f in job.files] == [
+        "corrupt.parquet", "part-0-0.parquet", "part-0-1.parquet", "part-0-2.parquet", "truncated.parquet"]
+    assert stuck.run(spark, job, warnings.append) == 1
     assert warnings == [
         f"skipped {corrupt}: not a whole Parquet file (corrupt or truncated)",
         f"skipped {truncated}: not a whole Parquet file (corrupt or truncated)",
     ]
-    assert len(job.files) == 3  # 84 rows in files of 30; the .tmp file is not even looked at
-    assert stuck.run(spark, job) == 1
     document = json.loads(out.read_text())
     assert verdict_tuples(document["queues"]) == INCIDENT_VERDICTS
     assert document["groups"] == [{
@@ -61,17 +62,17 @@ def test_window_is_pushed_down_to_the_date_partitions(spark: SparkSession, tmp_p
     (root / "date=2026-02-28" / "part-0-0.parquet").write_bytes(b"unreadable, but never opened")
     warnings: list[str] = []
     out = tmp_path / "r.json"
-    job = _plan(str(root), "--since", "2026-03-01T12:00:00Z", "-o", "json", "--out", str(out), warnings=warnings)
-    assert warnings == []
+    job = _plan(str(root), "--since", "2026-03-01T12:00:00Z", "-o", "json", "--out", str(out))
     assert [f.path.parent.name for f in job.files] == ["date=2026-03-01"]
-    assert stuck.run(spark, job) == 0
+    assert stuck.run(spark, job, warnings.append) == 0
+    assert warnings == []
     assert [q["status"] for q in json.loads(out.read_text())["queues"]] == ["IDLE"]
 
 
-def test_schema_newer_than_the_job_is_one_line_error(tmp_path: Path) -> None:
+def test_schema_newer_than_the_job_is_one_line_error(spark: SparkSession, tmp_path: Path) -> None:
     root = write_snapshots(tmp_path, series([1, 2, 3], [1, 2, 3]), version=2)
     with pytest.raises(stuck.JobError) as caught:
-        _plan(str(root))
+        stuck.run(spark, _plan(str(root)))
     assert str(caught.value) == (
         f"{root}/date=2026-03-01/part-0-0.parquet has snapshot schema version 2; this job knows up to 1"
         " (upgrade rmqctl)")

@@ -13,8 +13,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
+from analysis.rules import Thresholds
 from analysis.schema import SNAPSHOT_SCHEMA
-from analysis.stuck import Thresholds, diagnose, summarize_groups
+from analysis.transforms import diagnose, summarize_groups
 from tests.analysis.conftest import T0, at, ms, row, series, write_snapshots
 
 SHORT = ("topic string, queue_id int, status string, rule string, snapshots int, lag_start long, lag_end long, "

@@ -1,0 +1,227 @@
+"""The stuck-queue rules: from one summary row per queue to its verdict, status and explanation.
+
+Each rule is a condition over a queue's facts in the window (its first and last answered snapshot,
+the start of the part under its current owner and of its frozen run, its highest committed offset,
+its last rewind); they are tried in the order of :data:`RULE_STATUS` and the first that holds gives
+the verdict. ``docs/snapshots.md`` describes them for users. :class:`Thresholds` holds the knobs.
+
+Built-in Spark functions only (no Python UDFs). Imports only pyspark and the standard library
+(never rmqctl) so that it ships with spark-submit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from analysis.schema import QUEUE_KEY
+
+Transform = Callable[[DataFrame], DataFrame]
+
+STATUS_RANK = {
+    "OK": 0, "DLQ": 0, "IDLE": 1, "INSUFFICIENT_DATA": 2, "LAGGING": 3,
+    "REWOUND": 4, "ORPHANED": 5, "STALLED": 6,
+}
+"""Severity of each status; a group's status is its worst queue's."""
+
+STUCK_STATUSES = ("STALLED", "ORPHANED")
+"""Statuses that make the command exit 1."""
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The knobs of the rules; the defaults are the command's defaults."""
+
+    min_snapshots: int = 3
+    """Fewer snapshots than this (in the window, or since the owner changed) gives INSUFFICIENT_DATA."""
+    allowed_lag: int = 0
+    """Lag at or below this counts as caught up (Burrow's ``allowed-lag``)."""
+    retry_allowed_lag: int = 10
+    """The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
+    retry_min_stall_ms: int = 5 * 60_000
+    """A ``%RETRY%`` queue is STALLED only once frozen this long (redelivery is paced by delay levels)."""
+    consume_timeout_ms: int = 15 * 60_000
+    """The client's ``consumeTimeout``: a message pinning the committed offset is sent back after this."""
+
+
+def is_retry(topic: Column) -> Column:
+    """``%RETRY%`` queues: redelivery waits there by design, so they get their own thresholds."""
+    return topic.startswith("%RETRY%")
+
+
+def allowed_lag(th: Thresholds) -> Column:
+    """The lag at or below which a queue counts as caught up (the retry allowance on ``%RETRY%`` queues)."""
+    return F.when(is_retry(F.col("topic")), F.lit(th.retry_allowed_lag)).otherwise(F.lit(th.allowed_lag))
+
+
+def _duration(ms: Column) -> Column:
+    secs = F.floor(ms / 1000).cast("long")
+    return (
+        F.when(ms.isNull(), F.lit("unknown"))
+        .when(secs < 60, F.format_string("%ds", secs))
+        .when(secs < 3600, F.format_string("%dm%02ds", F.floor(secs / 60).cast("long"), secs % 60))
+        .otherwise(F.format_string("%dh%02dm", F.floor(secs / 3600).cast("long"),
+                                   F.floor((secs % 3600) / 60).cast("long")))
+    )
+
+
+def _clock(ts: Column) -> Column:
+    return F.date_format(ts, "HH:mm:ss")
+
+
+RULE_STATUS = {
+    "dlq": "DLQ", "min-snapshots": "INSUFFICIENT_DATA", "rewind": "REWOUND", "no-new-messages": "IDLE",
+    "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
+    "owner-not-subscribed": "ORPHANED", "offset-pinned": "LAGGING", "retry-threshold": "LAGGING",
+    "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
+}
+"""The status each rule gives; the rules are tried in this order and the first that holds fires."""
+
+_ON_RUN = ("no-owner", "owner-not-subscribed", "offset-pinned", "retry-threshold", "frozen")
+_ON_SEGMENT = ("owner-changed", "lag-growing", "moving")
+
+
+def judge(th: Thresholds) -> Transform:
+    """Turn per-queue summaries into verdicts: status, rule, reason and the numbers behind them.
+
+    Three steps, so that no expression is repeated inside another: the facts every rule looks at, the
+    first rule that holds, then its status (from :data:`RULE_STATUS`) and its explanation.
+    """
+
+    def apply(df: DataFrame) -> DataFrame:
+        last, first = F.col("last"), F.col("first")
+        seg, run = F.col("seg_start"), F.col("run_start")
+        facts = df.select(
+            *QUEUE_KEY, "first", "last", "seg_start", "run_start", "caught_up_rn", "co_max", "rewind", "last_error",
+            F.coalesce(F.col("n_window"), F.lit(0)).cast("int").alias("n_window"),
+            F.coalesce(F.col("n_missing"), F.lit(0)).cast("int").alias("n_missing"),
+            (last["rn"] - seg["rn"] + 1).alias("seg_n"),
+            (last["rn"] - run["rn"] + 1).alias("frozen_n"),
+            (F.unix_millis(last["ts"]) - F.unix_millis(run["ts"])).alias("frozen_ms"),
+            F.when(last["lag"] == 0, F.lit(0)).otherwise(
+                F.unix_millis(last["broker_last_ts"]) - F.unix_millis(last["last_consumed_ts"])
+            ).alias("behind_ms"),
+            allowed_lag(th).alias("allowed"),
+        )
+        c = F.col
+        stuck_shape = c("frozen_n") >= th.min_snapshots
+        pulled_while_frozen = F.coalesce(last["pull"] > run["pull"], F.lit(False))
+        rules: list[tuple[str, Column]] = [
+            ("min-snapshots", c("last").isNull()),  # the broker failed every round of the window
+            ("dlq", c("topic").startswith("%DLQ%")),
+            ("min-snapshots", c("n_window") < th.min_snapshots),
+            ("rewind", c("co_max") > last["co"]),
+            ("no-new-messages", (last["bo"] == first["bo"]) & (last["lag"] <= c("allowed"))),
+            ("caught-up", last["lag"] <= c("allowed")),
+            ("owner-changed", c("seg_n") < th.min_snapshots),
+            ("no-owner", stuck_shape & last["owner"].isNull()),
+            ("owner-not-subscribed", stuck_shape & (last["subscribed"] == F.lit(False))),
+            ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
+            ("retry-threshold", stuck_shape & is_retry(c("topic")) & (c("frozen_ms") < th.retry_min_stall_ms)),
+            ("frozen", stuck_shape),
+            ("lag-growing", (c("caught_up_rn").isNull() | (c("caught_up_rn") < seg["rn"]))
+             & (last["lag"] > seg["lag"])),
+        ]
+        rule: Any = F
+        for rule_id, condition in rules:
+            rule = rule.when(condition, F.lit(rule_id))
+        ruled = facts.withColumn("rule", rule.otherwise(F.lit("moving")))
+
+        behind = _duration(c("behind_ms"))
+        work = F.when(
+            last["bo"] > run["bo"], F.format_string("while broker offset rose %d -> %d", run["bo"], last["bo"])
+        ).otherwise(F.format_string("with a backlog of %d and no new messages", run["lag"]))
+        owner_text = F.coalesce(last["owner"], F.lit("nobody"))
+        owner_moved = F.when(
+            seg["changed"], F.format_string(" (moved there at %s)", _clock(seg["ts"]))
+        ).otherwise(F.lit(""))
+        reasons: dict[str, Column] = {
+            "dlq": F.format_string(
+                "dead-letter queue, reported not judged: %d message(s) not consumed, broker offset %d -> %d",
+                last["lag"], first["bo"], last["bo"]),
+            "rewind": F.format_string(
+                "consumer offset went back from %d to %d at %s and has not caught up (now %d, was %d)",
+                c("rewind.before"), c("rewind.after"), _clock(c("rewind.ts")), last["co"], c("co_max")),
+            "no-new-messages": F.format_string(
+                "no new messages: broker offset stayed at %d over %d snapshots; lag %d",
+                last["bo"], c("n_window"), last["lag"]),
+            "caught-up": F.format_string(
+                "caught up: lag %d <= %d at the last snapshot; consumer offset %d -> %d",
+                last["lag"], c("allowed"), first["co"], last["co"]),
+            "owner-changed": F.format_string(
+                "owner changed to %s at %s; only %d snapshot(s) since, %d needed",
+                owner_text, _clock(seg["ts"]), c("seg_n"), F.lit(th.min_snapshots)),
+            "no-owner": F.format_string(
+                "no owner: consumer offset frozen at %d since %s (%d snapshots) %s; lag %d -> %d, %s behind",
+                last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"], last["lag"], behind),
+            "owner-not-subscribed": F.format_string(
+                "owner %s does not subscribe %s: consumer offset frozen at %d since %s (%d snapshots) %s; "
+                "lag %d -> %d, %s behind",
+                owner_text, c("topic"), last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"],
+                last["lag"], behind),
+            "offset-pinned": F.format_string(
+                "committed offset held at %d since %s by an in-flight message while pulls go on "
+                "(pull offset %d -> %d); lag %d; heals within consumeTimeout %s",
+                last["co"], _clock(run["ts"]), run["pull"], last["pull"], last["lag"],
+                _duration(F.lit(th.consume_timeout_ms))),
+            "retry-threshold": F.format_string(
+                "retry queue frozen at %d for %s (under the %s retry threshold); lag %d",
+                last["co"], _duration(c("frozen_ms")), _duration(F.lit(th.retry_min_stall_ms)), last["lag"]),
+            "frozen": F.format_string(
+                "consumer offset frozen at %d since %s (%d snapshots, %s) %s under owner %s%s; "
+                "lag %d -> %d, %s behind",
+                last["co"], _clock(run["ts"]), c("frozen_n"), _duration(c("frozen_ms")), work, owner_text,
+                owner_moved, run["lag"], last["lag"], behind),
+            "lag-growing": F.format_string(
+                "consumer moving (%d -> %d) but lag grew %d -> %d and never got within %d; %s behind",
+                seg["co"], last["co"], seg["lag"], last["lag"], c("allowed"), behind),
+            "moving": F.format_string(
+                "consumer moving: offset %d -> %d, lag %d -> %d", seg["co"], last["co"], seg["lag"], last["lag"]),
+        }
+        min_snapshots_reason = F.when(c("last").isNull(), F.format_string(
+            "no answered snapshot in the window: %d missing (last error: %s)", c("n_missing"), c("last_error"),
+        )).otherwise(F.format_string(
+            "only %d snapshot(s) in the window (%d missing), %d needed",
+            c("n_window"), c("n_missing"), F.lit(th.min_snapshots)))
+        reason: Any = F.when(c("rule") == "min-snapshots", min_snapshots_reason)
+        for rule_id, text in reasons.items():
+            reason = reason.when(c("rule") == rule_id, text)
+        status = F.create_map(*[F.lit(x) for pair in RULE_STATUS.items() for x in pair])[c("rule")]
+
+        # the span a verdict speaks about: the frozen run for the stuck rules, the part under the current
+        # owner for the moving ones, the whole window for the others
+        on_run = c("rule").isin(*_ON_RUN)
+        on_segment = c("rule").isin(*_ON_SEGMENT)
+
+        def start(field: str) -> Column:
+            return F.when(on_run, run[field]).when(on_segment, seg[field]).otherwise(first[field])
+
+        return ruled.select(
+            *QUEUE_KEY,
+            status.alias("status"),
+            "rule",
+            reason.alias("reason"),
+            start("ts").alias("window_start"),
+            last["ts"].alias("window_end"),
+            F.when(on_run, c("frozen_n")).when(on_segment, c("seg_n")).otherwise(c("n_window")).cast("int")
+            .alias("snapshots"),
+            c("n_window").alias("window_snapshots"),
+            c("n_missing").alias("missing_snapshots"),
+            last["owner"].alias("owner"),
+            F.when(seg["changed"], seg["ts"]).alias("owner_since"),
+            F.when(seg["changed"], seg["prev_owner"]).alias("previous_owner"),
+            start("bo").alias("broker_offset_start"),
+            last["bo"].alias("broker_offset_end"),
+            start("co").alias("consumer_offset_start"),
+            last["co"].alias("consumer_offset_end"),
+            start("lag").alias("lag_start"),
+            last["lag"].alias("lag_end"),
+            c("behind_ms").alias("lag_time_ms"),
+            first["lag"].alias("window_lag_start"),
+            run["ts"].alias("frozen_since"),
+        )
+
+    return apply

@@ -1,0 +1,168 @@
+"""The stuck-queue job's transforms: snapshot rows in, one verdict per queue and one summary per group out.
+
+Pure ``DataFrame -> DataFrame`` functions of built-in Spark functions (no Python UDFs), composed with
+``df.transform``: the window and the columns read, broadcasting groups left out, progress marked per
+snapshot, one summary per queue, gaps counted, then :func:`analysis.rules.judge`. They read and write
+nothing; :mod:`analysis.files` and :mod:`analysis.stuck` do.
+
+Imports only pyspark and the standard library (never rmqctl) so that it ships with spark-submit.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from analysis.rules import STATUS_RANK, STUCK_STATUSES, Thresholds, Transform, allowed_lag, judge
+from analysis.schema import QUEUE_KEY
+
+COLUMNS_READ = ("ts", *QUEUE_KEY, "broker_offset", "consumer_offset", "pull_offset", "last_consumed_ts",
+                "broker_last_ts", "owner", "owner_subscribed", "message_model", "error")
+"""The only snapshot columns the job reads (Parquet column pruning)."""
+
+
+def select_window(since_ms: int, until_ms: int) -> Transform:
+    """Keep the read columns and the snapshots with ``since <= ts <= until`` (pushed down to Parquet)."""
+    since = F.timestamp_millis(F.lit(since_ms))
+    until = F.timestamp_millis(F.lit(until_ms))
+
+    def apply(df: DataFrame) -> DataFrame:
+        return df.select(*COLUMNS_READ).where((F.col("ts") >= since) & (F.col("ts") <= until))
+
+    return apply
+
+
+def drop_broadcasting(df: DataFrame) -> DataFrame:
+    """Broadcasting groups keep offsets on the clients; the broker's numbers say nothing about them."""
+    return df.where(F.coalesce(F.col("message_model"), F.lit("")) != "BROADCASTING")
+
+
+def mark_progress(th: Thresholds) -> Transform:
+    """Per answered snapshot, in time order per queue: its lag, position and what starts there.
+
+    Adds ``lag``, ``rn`` (position in the window), ``prev_owner``, ``owner_changed``, ``seg_boundary``
+    (first snapshot under a new owner), ``run_boundary`` (first snapshot of a frozen run: the consumer
+    offset moved, the owner changed, or the previous snapshot was caught up — the consumer had nothing to
+    do until then), ``caught_up`` and ``rewind`` (ts, offset before, offset after) where the consumer
+    offset went back. Only offset window functions (row_number, lag): one sort per queue, no running frames.
+    Rows a broker failed to answer are removed first: a gap, not a zero.
+    """
+
+    def apply(df: DataFrame) -> DataFrame:
+        by_time = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+        answered = df.where(
+            F.col("error").isNull() & F.col("broker_offset").isNotNull() & F.col("consumer_offset").isNotNull()
+        ).drop("error").withColumn(
+            "lag", F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0))
+        )
+        step = answered.select(
+            "*",
+            F.row_number().over(by_time).alias("rn"),
+            F.lag("owner").over(by_time).alias("prev_owner"),
+            F.lag("consumer_offset").over(by_time).alias("prev_co"),
+            F.lag("lag").over(by_time).alias("prev_lag"),
+        )
+        owner_changed = (F.col("rn") > 1) & ~F.col("owner").eqNullSafe(F.col("prev_owner"))
+        seg_boundary = (F.col("rn") == 1) | owner_changed
+        run_boundary = seg_boundary | (F.col("consumer_offset") != F.col("prev_co")) | (
+            F.col("prev_lag") <= allowed_lag(th))
+        rewind = F.struct(F.col("ts"), F.col("prev_co").alias("before"), F.col("consumer_offset").alias("after"))
+        return step.select(
+            "*",
+            owner_changed.alias("owner_changed"),
+            seg_boundary.alias("seg_boundary"),
+            run_boundary.alias("run_boundary"),
+            (F.col("lag") <= allowed_lag(th)).alias("caught_up"),
+            F.when(F.col("consumer_offset") < F.col("prev_co"), rewind).alias("rewind"),
+        )
+
+    return apply
+
+
+def summarize_queues(df: DataFrame) -> DataFrame:
+    """One row per queue: first and last snapshot, the start of the last owner segment and of the last frozen
+    run (the latest boundary rows), the last caught-up position, the highest consumer offset, the last rewind."""
+    first = F.struct(
+        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"), F.col("lag"),
+    )
+    last = F.struct(
+        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
+        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), F.col("owner"),
+        F.col("owner_subscribed").alias("subscribed"), F.col("last_consumed_ts"), F.col("broker_last_ts"),
+    )
+    seg_start = F.struct(
+        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
+        F.col("lag"), F.col("rn"), F.col("prev_owner"), F.col("owner_changed").alias("changed"),
+    )
+    run_start = F.struct(
+        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
+        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"),
+    )
+    return df.groupBy(*QUEUE_KEY).agg(
+        F.count(F.lit(1)).alias("n_window"),
+        F.min_by(first, F.col("ts")).alias("first"),
+        F.max_by(last, F.col("ts")).alias("last"),
+        # max_by skips rows whose ordering is null: the latest boundary row wins
+        F.max_by(seg_start, F.when(F.col("seg_boundary"), F.col("ts"))).alias("seg_start"),
+        F.max_by(run_start, F.when(F.col("run_boundary"), F.col("ts"))).alias("run_start"),
+        F.max(F.when(F.col("caught_up"), F.col("rn"))).alias("caught_up_rn"),
+        F.max("consumer_offset").alias("co_max"),
+        F.max("rewind").alias("rewind"),
+    )
+
+
+def count_missing(df: DataFrame) -> DataFrame:
+    """Per queue, the snapshots in the window its broker failed to answer (Parquet skips the clean row groups)."""
+    return (
+        df.where(F.col("error").isNotNull())
+        .groupBy(*QUEUE_KEY)
+        .agg(F.count(F.lit(1)).alias("n_missing"), F.max_by("error", "ts").alias("last_error"))
+    )
+
+
+def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds | None = None) -> DataFrame:
+    """Snapshot rows in, one verdict per queue out (see the module docstring for the statuses)."""
+    th = th or Thresholds()
+    window = snapshots.transform(select_window(since_ms, until_ms)).transform(drop_broadcasting)
+    summaries = window.transform(mark_progress(th)).transform(summarize_queues)
+    missing = count_missing(window)
+    return summaries.join(missing, list(QUEUE_KEY), "full_outer").transform(judge(th))
+
+
+def summarize_groups(verdicts: DataFrame) -> DataFrame:
+    """Per group: worst status, stuck queue count, total lag at the start and end of the window and its trend.
+
+    ``%DLQ%`` queues are left out of the lag totals (they are not judged).
+    """
+    rank = F.create_map(*[x for name, r in STATUS_RANK.items() for x in (F.lit(name), F.lit(r))])
+    judged = ~F.col("topic").startswith("%DLQ%")
+    summary = verdicts.groupBy("cluster", "group").agg(
+        F.max(F.struct(rank[F.col("status")], F.col("status"))).alias("worst"),
+        F.count(F.lit(1)).cast("int").alias("queues"),
+        F.count_if(F.col("status").isin(*STUCK_STATUSES)).cast("int").alias("stuck_queues"),
+        F.coalesce(F.sum(F.when(judged, F.col("window_lag_start"))), F.lit(0)).cast("long").alias("total_lag_start"),
+        F.coalesce(F.sum(F.when(judged, F.col("lag_end"))), F.lit(0)).cast("long").alias("total_lag_end"),
+        F.min("window_start").alias("window_start"),
+        F.max("window_end").alias("window_end"),
+    )
+    trend = (
+        F.when(F.col("total_lag_end") > F.col("total_lag_start"), F.lit("growing"))
+        .when(F.col("total_lag_end") < F.col("total_lag_start"), F.lit("shrinking"))
+        .otherwise(F.lit("flat"))
+    )
+    return summary.select(
+        "cluster", "group", F.col("worst.status").alias("status"), "queues", "stuck_queues",
+        "total_lag_start", "total_lag_end", trend.alias("lag_trend"), "window_start", "window_end",
+    )
+
+
+def for_output(df: DataFrame) -> DataFrame:
+    """Timestamps as ISO-8601 UTC strings, each also as epoch milliseconds in a ``*_ts`` column."""
+    columns: list[Column] = []
+    for field in df.schema.fields:
+        if field.dataType.typeName() == "timestamp":
+            columns.append(F.date_format(F.col(field.name), "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'").alias(field.name))
+            columns.append(F.unix_millis(F.col(field.name)).alias(field.name + "_ts"))
+        else:
+            columns.append(F.col(field.name))
+    return df.select(*columns)

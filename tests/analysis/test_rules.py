@@ -1,0 +1,251 @@
+"""Every stuck-queue rule on both sides of each of its thresholds, as one table through one Spark job.
+
+Each row of :data:`CASES` is one queue (its group names the case in words), with the snapshots that
+make it and the verdict ``docs/snapshots.md`` gives it: status and rule from the rules table there,
+the sentence and the span written out by hand. Snapshots are every 30 s from 12:00:00 UTC
+(``at(i)``) under the default thresholds (``--min-snapshots`` 3, allowed lag 0, ``%RETRY%`` allowed
+lag 10 and 5 minutes, ``consumeTimeout`` 15 minutes). All queues are judged together and compared as
+whole frames on the shared local[1] session.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.testing import assertDataFrameEqual
+
+from analysis.rules import RULE_STATUS, STATUS_RANK, STUCK_STATUSES, Thresholds
+from analysis.schema import SNAPSHOT_SCHEMA
+from analysis.transforms import diagnose, summarize_groups
+from tests.analysis.conftest import T0, at, ms, row, series
+
+SECOND = dt.timedelta(seconds=1)
+RISING = [110 + 10 * i for i in range(40)]  # broker offsets: 110, 120, 130, …
+FIXED = [100] * 40  # a committed offset that never moves
+
+
+def frozen(n: int, **kw: Any) -> Callable[[str], list[dict[str, Any]]]:
+    """n snapshots: the broker offset rises 110, 120, … while the committed offset stays at 100."""
+    return lambda case: series(RISING[:n], FIXED[:n], group=case, **kw)
+
+
+def offsets(bos: list[int | None], cos: list[int | None], **kw: Any) -> Callable[[str], list[dict[str, Any]]]:
+    return lambda case: series(bos, cos, group=case, **kw)
+
+
+def owners(names: list[str | None], bos: list[int], cos: list[int]) -> Callable[[str], list[dict[str, Any]]]:
+    return lambda case: [row(i, b, c, group=case, owner=o) for i, (o, b, c) in enumerate(zip(names, bos, cos))]
+
+
+def pinned(n: int, topic: str = "T") -> Callable[[str], list[dict[str, Any]]]:
+    """n snapshots frozen at 100 while the client keeps pulling (pull offset 100, 101, …)."""
+    return lambda case: [row(i, RISING[i], 100, group=case, topic=topic, pull_offset=100 + i) for i in range(n)]
+
+
+FROZEN_3 = ("consumer offset frozen at 100 since 12:00:00 (3 snapshots, 1m00s) while broker offset rose 110 -> 130 "
+            "under owner c1; lag 10 -> 30, unknown behind")
+
+# case (the queue's group), its snapshots, and: status, rule, reason, snapshots, window_start round, lag_start,
+# lag_end, lag_time_ms
+CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] = [
+    # min-snapshots
+    ("every round failed", offsets([None] * 4, [None] * 4),
+     ("INSUFFICIENT_DATA", "min-snapshots",
+      "no answered snapshot in the window: 4 missing (last error: CONNECTION: broker unreachable)",
+      0, None, None, None, None)),
+    ("two answered, one failed", offsets([110, None, 120], [100, None, 100]),
+     ("INSUFFICIENT_DATA", "min-snapshots", "only 2 snapshot(s) in the window (1 missing), 3 needed",
+      2, 0, 10, 20, None)),
+    ("three answered, frozen", frozen(3), ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
+    # dlq
+    ("dead letters, one snapshot", offsets([120], [100], topic="%DLQ%g"),
+     ("DLQ", "dlq", "dead-letter queue, reported not judged: 20 message(s) not consumed, broker offset 120 -> 120",
+      1, 0, 20, 20, None)),
+    ("%DLQ% inside the name is judged", frozen(3, topic="x%DLQ%"),
+     ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
+    # rewind
+    ("rewound below its high", offsets([300] * 3, [100, 200, 150]),
+     ("REWOUND", "rewind", "consumer offset went back from 200 to 150 at 12:01:00 and has not caught up "
+      "(now 150, was 200)", 3, 0, 200, 150, None)),
+    ("rewound and back at its high", offsets([300] * 4, [100, 200, 150, 200]),
+     ("OK", "moving", "consumer moving: offset 100 -> 200, lag 200 -> 100", 4, 0, 200, 100, None)),
+    # no-new-messages
+    ("no new messages, nothing left", offsets([500] * 3, [500] * 3),
+     ("IDLE", "no-new-messages", "no new messages: broker offset stayed at 500 over 3 snapshots; lag 0",
+      3, 0, 0, 0, 0)),
+    ("no new messages, one left", offsets([500] * 3, [499] * 3),
+     ("STALLED", "frozen", "consumer offset frozen at 499 since 12:00:00 (3 snapshots, 1m00s) with a backlog of 1 "
+      "and no new messages under owner c1; lag 1 -> 1, unknown behind", 3, 0, 1, 1, None)),
+    ("retry queue, no new messages, ten left", offsets([50] * 3, [40] * 3, topic="%RETRY%g"),
+     ("IDLE", "no-new-messages", "no new messages: broker offset stayed at 50 over 3 snapshots; lag 10",
+      3, 0, 10, 10, None)),
+    ("retry queue, no new messages, eleven left", offsets([51] * 3, [40] * 3, topic="%RETRY%g"),
+     ("LAGGING", "retry-threshold", "retry queue frozen at 40 for 1m00s (under the 5m00s retry threshold); lag 11",
+      3, 0, 11, 11, None)),
+    # caught-up
+    ("one new message, consumed", offsets([500, 500, 501], [500, 500, 501]),
+     ("OK", "caught-up", "caught up: lag 0 <= 0 at the last snapshot; consumer offset 500 -> 501", 3, 0, 0, 0, 0)),
+    ("retry queue ten behind while messages arrive", offsets([20, 40, 50], [10, 30, 40], topic="%RETRY%g"),
+     ("OK", "caught-up", "caught up: lag 10 <= 10 at the last snapshot; consumer offset 10 -> 40",
+      3, 0, 10, 10, None)),
+    ("one behind at the end, moving", offsets([100, 110, 121], [100, 110, 120]),
+     ("OK", "moving", "consumer moving: offset 100 -> 120, lag 0 -> 1", 3, 0, 0, 1, None)),
+    # owner-changed
+    ("owner changed two snapshots ago", owners(["c1"] * 3 + ["c2"] * 2, RISING[:5], FIXED[:5]),
+     ("INSUFFICIENT_DATA", "owner-changed", "owner changed to c2 at 12:01:30; only 2 snapshot(s) since, 3 needed",
+      2, 3, 40, 50, None)),
+    ("owner changed three snapshots ago", owners(["c1"] * 3 + ["c2"] * 3, RISING[:6], FIXED[:6]),
+     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:01:30 (3 snapshots, 1m00s) while broker offset "
+      "rose 140 -> 160 under owner c2 (moved there at 12:01:30); lag 40 -> 60, unknown behind", 3, 3, 40, 60, None)),
+    # no-owner
+    ("nobody holds it, frozen three snapshots", frozen(3, owner=None),
+     ("ORPHANED", "no-owner", "no owner: consumer offset frozen at 100 since 12:00:00 (3 snapshots) while broker "
+      "offset rose 110 -> 130; lag 10 -> 30, unknown behind", 3, 0, 10, 30, None)),
+    ("nobody holds it, moved a snapshot ago", offsets(RISING[:4], [100, 100, 105, 105], owner=None),
+     ("LAGGING", "lag-growing", "consumer moving (100 -> 105) but lag grew 10 -> 35 and never got within 0; "
+      "unknown behind", 4, 0, 10, 35, None)),
+    # owner-not-subscribed
+    ("held by a client that does not subscribe",
+     frozen(3, subscribed=False, last_consumed=at(0) - dt.timedelta(hours=1), broker_last=at(2)),
+     ("ORPHANED", "owner-not-subscribed", "owner c1 does not subscribe T: consumer offset frozen at 100 since "
+      "12:00:00 (3 snapshots) while broker offset rose 110 -> 130; lag 10 -> 30, 1h01m behind",
+      3, 0, 10, 30, 3_660_000)),
+    ("subscription not known", frozen(3, subscribed=None), ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
+    # offset-pinned
+    ("pulling, frozen for exactly consumeTimeout", pinned(31),
+     ("LAGGING", "offset-pinned", "committed offset held at 100 since 12:00:00 by an in-flight message while pulls "
+      "go on (pull offset 100 -> 130); lag 310; heals within consumeTimeout 15m00s", 31, 0, 10, 310, None)),
+    ("pulling, frozen a round longer than consumeTimeout", pinned(32),
+     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 (32 snapshots, 15m30s) while broker offset "
+      "rose 110 -> 420 under owner c1; lag 10 -> 320, unknown behind", 32, 0, 10, 320, None)),
+    ("pull offset not moving", frozen(3, pull_offset=100), ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
+    # retry-threshold
+    # (lag 20 from the first snapshot: above the retry allowance of 10, so the frozen run starts there)
+    ("retry queue frozen 4m30s", offsets(RISING[1:11], FIXED[:10], topic="%RETRY%g"),
+     ("LAGGING", "retry-threshold", "retry queue frozen at 100 for 4m30s (under the 5m00s retry threshold); lag 110",
+      10, 0, 20, 110, None)),
+    ("retry queue frozen 5m", offsets(RISING[1:12], FIXED[:11], topic="%RETRY%g"),
+     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 (11 snapshots, 5m00s) while broker offset "
+      "rose 120 -> 220 under owner c1; lag 20 -> 120, unknown behind", 11, 0, 20, 120, None)),
+    # frozen: how far behind, at the minute boundary
+    ("frozen, a minute behind", frozen(3, last_consumed=at(0), broker_last=at(2)),
+     ("STALLED", "frozen", FROZEN_3.replace("unknown behind", "1m00s behind"), 3, 0, 10, 30, 60_000)),
+    ("frozen, 59 s behind", frozen(3, last_consumed=at(0) + SECOND, broker_last=at(2)),
+     ("STALLED", "frozen", FROZEN_3.replace("unknown behind", "59s behind"), 3, 0, 10, 30, 59_000)),
+    # lag-growing
+    ("lag grew, never caught up", offsets([110, 130, 150], [100, 110, 120]),
+     ("LAGGING", "lag-growing", "consumer moving (100 -> 120) but lag grew 10 -> 30 and never got within 0; "
+      "unknown behind", 3, 0, 10, 30, None)),
+    ("lag back where it started", offsets([110, 130, 140], [100, 110, 130]),
+     ("OK", "moving", "consumer moving: offset 100 -> 130, lag 10 -> 10", 3, 0, 10, 10, None)),
+    ("caught up only under the previous owner", owners(["c1", "c2", "c2", "c2"], [100, 110, 130, 150],
+                                                       [100, 105, 115, 125]),
+     ("LAGGING", "lag-growing", "consumer moving (105 -> 125) but lag grew 5 -> 25 and never got within 0; "
+      "unknown behind", 3, 1, 5, 25, None)),
+    ("caught up under this owner, lag grew since", offsets([100, 110, 130, 150], [100, 105, 115, 125]),
+     ("OK", "moving", "consumer moving: offset 100 -> 125, lag 0 -> 25", 4, 0, 0, 25, None)),
+]
+
+VERDICT = ("group string, status string, rule string, reason string, snapshots int, window_start timestamp, "
+           "lag_start long, lag_end long, lag_time_ms long")
+
+
+@pytest.fixture(scope="module")
+def verdicts(spark: SparkSession) -> DataFrame:
+    rows = [r for case, make, _ in CASES for r in make(case)]
+    snapshots = spark.createDataFrame(rows, SNAPSHOT_SCHEMA)
+    return diagnose(snapshots, ms(T0), ms(T0 + dt.timedelta(hours=1)), Thresholds()).cache()
+
+
+def test_every_rule_at_both_sides_of_its_thresholds(spark: SparkSession, verdicts: DataFrame) -> None:
+    expected = [
+        (case, status, rule, reason, snapshots, None if start is None else at(start), lag_start, lag_end, behind)
+        for case, _, (status, rule, reason, snapshots, start, lag_start, lag_end, behind) in CASES
+    ]
+    got = verdicts.select("group", "status", "rule", "reason", "snapshots", "window_start", "lag_start", "lag_end",
+                          "lag_time_ms")
+    assertDataFrameEqual(got, spark.createDataFrame(expected, VERDICT))
+
+
+SPAN = ("group string, window_end timestamp, window_snapshots int, missing_snapshots int, owner string, "
+        "owner_since timestamp, previous_owner string, broker_offset_start long, broker_offset_end long, "
+        "consumer_offset_start long, consumer_offset_end long, window_lag_start long, frozen_since timestamp")
+
+
+def test_the_numbers_behind_each_kind_of_span(spark: SparkSession, verdicts: DataFrame) -> None:
+    # whole window (min-snapshots, dlq, rewind), the part under the new owner (owner-changed, lag-growing),
+    # the frozen run (frozen, offset-pinned)
+    expected = [
+        ("two answered, one failed", at(2), 2, 1, "c1", None, None, 110, 120, 100, 100, 10, at(0)),
+        ("dead letters, one snapshot", at(0), 1, 0, "c1", None, None, 120, 120, 100, 100, 20, at(0)),
+        ("rewound below its high", at(2), 3, 0, "c1", None, None, 300, 300, 100, 150, 200, at(2)),
+        ("owner changed two snapshots ago", at(4), 5, 0, "c2", at(3), "c1", 140, 150, 100, 100, 10, at(3)),
+        ("owner changed three snapshots ago", at(5), 6, 0, "c2", at(3), "c1", 140, 160, 100, 100, 10, at(3)),
+        ("pulling, frozen for exactly consumeTimeout", at(30), 31, 0, "c1", None, None, 110, 410, 100, 100, 10,
+         at(0)),
+        ("caught up only under the previous owner", at(3), 4, 0, "c2", at(1), "c1", 110, 150, 105, 125, 0, at(3)),
+        ("every round failed", None, 0, 4, None, None, None, None, None, None, None, None, None),
+    ]
+    names = [e[0] for e in expected]
+    got = verdicts.where(verdicts["group"].isin(*names)).select(*[f.split()[0] for f in SPAN.split(", ")])
+    assertDataFrameEqual(got, spark.createDataFrame(expected, SPAN))
+
+
+def test_thresholds_default_to_the_documented_values() -> None:
+    assert Thresholds() == Thresholds(min_snapshots=3, allowed_lag=0, retry_allowed_lag=10,
+                                      retry_min_stall_ms=300_000, consume_timeout_ms=900_000)
+
+
+def test_rules_give_the_documented_statuses() -> None:
+    # docs/snapshots.md, the rules table from top to bottom
+    assert RULE_STATUS == {
+        "min-snapshots": "INSUFFICIENT_DATA", "dlq": "DLQ", "rewind": "REWOUND", "no-new-messages": "IDLE",
+        "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
+        "owner-not-subscribed": "ORPHANED", "offset-pinned": "LAGGING", "retry-threshold": "LAGGING",
+        "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
+    }
+    assert STUCK_STATUSES == ("STALLED", "ORPHANED")
+
+
+GROUP = ("group string, status string, queues int, stuck_queues int, total_lag_start long, total_lag_end long, "
+         "lag_trend string")
+
+# group: its queues as (status, lag at the window's start, lag at its end); then the summary by hand.
+# A group's status is its worst queue's: STALLED, ORPHANED, REWOUND, LAGGING, INSUFFICIENT_DATA, IDLE, then
+# OK and DLQ (a dead-letter queue is not judged, and its lag is left out of the totals).
+GROUPS = [
+    ("STALLED over ORPHANED", [("ORPHANED", 5, 7), ("STALLED", 10, 3)], ("STALLED", 2, 2, 15, 10, "shrinking")),
+    ("ORPHANED over REWOUND", [("REWOUND", 5, 7), ("ORPHANED", 10, 3)], ("ORPHANED", 2, 1, 15, 10, "shrinking")),
+    ("REWOUND over LAGGING", [("LAGGING", 5, 7), ("REWOUND", 1, 3)], ("REWOUND", 2, 0, 6, 10, "growing")),
+    ("LAGGING over INSUFFICIENT_DATA", [("INSUFFICIENT_DATA", 5, 7), ("LAGGING", 2, 0)],
+     ("LAGGING", 2, 0, 7, 7, "flat")),
+    ("INSUFFICIENT_DATA over IDLE", [("IDLE", 0, 0), ("INSUFFICIENT_DATA", 4, 4)],
+     ("INSUFFICIENT_DATA", 2, 0, 4, 4, "flat")),
+    ("IDLE over OK", [("OK", 3, 0), ("IDLE", 0, 0)], ("IDLE", 2, 0, 3, 0, "shrinking")),
+    ("OK over DLQ", [("DLQ", 50, 70), ("OK", 3, 1)], ("OK", 2, 0, 3, 1, "shrinking")),
+    ("DLQ under IDLE", [("IDLE", 0, 0), ("DLQ", 50, 70)], ("IDLE", 2, 0, 0, 0, "flat")),
+    ("DLQ only", [("DLQ", 50, 70)], ("DLQ", 1, 0, 0, 0, "flat")),
+    ("two stalled, one lagging", [("STALLED", 1, 2), ("LAGGING", 1, 2), ("STALLED", 1, 2)],
+     ("STALLED", 3, 2, 3, 6, "growing")),
+]
+
+
+def test_a_group_takes_its_worst_queues_status(spark: SparkSession) -> None:
+    verdict_rows = [
+        ("c", group, "%DLQ%g" if status == "DLQ" else "T", k, status, lag_start, lag_end, at(k), at(20 - k))
+        for group, queues, _ in GROUPS for k, (status, lag_start, lag_end) in enumerate(queues)
+    ]
+    verdict_frame = spark.createDataFrame(
+        verdict_rows, "cluster string, group string, topic string, queue_id int, status string, "
+        "window_lag_start long, lag_end long, window_start timestamp, window_end timestamp")
+    got = summarize_groups(verdict_frame)
+    assertDataFrameEqual(got.select(*[f.split()[0] for f in GROUP.split(", ")]),
+                         spark.createDataFrame([(group, *summary) for group, _, summary in GROUPS], GROUP))
+    # the span of the group: its earliest start and latest end
+    spans = {r["group"]: (r["window_start"], r["window_end"]) for r in got.collect()}
+    assert spans["two stalled, one lagging"] == (at(0).replace(tzinfo=None), at(20).replace(tzinfo=None))
+    assert STATUS_RANK["OK"] == STATUS_RANK["DLQ"] == 0
