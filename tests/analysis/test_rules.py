@@ -38,7 +38,8 @@ def offsets(bos: list[int | None], cos: list[int | None], **kw: Any) -> Callable
 
 
 def owners(names: list[str | None], bos: list[int], cos: list[int]) -> Callable[[str], list[dict[str, Any]]]:
-    return lambda case: [row(i, b, c, group=case, owner=o) for i, (o, b, c) in enumerate(zip(names, bos, cos))]
+    steps = list(enumerate(zip(names, bos, cos, strict=True)))
+    return lambda case: [row(i, b, c, group=case, owner=o) for i, (o, b, c) in steps]
 
 
 def pinned(n: int, topic: str = "T") -> Callable[[str], list[dict[str, Any]]]:
