@@ -62,9 +62,13 @@ class Partial(Generic[T]):
     errors: Mapping[str, errors.RmqctlError] = field(default_factory=dict)
 
 
-def _all_failed(failures: Mapping[str, errors.RmqctlError], what: str) -> errors.ConnectionError:
+def all_failed(failures: Mapping[str, errors.RmqctlError], message: str) -> errors.RmqctlError:
+    """One error for brokers that all failed: a timeout (exit 4) when every one of them timed
+    out, a connection error (exit 3) otherwise; ``message`` is followed by each broker's error."""
     detail = "; ".join(f"{name}: {err}" for name, err in failures.items())
-    return errors.ConnectionError(f"every broker failed {what}: {detail}")
+    timed_out = bool(failures) and all(isinstance(e, errors.TimeoutError) for e in failures.values())
+    kind = errors.TimeoutError if timed_out else errors.ConnectionError
+    return kind(f"{message}: {detail}")
 
 
 class ClusterService:
@@ -140,7 +144,7 @@ class ClusterService:
             route.master_addrs(), lambda addr: self.backend.topic_stats(addr, topic)
         )
         if not results and failures:
-            raise _all_failed(failures, f"topic stats of {topic!r}")
+            raise all_failed(failures, f"every broker failed topic stats of {topic!r}")
         offsets = sorted(
             (o for stats in results.values() for o in stats.offsets), key=lambda o: o.queue
         )
@@ -242,8 +246,7 @@ class ClusterService:
 
         failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures}
         if len(failures) == len(masters) and masters:
-            detail = "; ".join(f"{b}: {e}" for b, e in failures.items())
-            raise errors.ConnectionError(f"no broker answered for group {group!r}: {detail}")
+            raise all_failed(failures, f"no broker answered for group {group!r}")
 
         has_offsets = any(s.offsets for s in stats_by_broker.values())
         if not connections and not has_offsets and not failures and not await self._configured(masters, group):

@@ -49,6 +49,8 @@ TOOLS_GROUP = "TOOLS_CONSUMER"
 #: ``PullSysFlag.SUBSCRIPTION``: the pull carries its own expression (no commit, no suspend)
 _PULL_FLAG_SUBSCRIPTION = 0x4
 DEFAULT_CONCURRENCY = 16
+#: Seconds to wait for the preferred name server before asking the next one as well.
+NAMESRV_STAGGER = 0.5
 
 
 def parse_namesrv(value: str) -> list[str]:
@@ -150,19 +152,47 @@ class AdminClient:
     async def fetch_namesrv(
         self, code: int, ext: Mapping[str, object] | None, parse: Callable[[RemotingCommand], T]
     ) -> T:
-        """:meth:`call_namesrv`, then ``parse`` the answer (within that request's deadline)."""
-        failures: list[errors.RmqctlError] = []
+        """:meth:`call_namesrv`, then ``parse`` the answer, all within one request's deadline.
+
+        The last name server that answered is asked first; when it has not answered within
+        :data:`NAMESRV_STAGGER` seconds (or failed), the next one is asked too, and so on: the
+        first answer wins. Silent name servers therefore cost one deadline in all, not one each.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
         count = len(self.namesrv)
-        for step in range(count):
-            index = (self._ns_index + step) % count
-            address = self.namesrv[index]
-            try:
-                value = await self.fetch(address, code, ext, parse)
-            except (errors.ConnectionError, errors.TimeoutError) as exc:
-                failures.append(exc)
-                continue
-            self._ns_index = index
-            return value
+        order = [(self._ns_index + step) % count for step in range(count)]
+        failures: list[errors.RmqctlError] = []
+        running: dict[asyncio.Task[T], int] = {}
+
+        def ask(index: int) -> None:
+            remaining = max(0.001, deadline - loop.time())
+            coro = self.fetch(self.namesrv[index], code, ext, parse, timeout=remaining)
+            running[asyncio.ensure_future(coro)] = index
+
+        next_start = loop.time()
+        try:
+            while running or order:
+                if order and (not running or loop.time() >= next_start):
+                    ask(order.pop(0))
+                    next_start = loop.time() + NAMESRV_STAGGER
+                # every request carries what is left of the deadline, so this ends by then
+                wait = max(0.0, next_start - loop.time()) if order else None
+                done, _ = await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    index = running.pop(task)
+                    error = task.exception()
+                    if error is None:
+                        self._ns_index = index
+                        return task.result()
+                    if not isinstance(error, (errors.ConnectionError, errors.TimeoutError)):
+                        raise error  # a real answer (e.g. refused): the others would say the same
+                    failures.append(error)
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
         timed_out = all(isinstance(f, errors.TimeoutError) for f in failures)
         exc_type = errors.TimeoutError if timed_out else errors.ConnectionError
         raise exc_type(

@@ -49,6 +49,54 @@ def split_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
+#: Seconds a closing connection may spend flushing what it still has to send.
+CLOSE_GRACE = 1.0
+
+
+async def resolve(host: str, port: int) -> str:
+    """The first address of ``host``, looked up in a daemon thread of its own.
+
+    asyncio resolves names in its default executor, whose threads ``asyncio.run`` waits for at
+    exit: a DNS server that never answers held the process for the resolver's own timeouts long
+    after ``--timeout`` had ended the command. A daemon thread is abandoned instead.
+    """
+    import ipaddress
+    import socket
+    import threading
+
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        pass
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+
+    def settle(value: str | None, error: OSError | None) -> None:
+        if answer.done():
+            return
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(value or host)
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            value, error = str(infos[0][4][0]), None
+        except OSError as exc:
+            value, error = None, exc
+        except UnicodeError as exc:  # split_address has refused what IDNA cannot encode
+            value, error = None, OSError(str(exc))
+        try:
+            loop.call_soon_threadsafe(settle, value, error)
+        except RuntimeError:  # the loop is gone: nobody waits any more
+            pass
+
+    threading.Thread(target=lookup, name=f"resolve-{host[:40]}", daemon=True).start()
+    return await answer
+
+
 class Connection:
     """A single TCP connection speaking the remoting protocol, as a client."""
 
@@ -74,8 +122,10 @@ class Connection:
     async def open(self, timeout: float) -> None:
         host, port = split_address(self.address)
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        except asyncio.TimeoutError as exc:
+            async with asyncio.timeout(timeout):
+                ip = await resolve(host, port)
+                reader, writer = await asyncio.open_connection(ip, port)
+        except TimeoutError as exc:
             raise errors.TimeoutError(
                 f"connecting to {self.address} timed out after {timeout:g}s"
             ) from exc
@@ -140,7 +190,12 @@ class Connection:
             except (asyncio.CancelledError, Exception):
                 pass
         if self._endpoint is not None:
-            await self._endpoint.wait_closed()
+            try:
+                async with asyncio.timeout(CLOSE_GRACE):
+                    await self._endpoint.wait_closed()
+            except TimeoutError:
+                # a peer that never reads keeps our unsent bytes (and the close) waiting for ever
+                self._endpoint.abort()
 
 
 class ConnectionPool:

@@ -284,6 +284,11 @@ class Endpoint:
         if self._on_close is not None:
             self._on_close()
 
+    def abort(self) -> None:
+        """Drop the connection at once, discarding whatever is still unsent."""
+        self.fail_all(None)
+        self._writer.transport.abort()
+
     async def wait_closed(self) -> None:
         """Close (if not yet) and wait until the stream and every handler task are done."""
         self.fail_all(None)
