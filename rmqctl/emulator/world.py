@@ -22,6 +22,7 @@ from rmqctl import errors
 from rmqctl.emulator.broker import BrokerState
 from rmqctl.emulator.client import SimulatedConsumer, SimulatedProducer, default_client_id
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, Scheduler
+from rmqctl.emulator.consume import QueueConsumer
 from rmqctl.emulator.namesrv import NameServerState
 from rmqctl.emulator.report import run_report
 from rmqctl.emulator.scenario import ConsumerSpec, ProduceSpec, Scenario
@@ -142,7 +143,7 @@ class EmulatedCluster:
     def record_send(self, message: StoredMessage) -> None:
         self.messages.append(message)
 
-    def record_delivery(self, consumer: SimulatedConsumer, message: StoredMessage) -> None:
+    def record_delivery(self, consumer: QueueConsumer, message: StoredMessage) -> None:
         # a retry copy that is finally consumed delivers the original message
         seq = message.origin_seq if message.origin_seq is not None else message.seq
         groups = self.delivered.get(seq)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rmqctl.emulator import running_info
 from rmqctl.emulator.client import SimulatedConsumer
 from rmqctl.emulator.scenario import load_scenario, parse_scenario
 from rmqctl.emulator.world import EmulatedCluster, run_scenario
@@ -219,7 +220,7 @@ def test_a_slow_listener_keeps_messages_cached_and_the_offset_at_the_first_uncon
     cluster.run_until(7.5)
     slow = by_id(cluster)["10.0.0.1@slow"]
     assert slow.received_total == 2  # one thread, 1 s per message, since 5.0 s
-    (pq,) = [pq for mq, pq in slow.running_mq_table() if mq.topic == "T"]
+    (pq,) = [pq for mq, pq in running_info.running_mq_table(slow) if mq.topic == "T"]
     assert (pq.cached_msg_count, pq.cached_msg_min_offset, pq.cached_msg_max_offset) == (8, 2, 9)
     assert pq.commit_offset == 2  # the first offset still in flight
     cluster.run_until(30)
