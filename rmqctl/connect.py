@@ -4,9 +4,10 @@ emulator scenario) into a :class:`~rmqctl.source.ClusterSource`.
 :func:`open_source` is what every front end calls — each CLI command, the TUI, the snapshot
 exporter — so the choice of back end, the config file's contexts and the embedded emulator's
 life cycle live in one place. Besides the source it hands out a label for status lines and the
-:class:`~rmqctl.watch.Clock` to poll on: the wall clock for a real cluster, the emulator's own
-clock for an embedded one (its virtual clock moves only when a watcher sleeps, so an hour of
-snapshots takes seconds).
+source's :class:`~rmqctl.clock.Clock`: the wall clock for a real cluster or a dashboard, the
+emulator's own clock for an embedded one (its virtual clock moves only when a watcher sleeps, so
+an hour of snapshots takes seconds) and for a served one (read from its control API, found in
+the registry of served emulators).
 
 Must not import the CLI, textual or pyspark.
 """
@@ -14,11 +15,13 @@ Must not import the CLI, textual or pyspark.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from rmqctl.backends.remoting import RemotingBackend
+from rmqctl.clock import Clock
 from rmqctl.config import resolve
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.admin import parse_namesrv as parse_namesrv
@@ -45,6 +48,28 @@ class Target:
     #: a rocketmq-dashboard URL to read through (else a context's ``dashboard`` when it has one
     #: and no name server was named)
     dashboard: str | None = None
+
+
+def _registry_dir() -> Path:
+    """Where served emulators note themselves (:func:`rmqctl.emulator.registry.registry_dir`),
+    computed here so that a command against a real cluster never imports the emulator."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "rmqctl" / "emulators"
+
+
+async def served_emulator_clock(namesrv: str) -> Clock | None:
+    """The clock of the served emulator behind ``namesrv`` (its emulated time, sped up or
+    virtual), or ``None`` for anything else: the host's clock then applies. Asked only when a
+    served emulator is registered on this machine or named by ``$RMQCTL_EMULATOR_URL``."""
+    try:
+        registered = any(_registry_dir().glob("*.json"))
+    except OSError:
+        registered = False
+    if not registered and not os.environ.get("RMQCTL_EMULATOR_URL"):
+        return None
+    from rmqctl.emulator.serve import served_clock
+
+    return await served_clock(namesrv, token=os.environ.get("RMQCTL_EMULATOR_TOKEN"))
 
 
 @contextlib.asynccontextmanager
@@ -77,10 +102,13 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
     admin = AdminClient(
         parse_namesrv(resolved.namesrv), timeout=resolved.timeout, credentials=resolved.credentials
     )
-    source = ClusterService(RemotingBackend(admin))
+    clock = await served_emulator_clock(resolved.namesrv)
+    source = ClusterService(RemotingBackend(admin), clock)
     label = f"namesrv {resolved.namesrv}"
     if resolved.context:
         label = f"context {resolved.context} ({label})"
+    if clock is not None:
+        label += " (served emulator)"
     try:
         yield Opened(source, label, source.clock)
     finally:

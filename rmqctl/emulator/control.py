@@ -303,6 +303,7 @@ class ControlServer:
     def _health(self, data: dict[str, Any]) -> tuple[int, Any]:
         return 200, {"ok": True, "scenario": self.cluster.scenario.name, "at": self.cluster.elapsed,
                      "now_ms": self.cluster.now_ms, "clock": "real" if self.driver else "virtual",
+                     "speed": self.driver.speed if self.driver else None,
                      "namesrv": self.cluster.namesrv_addr}
 
     def _clients(self, data: dict[str, Any]) -> tuple[int, Any]:

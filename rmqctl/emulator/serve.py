@@ -5,6 +5,10 @@ and other programs can run it too. With the real-time clock the cluster's emulat
 starts at the host's current time and runs ``speed`` times faster; with the virtual clock it
 starts at the fixed virtual epoch and moves only when the control API's ``advance`` is called.
 
+A reader on another process learns that clock from the control API (:func:`served_clock`): the
+health answer's ``now_ms`` and ``speed``, found through the registry of served emulators, so the
+doctor's "now" is the emulator's and not the host's.
+
 Must not import the CLI, textual or pyspark.
 """
 
@@ -16,6 +20,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from rmqctl import errors
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, RealTimeDriver, Scheduler
 from rmqctl.emulator.control import REQUEST_TIMEOUT, ControlServer
 from rmqctl.emulator.scenario import Scenario
@@ -111,3 +116,42 @@ async def serve_emulator(scenario: Scenario, options: ServeOptions, *, stop: asy
         if ready is not None:
             ready(served)
         await stop.wait()
+
+
+class ServedClock:
+    """A served emulator's clock as an :class:`rmqctl.clock.Clock`, read once from its control
+    API and run on from there: ``speed`` emulated seconds per host second on the real-time clock,
+    standing still on the virtual clock (which only the control API's ``advance`` moves)."""
+
+    def __init__(self, now_ms: int, speed: float | None) -> None:
+        self._start = now_ms / 1000
+        self._speed = speed or 0.0
+        self._host_start = time.monotonic()
+
+    def now(self) -> float:
+        return self._start + (time.monotonic() - self._host_start) * self._speed
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds / self._speed if self._speed else seconds)
+
+
+async def served_clock(namesrv: str, token: str | None = None) -> ServedClock | None:
+    """The clock of the served emulator whose name server is ``namesrv`` (found in the registry
+    or through ``$RMQCTL_EMULATOR_URL``, confirmed by its own health answer), or ``None`` when no
+    served emulator answers for it."""
+    from rmqctl.emulator.control_client import served_control_for
+
+    control = await served_control_for(namesrv, token=token)
+    if control is None:
+        return None
+    try:
+        health = await control.health()
+    except errors.RmqctlError:
+        return None
+    finally:
+        await control.close()
+    now_ms, speed = health.get("now_ms"), health.get("speed")
+    if isinstance(now_ms, bool) or not isinstance(now_ms, int):
+        return None
+    real = health.get("clock") == "real"
+    return ServedClock(now_ms, float(speed) if real and isinstance(speed, (int, float)) else (1.0 if real else None))

@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from rmqctl.cli.app import app
-from rmqctl.doctor import diagnose
+from rmqctl.connect import Target, open_source
+from rmqctl.doctor import Diagnosis, diagnose
 from rmqctl.emulator.embedded import embedded_opened
+from rmqctl.emulator.registry import register, unregister
+from rmqctl.emulator.scenario import load_scenario
+from rmqctl.emulator.serve import ServeOptions, running_emulator
+from rmqctl.emulator.world import EmulatedCluster
 
 #: when pay-2's listener hangs in the scenario, in scenario seconds
 STALL_AT = 420.0
@@ -65,21 +72,61 @@ def test_embedded_doctor_interval_advances_the_virtual_clock() -> None:
     assert queues(found["BLOCKED_QUEUE"]) == STALLED
 
 
-async def test_served_emulator_on_a_fast_clock() -> None:
-    """The real-time (served) emulator at 100 times the host's speed: its wall clock runs ahead of
-    the host's, and the doctor reads it from the emulator."""
+async def past(cluster: EmulatedCluster, seconds: float) -> None:
+    """Wait (bounded) until the real-time emulator's scenario has run ``seconds``."""
+
+    async def wait() -> None:
+        while cluster.elapsed < seconds:
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(wait(), timeout=120)
+
+
+async def test_live_emulator_on_a_fast_clock() -> None:
+    """The real-time emulator in this process at 100 times the host's speed: its wall clock runs
+    ahead of the host's, and the doctor reads it from the emulator."""
     async with embedded_opened("stall-and-leave", live=True, speed=100) as opened:
-        cluster = opened.cluster
-
-        async def past(seconds: float) -> None:
-            while cluster.elapsed < seconds:
-                await asyncio.sleep(0.05)
-
-        await asyncio.wait_for(past(STALL_AT + 75), timeout=120)
+        await past(opened.cluster, STALL_AT + 75)
         diagnosis = await diagnose(opened.source, ["payment-service"], interval=10, sample=False)
+    assert_stalled(diagnosis)
+
+
+async def test_served_emulator_clock_comes_from_its_control_api(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rmqctl -n`` at a served emulator (found in the registry of served emulators) reads the
+    emulator's clock through its control API, not the host's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.setenv("RMQCTL_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.delenv("RMQCTL_EMULATOR_URL", raising=False)
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    options = ServeOptions(clock="real", speed=100)
+    async with running_emulator(load_scenario("stall-and-leave"), options) as (served, cluster):
+        entry = register(served.control, served.scenario, served.namesrv)
+        try:
+            await past(cluster, STALL_AT + 75)
+            async with open_source(Target(namesrv=served.namesrv)) as opened:
+                assert opened.label.endswith("(served emulator)")
+                diagnosis = await diagnose(opened.source, ["payment-service"], interval=10, sample=False)
+        finally:
+            unregister(entry)
+    assert_stalled(diagnosis)
+
+
+def assert_stalled(diagnosis: Diagnosis) -> None:
     found = {f.code: f for f in diagnosis.findings}
     blocked = found["BLOCKED_QUEUE"]
     assert {(q["topic"], q["broker"], q["queue_id"]) for q in blocked.evidence["queues"]} == STALLED
     assert all(60_000 < q["idle_ms"] < 300_000 for q in blocked.evidence["queues"])
     lag = found["LAG_NOT_ADVANCING"]
     assert {(q["topic"], q["broker"], q["queue_id"]) for q in lag.evidence["queues"]} == STALLED
+
+
+def test_connect_looks_for_served_emulators_where_the_registry_keeps_them(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from rmqctl import connect
+    from rmqctl.emulator.registry import registry_dir
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert connect._registry_dir() == registry_dir()
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert connect._registry_dir() == registry_dir()
