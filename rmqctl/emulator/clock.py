@@ -165,8 +165,9 @@ class RealTimeDriver:
 
 class LiveClock:
     """A real-time emulator's clock as an :class:`rmqctl.clock.Clock`: reading it gives the
-    emulated wall time (which runs ``speed`` times faster than the host's), sleeping on it waits
-    that many emulated seconds (``seconds / speed`` on the host)."""
+    emulated wall time (which runs ``speed`` times faster than the host's); sleeping on it waits
+    host seconds, as a refresh period or ``--interval`` means (the emulated cluster moves
+    ``seconds * speed`` meanwhile)."""
 
     def __init__(self, driver: RealTimeDriver) -> None:
         self.driver = driver
@@ -175,4 +176,4 @@ class LiveClock:
         return self.driver.virtual_now() / 1000
 
     async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds / self.driver.speed)
+        await asyncio.sleep(seconds)

@@ -121,7 +121,8 @@ async def serve_emulator(scenario: Scenario, options: ServeOptions, *, stop: asy
 class ServedClock:
     """A served emulator's clock as an :class:`rmqctl.clock.Clock`, read once from its control
     API and run on from there: ``speed`` emulated seconds per host second on the real-time clock,
-    standing still on the virtual clock (which only the control API's ``advance`` moves)."""
+    standing still on the virtual clock (which only the control API's ``advance`` moves).
+    Sleeping waits host seconds, like :class:`~rmqctl.emulator.clock.LiveClock`."""
 
     def __init__(self, now_ms: int, speed: float | None) -> None:
         self._start = now_ms / 1000
@@ -132,7 +133,7 @@ class ServedClock:
         return self._start + (time.monotonic() - self._host_start) * self._speed
 
     async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds / self._speed if self._speed else seconds)
+        await asyncio.sleep(seconds)
 
 
 async def served_clock(namesrv: str, token: str | None = None) -> ServedClock | None:

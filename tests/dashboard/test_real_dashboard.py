@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from typer.testing import CliRunner
 
 from rmqctl.cli.app import app
 from tests.harness.dashboard import DEFAULT_USERS, DashboardProcess
-from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, run_tag_overwrite
+from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, run_tag_overwrite, wait_until
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(600)]
 
@@ -40,13 +41,14 @@ class Setup:
     group: str
     client_a: str
     client_b: str
+    clients: ScenarioClientsProcess
 
 
 @pytest.fixture(scope="module")
 def setup(real_cluster: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     with ScenarioClientsProcess(real_cluster) as clients:
         topic, group, a, b = run_tag_overwrite(real_cluster, clients, "Dash")
-        yield Setup(real_cluster, topic, group, a, b)
+        yield Setup(real_cluster, topic, group, a, b, clients)
 
 
 @pytest.fixture(autouse=True)
@@ -148,6 +150,44 @@ def test_doctor_equals_native(setup: Setup, dashboard: DashboardProcess) -> None
     assert web["skipped"] == [] and web["errors"] == {}
     assert web == native
     assert "SUBSCRIPTION_TAG_CONFLICT" in {f["code"] for f in web["findings"]}
+
+
+@pytest.fixture(scope="module")
+def failing_group(setup: Setup) -> tuple[str, str]:
+    """A group whose one real consumer answers RECONSUME_LATER to every message, once the native
+    doctor reports its consume failures (the client's statusTable has caught up)."""
+    token = uuid.uuid4().hex[:8]
+    topic, group = f"DashFailTopic_{token}", f"DashFailGroup_{token}"
+    setup.cluster.create_topic(topic, 2)
+    client = setup.clients.start_consumer("failing", group, {topic: "*"}, instance_name=f"dashFail_{token}",
+                                          consume_result="RECONSUME_LATER")
+    wait_until(lambda: setup.cluster.consumer_ids(group) == [client], timeout=60, message="consumer registered")
+    setup.clients.produce(topic, "tagF", 20)
+
+    def native_reports_failures() -> bool:
+        result = CliRunner().invoke(app, ["doctor", group, "-o", "json", "--no-sample",
+                                          "-n", setup.cluster.namesrv_addr])
+        return result.exit_code in (0, 1) and "CONSUME_FAILURES" in {
+            f["code"] for f in json.loads(result.stdout)["findings"]}
+
+    wait_until(native_reports_failures, timeout=120, message="the native doctor reports consume failures")
+    return group, client
+
+
+def test_consume_failures_through_the_dashboard(setup: Setup, dashboard: DashboardProcess,
+                                                failing_group: tuple[str, str]) -> None:
+    group, client = failing_group
+    result = CliRunner().invoke(app, ["doctor", group, "-o", "json", "--dashboard", dashboard.url])
+    assert result.exit_code in (0, 1), result.stderr
+    web = json.loads(result.stdout)
+    assert web["skipped"] == [] and web["errors"] == {}
+    (finding,) = [f for f in web["findings"] if f["code"] == "CONSUME_FAILURES"]
+    (row,) = finding["evidence"]["clients"]
+    assert row["client"] == client
+    assert row["consume_failed_tps"] > 0 or row["consume_failed_msgs"] > 0
+    shown = run_json("group", "show", group, "--dashboard", dashboard.url)
+    (conn,) = shown["connections"]
+    assert conn["consume_failed_tps"] > 0 or conn["consume_failed_msgs"] > 0
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
