@@ -154,7 +154,8 @@ class ClusterService:
     # -- groups -------------------------------------------------------------------------------
 
     async def groups(self, *, include_system: bool = False) -> Partial[list[str]]:
-        """Every consumer group: retry topics on the name server plus brokers' group configs."""
+        """Every consumer group: the back end's own list when it keeps one, else the retry topics
+        on the name server plus every broker's group configs."""
         if self.backend.capabilities.lists_groups:
             listed = await self.group_summaries(include_system=include_system)
             return Partial([s.group for s in listed.value], listed.errors)
@@ -166,12 +167,13 @@ class ClusterService:
             )
         except errors.RemoteError as exc:  # enableAllTopicList=false answers "disable"
             failures["namesrv"] = exc
-        configs, broker_failures = await self._fan_out(
-            await self.masters(), self.backend.subscription_groups
-        )
-        failures.update(broker_failures)
-        for table in configs.values():
-            names.update(table)
+        if self.backend.capabilities.lists_subscription_groups:
+            configs, broker_failures = await self._fan_out(
+                await self.masters(), self.backend.subscription_groups
+            )
+            failures.update(broker_failures)
+            for table in configs.values():
+                names.update(table)
         if not include_system:
             names -= SYSTEM_GROUPS
         return Partial(sorted(names), failures)
