@@ -15,10 +15,13 @@ The file lives at ``$RMQCTL_CONFIG`` or ``$XDG_CONFIG_HOME/rmqctl/config.toml`` 
     pause = "space"
     quit = "q,ctrl+q"
 
-Resolution of the name servers, first match wins: ``-n/--namesrv``, the context named by
-``--context``, the ``NAMESRV_ADDR`` environment variable (as mqadmin), the current context.
+What a command reads is decided in one function, :func:`resolve_connection`: the name servers
+(first match wins: ``-n/--namesrv``, the context named by ``--context``, the ``NAMESRV_ADDR``
+environment variable as mqadmin, the current context) or a context's dashboard, the deadline,
+and the ACL keys. The keys are only carried here (:class:`AccessKeys`); signing is the remoting
+layer's.
 
-Must not import the CLI.
+Must not import the CLI or the remoting layer.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ import tomli_w
 
 from rmqctl import errors
 from rmqctl.durations import duration_seconds
-from rmqctl.remoting.acl import Credentials
 
 _CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
     "namesrv": str, "timeout": (int, float, str), "access_key": str, "secret_key": str,
@@ -215,12 +217,124 @@ def _tui_keys(path: Path, tui: Any) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class AccessKeys:
+    """ACL credentials as the config file and the environment give them; the remoting layer signs
+    requests with them (this module only carries them)."""
+
+    access_key: str
+    secret_key: str = field(repr=False)
+    security_token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class DashboardLogin:
+    """A rocketmq-dashboard to read through, and how to log in (``repr`` never shows the password)."""
+
+    url: str
+    username: str | None
+    password: str | None = field(repr=False)
+
+
+#: the environment variables that override a context's secrets
+ACCESS_KEY_ENV, SECRET_KEY_ENV, SECURITY_TOKEN_ENV = "RMQCTL_ACCESS_KEY", "RMQCTL_SECRET_KEY", "RMQCTL_SECURITY_TOKEN"
+DASHBOARD_USER_ENV, DASHBOARD_PASSWORD_ENV = "RMQCTL_DASHBOARD_USER", "RMQCTL_DASHBOARD_PASSWORD"
+#: default deadline of one request to a name server or broker, and of a whole dashboard command
+DEFAULT_TIMEOUT, DEFAULT_DASHBOARD_TIMEOUT = 5.0, 30.0
+_DASHBOARD_TABLE_KEYS = {"url", "user", "password"}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What one invocation reads and how: name servers (``namesrv``) or a dashboard
+    (``dashboard``), exactly one of them; the deadline, the ACL keys, and the context used."""
+
+    namesrv: str | None
+    dashboard: DashboardLogin | None
+    timeout: float
+    credentials: AccessKeys | None
+    context: str | None
+
+
+def dashboard_of(ctx: dict[str, Any], ctx_name: str) -> tuple[str | None, str | None, str | None]:
+    """A context's dashboard ``(url, user, password)``, flat keys or a ``dashboard`` table."""
+    value = ctx.get("dashboard")
+    if isinstance(value, dict):
+        unknown = set(value) - _DASHBOARD_TABLE_KEYS
+        if unknown:
+            raise errors.ConfigError(f"contexts.{ctx_name}.dashboard: unknown key {sorted(unknown)[0]!r}",
+                                     hint="known keys: password, url, user")
+        for key in _DASHBOARD_TABLE_KEYS & set(value):
+            if not isinstance(value[key], str):
+                raise errors.ConfigError(f"contexts.{ctx_name}.dashboard.{key} must be a string")
+        return value.get("url"), value.get("user"), value.get("password")
+    return value, ctx.get("dashboard_user"), ctx.get("dashboard_password")
+
+
+def resolve_connection(
+    *,
+    namesrv: str | None,
+    context: str | None,
+    timeout: float | None,
+    dashboard: str | None = None,
+    config: Config | None = None,
+    dashboards: bool = True,
+) -> Resolved:
+    """The one place that decides what a command reads, first match wins (``dashboards=False``:
+    name servers only, for what speaks the native protocol alone).
+
+    - The context: ``--context``; else the current context, unless a name server is named
+      (``-n`` or ``NAMESRV_ADDR``) and no ``--dashboard`` asks for the context's login.
+    - A dashboard: ``--dashboard``; else the context's ``dashboard``, unless ``-n`` names a name
+      server (or ``NAMESRV_ADDR`` does and no ``--context`` was given). Its login: the
+      ``RMQCTL_DASHBOARD_USER``/``RMQCTL_DASHBOARD_PASSWORD`` environment, then the context.
+    - Otherwise name servers: ``-n``, the context's ``namesrv``, ``NAMESRV_ADDR``. ACL keys: the
+      ``RMQCTL_ACCESS_KEY``/``RMQCTL_SECRET_KEY`` environment, then the context.
+    - The deadline: ``--timeout``, the context's ``timeout``, else 5 s per request (30 s for a
+      whole dashboard command).
+    """
+    env_namesrv = os.environ.get("NAMESRV_ADDR") or None
+    cfg = config or Config.load()
+    ctx_name = context
+    if not ctx_name and cfg.current_context and (dashboard or not (namesrv or env_namesrv)):
+        ctx_name = cfg.current_context
+    ctx = cfg.context(ctx_name) if ctx_name else {}
+    url, user, password = dashboard_of(ctx, ctx_name or "")
+    if not dashboards or (not dashboard and (namesrv or (env_namesrv and not context))):
+        url = None
+    url = (dashboard if dashboards else None) or url
+    login = None
+    address = None
+    if url:
+        login = DashboardLogin(url, os.environ.get(DASHBOARD_USER_ENV) or user,
+                               os.environ.get(DASHBOARD_PASSWORD_ENV) or password)
+    else:
+        address = namesrv or ctx.get("namesrv") or env_namesrv
+        if not address:
+            raise errors.UsageError(
+                "no name server address",
+                hint="pass -n host:9876, set NAMESRV_ADDR, use a context, or try --emulator tag-overwrite",
+            )
+    keys = None
+    if os.environ.get(ACCESS_KEY_ENV) and os.environ.get(SECRET_KEY_ENV):
+        keys = AccessKeys(os.environ[ACCESS_KEY_ENV], os.environ[SECRET_KEY_ENV],
+                          os.environ.get(SECURITY_TOKEN_ENV) or None)
+    elif ctx.get("access_key") and ctx.get("secret_key"):
+        keys = AccessKeys(ctx["access_key"], ctx["secret_key"])
+    default = DEFAULT_DASHBOARD_TIMEOUT if login else DEFAULT_TIMEOUT
+    effective = timeout if timeout is not None else duration_seconds(ctx.get("timeout", default))
+    problem = timeout_problem(effective)
+    if problem:
+        raise errors.UsageError(f"--timeout {problem}")
+    return Resolved(address, login, effective, keys, ctx_name)
+
+
+@dataclass(frozen=True)
 class Target:
-    """Where and how one command connects."""
+    """Where and how one command connects to name servers."""
 
     namesrv: str
     timeout: float
-    credentials: Credentials | None
+    credentials: AccessKeys | None
     context: str | None
 
 
@@ -231,26 +345,9 @@ def resolve(
     timeout: float | None,
     config: Config | None = None,
 ) -> Target:
-    """Pick the name servers, timeout and credentials for this invocation."""
-    cfg = config or Config.load()
-    ctx_name = context
-    ctx: dict[str, Any] = {}
-    if context:
-        ctx = cfg.context(context)
-    elif not namesrv and not os.environ.get("NAMESRV_ADDR") and cfg.current_context:
-        ctx_name = cfg.current_context
-        ctx = cfg.context(cfg.current_context)
-    address = namesrv or ctx.get("namesrv") or os.environ.get("NAMESRV_ADDR")
-    if not address:
-        raise errors.UsageError(
-            "no name server address",
-            hint="pass -n host:9876, set NAMESRV_ADDR, use a context, or try --emulator tag-overwrite",
-        )
-    credentials = Credentials.from_env()
-    if credentials is None and ctx.get("access_key") and ctx.get("secret_key"):
-        credentials = Credentials(ctx["access_key"], ctx["secret_key"])
-    effective_timeout = timeout if timeout is not None else duration_seconds(ctx.get("timeout", 5.0))
-    problem = timeout_problem(effective_timeout)
-    if problem:
-        raise errors.UsageError(f"--timeout {problem}")
-    return Target(address, effective_timeout, credentials, ctx_name)
+    """The name servers, timeout and ACL keys of this invocation (:func:`resolve_connection`
+    when it reads name servers, a context's dashboard left aside)."""
+    resolved = resolve_connection(namesrv=namesrv, context=context, timeout=timeout, config=config,
+                                  dashboards=False)
+    assert resolved.namesrv is not None  # without dashboards, a name server or a UsageError
+    return Target(resolved.namesrv, resolved.timeout, resolved.credentials, resolved.context)

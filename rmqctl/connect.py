@@ -23,6 +23,7 @@ from pathlib import Path
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.clock import Clock
 from rmqctl.config import resolve
+from rmqctl.remoting.acl import Credentials
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.admin import parse_namesrv as parse_namesrv
 from rmqctl.service import ClusterService
@@ -99,8 +100,10 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
             yield Opened(service, f"dashboard {web.url}", service.clock)
         return
     resolved = resolve(namesrv=target.namesrv, context=target.context, timeout=target.timeout)
+    keys = resolved.credentials
     admin = AdminClient(
-        parse_namesrv(resolved.namesrv), timeout=resolved.timeout, credentials=resolved.credentials
+        parse_namesrv(resolved.namesrv), timeout=resolved.timeout,
+        credentials=Credentials(keys.access_key, keys.secret_key, keys.security_token) if keys else None,
     )
     clock = await served_emulator_clock(resolved.namesrv)
     source = ClusterService(RemotingBackend(admin), clock)
