@@ -3,36 +3,39 @@
 Command modules are imported only when their command runs (or when help or the completion
 generator asks for them): :data:`COMMANDS` maps each command's name to ``module:attribute``, a
 ``typer.Typer`` (a command group) or a plain function (a single command). Registering a new command
-is one line there. Importing this module loads typer and the shared options, nothing of the core
-that talks to a cluster.
+is one line there. How that loading works, and everything else asked of Typer beyond its plain
+API, is in :mod:`rmqctl.cli.framework`. Importing this module loads typer and the shared options,
+nothing of the core that talks to a cluster.
 
 Must not import textual or pyspark, nor any command module at module level.
 """
 
 from __future__ import annotations
 
-import copy
-import importlib
 import logging
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-import typer.main
 
-from rmqctl import __version__
+from rmqctl import __version__, errors
 from rmqctl.cli.common import (
+    DEFAULT_WATCH_SECONDS,
+    WATCH_OPTIONS,
     AtOpt,
     ContextOpt,
     DashboardOpt,
     EmulatorOpt,
     NamesrvOpt,
     OutputOpt,
-    RootGroup,
     Settings,
     TimeoutOpt,
+    console,
+    report_error,
 )
+from rmqctl.cli.framework import LazyGroup
 from rmqctl.cli.render import OutputFormat
+from rmqctl.durations import duration_seconds
 from rmqctl.errors import ExitCode
 
 #: Command name -> ``module:attribute`` (a ``typer.Typer`` group or a command function), in help order.
@@ -52,49 +55,35 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def load_command(name: str, spec: str, only: str | None = None) -> Any:
-    """The click command for one :data:`COMMANDS` entry, built as ``add_typer``/``command`` would.
+class RootGroup(LazyGroup):
+    """The ``rmqctl`` command group: runs a command and turns what it raises into an exit code.
 
-    ``only``: when the entry is a command group and this names one of its commands, the group is
-    built with that command alone (what running it needs; building every command's parameters
-    costs a few milliseconds of each run)."""
-    module_name, _, attribute = spec.partition(":")
-    target = getattr(importlib.import_module(module_name), attribute)
-    holder = typer.Typer(add_completion=False)
-    if isinstance(target, typer.Typer):
-        picked = [c for c in target.registered_commands if only is not None and c.name == only]
-        if picked:
-            target = copy.copy(target)
-            target.registered_commands, target.registered_groups = picked, []
-        holder.add_typer(target, name=name)
-    else:
-        holder.command(name)(target)
-    command = typer.main.get_command(holder)
-    commands = getattr(command, "commands", None)
-    return commands[name] if commands is not None and name in commands else command
+    Every :class:`~rmqctl.errors.RmqctlError` is reported once here, with its documented exit
+    code, and so is every mistake on the command line; Ctrl-C anywhere in a command exits 130.
+    Commands simply raise.
+    """
 
+    lazy_commands = COMMANDS
+    optional_values = dict.fromkeys(WATCH_OPTIONS, DEFAULT_WATCH_SECONDS)
 
-class LazyGroup(RootGroup):
-    """The root group: commands added with ``add_typer``/``command`` plus :data:`COMMANDS`, loaded on use."""
+    def is_optional_value(self, word: str) -> bool:
+        try:
+            duration_seconds(word)
+        except ValueError:
+            return False
+        return True
 
-    def list_commands(self, ctx: Any) -> list[str]:
-        eager = super().list_commands(ctx)
-        return [*eager, *(name for name in COMMANDS if name not in eager)]
+    def report(self, message: str, hint: str | None) -> None:
+        console.error(message, hint)
 
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        command = super().get_command(ctx, cmd_name)
-        if command is None and cmd_name in COMMANDS:
-            command = load_command(cmd_name, COMMANDS[cmd_name])
-            self.add_command(command, cmd_name)
-        return command
-
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        # Running ``rmqctl group show G`` builds the group with ``show`` alone; help, a typo or
-        # shell completion get the whole group from get_command. The partial group is not kept.
-        name = args[0] if args else None
-        if name in COMMANDS and name not in self.commands and len(args) > 1 and not ctx.resilient_parsing:
-            return name, load_command(name, COMMANDS[name], only=args[1]), args[1:]
-        return super().resolve_command(ctx, args)
+    def command_failed(self, ctx: typer.Context, exc: BaseException) -> None:
+        if isinstance(exc, errors.RmqctlError):
+            opts = ctx.find_object(Settings) or Settings()
+            report_error(exc, opts.debug)
+            raise typer.Exit(int(exc.exit_code)) from None
+        if isinstance(exc, KeyboardInterrupt):
+            console.error("interrupted")
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
 
 
 app = typer.Typer(
@@ -103,7 +92,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
-    cls=LazyGroup,
+    cls=RootGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

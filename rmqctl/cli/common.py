@@ -4,7 +4,7 @@ Every option here works both before the command group (``rmqctl -n h:9876 group 
 after the command (``rmqctl group list -n h:9876``, mqadmin's habit); the later one wins.
 :func:`execute` opens the source (through :func:`rmqctl.connect.open_source`), runs the
 command's coroutine, renders its :class:`~rmqctl.cli.render.View` and reports per-broker errors;
-:class:`RootGroup` maps every error to its documented exit code in one place.
+:func:`report_error` shows an error, the one way every front-end error is shown.
 
 Must not import textual or pyspark.
 """
@@ -12,8 +12,6 @@ Must not import textual or pyspark.
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import math
 import sys
 import traceback
@@ -22,12 +20,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
 
 from rmqctl import errors
 from rmqctl.cli.durations import DURATION, duration_parser
+from rmqctl.cli.framework import with_shared_options
 from rmqctl.cli.render import Console, OutputFormat, TableOptions, View, emit
-from rmqctl.durations import duration_seconds
 from rmqctl.errors import ExitCode
 
 if TYPE_CHECKING:  # the wire client loads with the first command that needs it, not with --help
@@ -139,30 +136,20 @@ _SHARED_OPTIONS: dict[str, Any] = {
 }
 
 
+def _merged_settings(ctx: typer.Context, values: dict[str, Any]) -> Settings:
+    if not values["no_headers"]:
+        values["no_headers"] = None  # a flag not given must not undo a global --no-headers
+    return settings(ctx, **values)
+
+
 def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give a command the shared cluster and output options (``-n``, ``--context``, ``--dashboard``,
     ``--emulator``, ``--at``, ``-o``, ``--timeout``, ``--no-headers``, ``--table``).
 
-    The command declares ``ctx: typer.Context`` and ``opts: Settings`` instead of the four options;
+    The command declares ``ctx: typer.Context`` and ``opts: Settings`` instead of the options;
     it receives the global settings merged with whatever was given after the command.
     """
-    signature = inspect.signature(command, eval_str=True)
-    params = [p for p in signature.parameters.values() if p.name != "opts"]
-    params += [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
-        for name, annotation in _SHARED_OPTIONS.items()
-    ]
-
-    @functools.wraps(command)
-    def wrapper(**kwargs: Any) -> None:
-        overrides = {name: kwargs.pop(name, None) for name in _SHARED_OPTIONS}
-        if not overrides["no_headers"]:
-            overrides["no_headers"] = None  # a flag not given must not undo a global --no-headers
-        command(**kwargs, opts=settings(kwargs["ctx"], **overrides))
-
-    wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in params}
-    return wrapper
+    return with_shared_options(command, _SHARED_OPTIONS, _merged_settings, into="opts")
 
 
 console = Console()
@@ -184,72 +171,10 @@ def reject(error: errors.UsageError) -> NoReturn:
     raise typer.Exit(int(error.exit_code))
 
 
-#: ``--watch`` takes an optional value (kubectl's ``-w`` habit); Typer options cannot, so a bare
-#: ``--watch``/``-w`` (one not followed by a duration) gets this many seconds before parsing
+#: ``--watch`` takes an optional value (kubectl's ``-w`` habit): a bare ``--watch``/``-w`` (one
+#: not followed by a duration) means this many seconds (:func:`rmqctl.cli.framework.with_optional_values`)
 WATCH_OPTIONS = ("--watch", "-w")
 DEFAULT_WATCH_SECONDS = "2"
-
-
-def optional_watch_value(args: list[str]) -> list[str]:
-    """Insert the default interval after a ``--watch``/``-w`` that is not followed by a number."""
-    out: list[str] = []
-    for i, arg in enumerate(args):
-        if arg == "--":
-            return out + args[i:]
-        out.append(arg)
-        if arg in WATCH_OPTIONS:
-            following = args[i + 1] if i + 1 < len(args) else None
-            try:
-                duration_seconds(following or "")
-            except ValueError:
-                out.append(DEFAULT_WATCH_SECONDS)
-    return out
-
-
-#: click's usage error (unknown option or command, bad or missing value): Typer exports only its
-#: ``BadParameter`` subclass, so the base class is taken from there
-CommandLineError: type[Exception] = typer.BadParameter.__bases__[0]
-
-
-def command_line_error(exc: Exception) -> NoReturn:
-    """Report a command-line mistake like every other error (one line, a hint, exit 2), instead
-    of Typer's usage block and boxed message. Asking a group for its commands with no arguments
-    (``rmqctl group``) still prints its help, as Typer does."""
-    if type(exc).__name__ == "NoArgsIsHelpError":
-        raise exc
-    ctx = getattr(exc, "ctx", None)
-    hint = f"see '{ctx.command_path} -h'" if ctx is not None else None
-    format_message: Callable[[], str] = getattr(exc, "format_message", lambda: str(exc))
-    console.error(format_message(), hint)
-    raise typer.Exit(int(getattr(exc, "exit_code", ExitCode.USAGE)))
-
-
-class RootGroup(TyperGroup):
-    """The ``rmqctl`` command group: runs a command and turns what it raises into an exit code.
-
-    Every :class:`~rmqctl.errors.RmqctlError` is reported once here, with its documented exit
-    code, and so is every mistake on the command line; Ctrl-C anywhere in a command exits 130.
-    Commands simply raise.
-    """
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, optional_watch_value(args))
-        except CommandLineError as exc:  # an option of the root (``rmqctl --bogus``)
-            command_line_error(exc)
-
-    def invoke(self, ctx: Any) -> Any:  # a typer.Context at run time
-        try:
-            return super().invoke(ctx)
-        except CommandLineError as exc:  # the command's and its group's own options and arguments
-            command_line_error(exc)
-        except errors.RmqctlError as exc:
-            opts = ctx.find_object(Settings) or Settings()
-            report_error(exc, opts.debug)
-            raise typer.Exit(int(exc.exit_code)) from None
-        except KeyboardInterrupt:
-            console.error("interrupted")
-            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
 
 
 def target(opts: Settings) -> Target:

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import enum
 import sys
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from rmqctl.cli.framework import ParamShape, click_command, command_tree
 
 #: Spec markers the scripts expand at TAB time; every other word of a spec is offered as is.
 GROUPS, TOPICS, CONTEXTS, FILES = "@groups", "@topics", "@contexts", "@files"
@@ -61,22 +62,11 @@ def _scenario_names() -> list[str]:
     return builtin_names()
 
 
-def _annotation(param: Any) -> Any:
-    """The parameter's Python type (typer keeps it on the parameter; click keeps only ``type``)."""
-    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-    args = typing.get_args(annotation)
-    return args[0] if typing.get_origin(annotation) in (list, tuple) and args else annotation
-
-
-def value_spec(path: str, param: Any) -> str:
+def value_spec(path: str, param: ParamShape) -> str:
     """What a parameter's value completes to: cached names, fixed words, files, or nothing."""
-    annotation = _annotation(param)
-    choices = getattr(getattr(param, "type", None), "choices", None)
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        choices = list(annotation)
-    if choices:
-        return " ".join(str(c.value if isinstance(c, enum.Enum) else c) for c in choices)
-    name = param.name or ""
+    if param.choices:
+        return " ".join(param.choices)
+    name = param.name
     if name in ("group", "groups"):
         return GROUPS
     if name in ("topic", "topics"):
@@ -89,51 +79,33 @@ def value_spec(path: str, param: Any) -> str:
         return " ".join(STRATEGY_NAMES)
     if name in ("emulator", "scenario"):
         return " ".join([FILES, *_scenario_names()])
-    if (isinstance(annotation, type) and issubclass(annotation, PurePath)) or \
-            getattr(getattr(param, "type", None), "name", "") in ("path", "file", "filename"):
+    if param.is_path:
         return FILES
     return FREE
 
 
-def command_tree(root: Any, help_names: Sequence[str] = ("--help", "-h")) -> list[Node]:
-    """Every command under ``root`` (a click command), root first, depth first in help order."""
+def command_nodes(root: Any, help_names: Sequence[str] = ("--help", "-h")) -> list[Node]:
+    """Every command under ``root`` (a Click command), root first, depth first in help order."""
     nodes: list[Node] = []
-    ctx = typer.Context(root)
-
-    def visit(command: Any, path: str) -> None:
-        node = Node(path)
-        for param in command.params:
-            if getattr(param, "hidden", False):
+    for shape in command_tree(root):
+        node = Node(shape.path, subcommands=list(shape.subcommands))
+        for param in shape.params:
+            if param.is_argument:
+                node.arguments.append(value_spec(shape.path, param))
+                node.variadic = param.variadic
                 continue
-            if param.param_type_name == "option":
-                names = [*param.opts, *param.secondary_opts]
-                node.options.extend(names)
-                if not param.is_flag and not getattr(param, "count", False):
-                    for opt in param.opts:
-                        node.values[opt] = value_spec(path, param)
-            elif param.param_type_name == "argument":
-                node.arguments.append(value_spec(path, param))
-                node.variadic = param.nargs == -1
+            node.options.extend(param.names)
+            for opt in param.value_names:
+                node.values[opt] = value_spec(shape.path, param)
         node.options.extend(help_names)
         nodes.append(node)
-        if hasattr(command, "list_commands"):
-            for name in command.list_commands(ctx):
-                sub = command.get_command(ctx, name)
-                if sub is None or getattr(sub, "hidden", False):
-                    continue
-                node.subcommands.append(name)
-                visit(sub, f"{path} {name}".strip())
-
-    visit(root, "")
     return nodes
 
 
 def _root() -> Any:
-    import typer.main
-
     from rmqctl.cli.app import app
 
-    return typer.main.get_command(app)
+    return click_command(app)
 
 
 def _entries(nodes: list[Node]) -> list[tuple[str, str]]:
@@ -155,7 +127,7 @@ def _entries(nodes: list[Node]) -> list[tuple[str, str]]:
 
 def script(shell: str, nodes: list[Node] | None = None) -> str:
     """The completion script for ``shell``, for the command tree ``nodes`` (default: rmqctl's)."""
-    entries = _entries(command_tree(_root()) if nodes is None else nodes)
+    entries = _entries(command_nodes(_root()) if nodes is None else nodes)
     if shell == "bash":
         cases = "\n".join(f"    '{k}') _rmqctl_r='{v}' ;;" for k, v in entries)
         return _BASH.replace("@CASES@", cases)
@@ -170,7 +142,7 @@ def script(shell: str, nodes: list[Node] | None = None) -> str:
 
 def write_scripts(directory: Path) -> list[Path]:
     """Write all three scripts into ``directory`` (how ``completions/`` is regenerated)."""
-    nodes = command_tree(_root())
+    nodes = command_nodes(_root())
     written = []
     for shell, file_name in SCRIPT_NAMES.items():
         path = directory / file_name

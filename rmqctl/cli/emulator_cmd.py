@@ -23,13 +23,15 @@ import typer
 from rmqctl import errors, report
 from rmqctl.cli.common import OutputOpt, Settings, console, settings
 from rmqctl.cli.durations import DURATION, duration_parser
+from rmqctl.cli.framework import CommandGroup
 from rmqctl.cli.render import OutputFormat, Table, View, emit
 from rmqctl.cli.views import queues_text, report_view, tags_text
 from rmqctl.errors import ExitCode
 
 app = typer.Typer(help="The built-in RocketMQ emulator: scenarios, runs and a served cluster.",
                   no_args_is_help=True)
-ctl = typer.Typer(help="Drive a served emulator through its HTTP control API.", no_args_is_help=True)
+ctl = typer.Typer(help="Drive a served emulator through its HTTP control API.", no_args_is_help=True,
+                  cls=CommandGroup)
 app.add_typer(ctl, name="ctl")
 
 ScenarioArg = Annotated[str, typer.Argument(help="A built-in scenario name or a scenario .toml file.",

@@ -41,7 +41,7 @@ def test_the_root_command_loads_no_command_module() -> None:
     assert "typer" in modules
     assert top(modules, HEAVY) == []
     assert sorted(m for m in modules if m.startswith("rmqctl.cli.")) == [
-        "rmqctl.cli.app", "rmqctl.cli.common", "rmqctl.cli.durations", "rmqctl.cli.render"]
+        "rmqctl.cli.app", "rmqctl.cli.common", "rmqctl.cli.durations", "rmqctl.cli.framework", "rmqctl.cli.render"]
 
 
 def test_a_command_loads_only_its_own_module() -> None:
@@ -50,7 +50,7 @@ def test_a_command_loads_only_its_own_module() -> None:
         "from rmqctl.cli.app import app\n"
         "try:\n    app()\nexcept SystemExit:\n    pass")
     commands = sorted(m for m in modules if m.startswith("rmqctl.cli.") and m not in (
-        "rmqctl.cli.app", "rmqctl.cli.common", "rmqctl.cli.durations", "rmqctl.cli.render"))
+        "rmqctl.cli.app", "rmqctl.cli.common", "rmqctl.cli.durations", "rmqctl.cli.framework", "rmqctl.cli.render"))
     assert commands == ["rmqctl.cli.group"]
     assert top(modules, ["rmqctl.emulator", "httpx", "textual"]) == []
 
