@@ -126,6 +126,9 @@ def test_an_option_with_an_optional_value() -> None:
     assert [c[1].get("watch") for c in CALLS[:4]] == [2.0, 5.0, 2.0, 2.0]
     assert CALLS[3][1]["name"] == "y" and CALLS[4] == ("two", {"files": ["-w"]})
     assert with_optional_values(["-w", "--", "-w"], {"-w": "2"}) == ["-w", "2", "--", "-w"]
+    # the application says what a value looks like (rmqctl: a duration)
+    assert with_optional_values(["-w", "5s", "-w", "x"], {"-w": "2"}, lambda w: w.endswith("s")) == [
+        "-w", "5s", "-w", "2", "x"]
 
 
 def test_the_command_tree_as_plain_data() -> None:
