@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -70,6 +71,15 @@ def test_an_unwritable_cache_never_fails_the_command(tmp_path: Path) -> None:
     blocker = tmp_path / "file-not-dir"
     blocker.write_text("")
     write_names("context:prod", "groups", ["a"], directory=blocker / "names")  # must not raise
+    assert blocker.read_text() == "" and read_names("context:prod", "groups", blocker / "names") == []
+    # a command whose cache cannot be written still answers, and says nothing about the cache
+    env = {**os.environ, "XDG_CACHE_HOME": str(blocker), "PYTHONPATH": str(ROOT)}
+    env.pop("NAMESRV_ADDR", None)
+    proc = subprocess.run([sys.executable, "-m", "rmqctl", "--emulator", "topic-overwrite", "-o", "json",
+                           "group", "list"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert [g["group"] for g in json.loads(proc.stdout)["groups"]] == ["g1"]
+    assert blocker.read_text() == ""
 
 
 async def test_recording_source_notes_what_commands_read(tmp_path: Path) -> None:

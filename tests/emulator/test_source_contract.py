@@ -7,13 +7,18 @@ source read, so both describe one cluster); the dashboard source joins them when
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
 from rmqctl import errors
+from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.connect import Target, open_source
+from rmqctl.emulator.embedded import embedded_cluster
 from rmqctl.model import SYSTEM_GROUPS, BrokerRuntime, ClusterInfo, GroupSummary, GroupView
+from rmqctl.remoting.admin import AdminClient
+from rmqctl.service import ClusterService
 from rmqctl.source import ClusterSource
 from tests.fake_source import FakeSource
 
@@ -113,5 +118,23 @@ async def test_unknown_group_is_not_found(source: ClusterSource) -> None:
 
 
 async def test_close_can_be_called_twice(source: ClusterSource) -> None:
+    await source.groups()
     await source.close()
     await source.close()
+    if isinstance(source, FakeSource):
+        assert source.closed
+
+
+async def test_close_releases_every_connection_the_source_opened() -> None:
+    async with embedded_cluster(SCENARIO) as (_, server):
+        source = ClusterService(RemotingBackend(AdminClient([server.namesrv_addr])))
+        listeners = [server.namesrv, *server.brokers.values()]
+        await source.group_view((await source.groups()).value[0])  # the name server and every broker
+        assert all(listener.connections for listener in listeners)
+        await source.close()
+        await source.close()
+        for _ in range(500):  # each server notices its peer's close on its next read
+            if not any(listener.connections for listener in listeners):
+                break
+            await asyncio.sleep(0.01)
+        assert [len(listener.connections) for listener in listeners] == [0] * len(listeners)
