@@ -1,4 +1,10 @@
-"""The seed incidents on the virtual clock, asserted as numbers (see shared/seeds/INDEX.md)."""
+"""The seed incidents on the virtual clock, asserted as numbers (see shared/seeds/INDEX.md).
+
+Every expected number is worked out by hand from the seed article it cites and RocketMQ's
+documented behaviour (AVG allocation over sorted queues and client ids, one stored subscription
+per group and topic, the broker's tag filter on that subscription), never read from the code
+under test.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,10 @@ def held(consumer: SimulatedConsumer, topic: str) -> list[int]:
 
 
 def test_seed_004_tag_overwrite_with_four_queues() -> None:
+    # Seed 004: "消费者ConsumerForTagA消费的队列ID为0、1,消费者ConsumerForTagB消息的队列ID为2、3";
+    # 8 messages, 4 tagA then 4 tagB, one of each per queue; "ConsumerForTagA未消费到消息。
+    # ConsumerForTagB消费到2条消息" (queueId=2 and 3, queueOffset=1, TAGS=tagB). Lost: the 4 tagA
+    # (the stored filter is tagB) and the 2 tagB on ConsumerForTagA's queues (its own filter).
     cluster = run_scenario(load_scenario("tag-overwrite-4q"))
     clients = by_id(cluster)
     tag_a = clients["172.16.0.103@ConsumerForTagA"]
@@ -39,6 +49,9 @@ def test_seed_004_tag_overwrite_with_four_queues() -> None:
 
 
 def test_seed_000_later_tag_wins_and_the_winner_gets_only_its_own_half() -> None:
+    # Seed 000: "只有Consumer2收到了消息，而且只收到了4-6条消息"; the broker keeps the later tag2
+    # ("后者肯定会覆盖前者"), and the queues are split between both clients ("一半消息…跑到了
+    # Consumer1上"): consumer1 holds q0,q1, consumer2 q2,q3.
     report = run_scenario(load_scenario("tag-overwrite")).report()
     consumers = report["consumers"]
     assert consumers["10.0.0.1@consumer1"]["received_by_tag"] == {}
@@ -81,6 +94,7 @@ count = 10
 
 
 def test_seed_000_broadcasting_gives_the_later_subscriber_everything() -> None:
+    # Seed 000: "如果换成BROADCASTING，那绝逼后者会收到全部消息，而不是一半".
     scenario = parse_scenario(TAG_OVERWRITE_VARIANT.format(extra='message_model = "BROADCASTING"'))
     report = run_scenario(scenario).report()
     assert report["consumers"]["10.0.0.2@consumer2"]["received_by_tag"] == {"tag2": 10}
@@ -96,6 +110,8 @@ def test_post_subscription_when_pull_gives_each_client_its_own_tags_on_its_own_q
 
 
 def test_seed_001_sixteen_queues_three_consumers_is_six_five_five_in_contiguous_blocks() -> None:
+    # Seed 001: "mod=16 % 3 = 1": index 0 takes 6 queues "[0,1,2,3,4,5]", the others 5 each,
+    # "6,7,8,9,10" and "11,12,13,14,15".
     cluster = run_scenario(load_scenario("uneven-allocation"))
     clients = by_id(cluster)
     blocks = [held(clients[f"10.0.0.{i}@pushConsumer{i}"], "TopicTest") for i in (1, 2, 3)]
@@ -105,6 +121,8 @@ def test_seed_001_sixteen_queues_three_consumers_is_six_five_five_in_contiguous_
 
 
 def test_seed_001_one_queue_two_consumers_leaves_one_idle_but_registered() -> None:
+    # Seed 001: "一个队列只能分配给一个消费者": with one queue the second client gets nothing, yet
+    # stays in the group's consumer list.
     cluster = run_scenario(load_scenario("idle-consumers"))
     clients = by_id(cluster)
     busy, idle = clients["10.0.0.1@pushConsumer1"], clients["10.0.0.2@pushConsumer2"]
@@ -115,6 +133,9 @@ def test_seed_001_one_queue_two_consumers_leaves_one_idle_but_registered() -> No
 
 
 def test_seed_003_broker_table_flips_and_half_of_each_topics_queues_are_never_pulled() -> None:
+    # Seed 003: c1 subscribes topicA, c2 topicB in group g1; each heartbeat overwrites g1's stored
+    # subscriptions, so pulls fail with "the consumer's subscription not exist", and "c2 根本没有订阅
+    # topicA，但根据分配算法，却要加上 c2 进行分配": half of each topic's queues are never pulled.
     cluster = run_scenario(load_scenario("topic-overwrite"))
     # The stored table of g1, each time it changed: its user topics only.
     sequence = []
