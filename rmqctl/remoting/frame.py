@@ -141,7 +141,10 @@ def encode(cmd: RemotingCommand) -> bytes:
     if cmd.serialize_type == SERIALIZE_ROCKETMQ:
         if not -32768 <= cmd.code <= 32767:
             raise ProtocolError(f"request code {cmd.code} does not fit a binary header")
-        header = _binary_header(cmd)
+        try:
+            header = _binary_header(cmd)
+        except struct.error as exc:  # a version, opaque, flag or key length out of its field's range
+            raise ProtocolError(f"a field does not fit a binary header: {exc}") from exc
     else:
         header = _json_header(cmd)
     length = 4 + len(header) + len(cmd.body)

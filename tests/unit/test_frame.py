@@ -118,3 +118,13 @@ def test_json_header_is_alphabetical_and_omits_nulls() -> None:
     header = json.loads(data[8:])
     assert list(header) == ["code", "extFields", "flag", "language", "opaque",
                             "serializeTypeCurrentRPC", "version"]
+
+
+@pytest.mark.parametrize("cmd", [
+    frame.RemotingCommand(code=1, version=70_000, serialize_type=frame.SERIALIZE_ROCKETMQ),  # 16-bit field
+    frame.RemotingCommand(code=1, opaque=2**31, serialize_type=frame.SERIALIZE_ROCKETMQ),  # 32-bit field
+    frame.RemotingCommand(code=1, ext_fields={"k" * 40_000: "v"}, serialize_type=frame.SERIALIZE_ROCKETMQ),
+])
+def test_a_binary_header_field_that_does_not_fit_is_a_protocol_error(cmd: frame.RemotingCommand) -> None:
+    with pytest.raises(ProtocolError, match="binary header"):
+        frame.encode(cmd)
