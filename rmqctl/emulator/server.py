@@ -114,9 +114,6 @@ class ServerConnection:
         log.debug("handler traceback", exc_info=exc)
         return respond(cmd, ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}")
 
-    def send(self, cmd: RemotingCommand) -> None:
-        self.endpoint.send(cmd)
-
     # -- Channel protocol (broker -> client) -------------------------------------------------
 
     def notify_consumer_ids_changed(self, group: str) -> None:
