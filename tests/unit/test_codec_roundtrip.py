@@ -326,3 +326,22 @@ def test_frames(cmds: list[RemotingCommand], chunk: int) -> None:
         decoder.feed(stream[start:start + chunk])
         got.extend(decoder)
     assert got == cmds and decoder.buffered == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The fastjson dialect itself
+
+SCALARS = st.booleans() | LONG | DOUBLE | TEXT
+JSON_VALUES = st.recursive(
+    st.none() | SCALARS,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(TEXT, inner.filter(lambda v: v is not None), max_size=3)  # fastjson omits nulls
+    | st.dictionaries(LONG, inner.filter(lambda v: v is not None), max_size=3),  # unquoted integer keys
+    max_leaves=12,
+)
+
+
+@PROPERTIES
+@given(JSON_VALUES)
+def test_fastjson(value: Any) -> None:
+    assert fastjson.loads(fastjson.dumps_bytes(value)) == value
