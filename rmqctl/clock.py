@@ -1,7 +1,11 @@
-"""Where front ends read the time and wait: the host's wall clock, or an emulator's.
+"""The one source of "now": the host's wall clock, or an emulator's.
 
-A :class:`Clock` is injected wherever something polls (the watch service, the exporter), so the
-embedded emulator's virtual clock — and a test's fake clock — drive the same loops as real time.
+Every source carries a :class:`Clock` (:attr:`rmqctl.source.ClusterSource.clock`): the cluster
+service stamps each group view with it (the "now" the doctor compares client timestamps with)
+and the watch service waits on it, so the embedded emulator's virtual clock, a served emulator's
+sped-up one and a test's fake clock drive the same checks and loops as real time. The
+implementations besides :class:`SystemClock` live with the emulator (``VirtualClock``,
+``LiveClock``, ``ServedClock``) and the tests.
 
 Imports only the standard library.
 """

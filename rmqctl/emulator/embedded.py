@@ -45,7 +45,7 @@ async def embedded_cluster(
 
 
 class VirtualClock:
-    """The embedded emulator's clock as a :class:`~rmqctl.watch.Clock`: reading it gives the
+    """The embedded emulator's clock as a :class:`~rmqctl.clock.Clock`: reading it gives the
     emulated wall time, sleeping on it runs the scenario forward instantly."""
 
     def __init__(self, cluster: EmulatedCluster) -> None:
