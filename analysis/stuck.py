@@ -36,6 +36,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,14 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the package
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from analysis.files import JobError, SnapshotFile, check_files, list_snapshot_files, read_snapshots  # noqa: E402
+from analysis.files import (  # noqa: E402
+    FUTURE_SLACK_MS,
+    JobError,
+    SnapshotFile,
+    check_files,
+    list_snapshot_files,
+    read_snapshots,
+)
 from analysis.rules import STUCK_STATUSES, Thresholds  # noqa: E402
 from analysis.schema import QUEUE_KEY  # noqa: E402
 from analysis.transforms import diagnose, for_output, summarize_groups  # noqa: E402
@@ -83,6 +91,15 @@ def parse_time_ms(text: str) -> int:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.timezone.utc)
     return int(parsed.timestamp() * 1000)
+
+
+def _checked_time_ms(text: str) -> int:
+    value = parse_time_ms(text)
+    try:
+        _utc_date(value)
+    except (OverflowError, ValueError, OSError):
+        raise JobError(f"bad time {text!r}: beyond the calendar") from None
+    return value
 
 
 def _utc_date(ms: int) -> dt.date:
@@ -206,15 +223,21 @@ class Plan:
     thresholds: Thresholds
     output: str
     out: str | None
+    #: what the listing left out and why (named again through the run's warnings)
+    skipped: tuple[str, ...] = ()
+    #: the job's clock when it was planned: snapshots after it (plus a day) are refused
+    now_ms: int | None = None
 
 
-def plan(args: argparse.Namespace) -> Plan:
-    """Check the options and pick the snapshot files of the window's date partitions (by name only)."""
+def plan(args: argparse.Namespace, now_ms: int | None = None) -> Plan:
+    """Check the options and pick the snapshot files of the window's date partitions (by name only).
+
+    Partitions dated after ``now_ms`` (the job's clock) plus a day are left out and named."""
     th = Thresholds(min_snapshots=max(1, args.min_snapshots), allowed_lag=args.allowed_lag,
                     retry_allowed_lag=args.retry_allowed_lag)
     window_ms = parse_duration_ms(args.window)
-    until_ms = parse_time_ms(args.until) if args.until else None
-    since_ms = parse_time_ms(args.since) if args.since else None
+    until_ms = _checked_time_ms(args.until) if args.until else None
+    since_ms = _checked_time_ms(args.since) if args.since else None
     if since_ms is not None and until_ms is not None and since_ms > until_ms:
         raise JobError("--since is after --until")
     if args.output == "parquet" and not args.out:
@@ -222,14 +245,23 @@ def plan(args: argparse.Namespace) -> Plan:
     root = Path(args.directory)
     first_date = _utc_date(since_ms) if since_ms is not None else (
         _utc_date(until_ms - window_ms) if until_ms is not None else None)
-    files = list_snapshot_files(root, first_date, _utc_date(until_ms) if until_ms is not None else None)
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    skipped: list[str] = []
+    files = list_snapshot_files(root, first_date, _utc_date(until_ms) if until_ms is not None else None,
+                                skipped.append)
+    latest_date = _utc_date(now_ms + FUTURE_SLACK_MS)
+    future = sorted({f.path.parent for f in files if f.date > latest_date})
+    skipped += [f"skipped {part}: dated after {latest_date} (a wrong clock?)" for part in future]
+    files = [f for f in files if f.date <= latest_date]
     if since_ms is None and until_ms is None and files:
         # the default window ends at the newest snapshot: only the newest days can hold it
         newest = max(f.date for f in files)
         files = [f for f in files if f.date >= newest - dt.timedelta(days=1 + window_ms // 86_400_000)]
     if not files:
+        for message in skipped:
+            warn(message)
         raise JobError(f"no snapshot files under {root} for the requested window")
-    return Plan(root, tuple(files), since_ms, until_ms, window_ms, th, args.output, args.out)
+    return Plan(root, tuple(files), since_ms, until_ms, window_ms, th, args.output, args.out, tuple(skipped), now_ms)
 
 
 def run(spark: SparkSession, job: Plan, on_warning: Callable[[str], None] | None = None) -> int:
@@ -237,7 +269,9 @@ def run(spark: SparkSession, job: Plan, on_warning: Callable[[str], None] | None
 
     Files that are not whole Parquet files are named through ``on_warning`` (default: :func:`warn`).
     """
-    files = check_files(spark, job.files, on_warning or warn)
+    for message in job.skipped:
+        (on_warning or warn)(message)
+    files = check_files(spark, job.files, on_warning or warn, job.now_ms)
     if not files:
         raise JobError(f"no snapshot files under {job.root} for the requested window")
     until_ms = job.until_ms
@@ -280,8 +314,14 @@ def warn(message: str) -> None:
     sys.stderr.flush()
 
 
+#: The job's exit code when Spark or the JVM failed (distinct from 1, "a queue is stuck", which is
+#: also what Python exits with on an uncaught exception: hence the catch-all in :func:`main`).
+EXIT_JOB_FAILED = 7
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job; exit 0 (nothing stuck), 1 (a queue is STALLED or ORPHANED) or 2 (bad input, no snapshots)."""
+    """Run the job; exit 0 (nothing stuck), 1 (a queue is STALLED or ORPHANED), 2 (bad input, no
+    snapshots) or :data:`EXIT_JOB_FAILED` (Spark or the JVM failed: out of memory, too small a heap …)."""
     args = build_parser().parse_args(argv)
     try:
         job = plan(args)
@@ -293,10 +333,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JobError as exc:
         sys.stderr.write(f"rmqctl: error: {exc}\n")
         return 2
+    except Exception as exc:  # Spark's and py4j's errors: one line, the whole story with --debug
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        sys.stderr.write(f"rmqctl: error: the Spark job failed: {first[:300]}\n")
+        import traceback
+
+        traceback.print_exc()  # not an rmqctl: line, so the command shows it only with --debug
+        return EXIT_JOB_FAILED
 
 
 def _iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, ValueError, OSError):  # --until far beyond what a calendar holds
+        return f"{ms} ms since 1970"
 
 
 if __name__ == "__main__":

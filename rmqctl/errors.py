@@ -19,6 +19,7 @@ Tree::
     │   ├── NoPermission (16)
     │   └── GoAway (1500)
     ├── ServiceError           an HTTP service (control API, dashboard) failed     exit 6
+    ├── JobFailed              the Spark job failed (Spark or its JVM)             exit 7
     ├── NotFound               unknown group / topic (decided by rmqctl itself)   exit 2
     ├── ConfigError            bad config file, context or scenario file          exit 2
     └── UsageError             bad flags or arguments                              exit 2
@@ -49,6 +50,7 @@ class ExitCode(enum.IntEnum):
     TIMEOUT = 4
     PARTIAL = 5
     REFUSED = 6
+    JOB_FAILED = 7
     INTERRUPTED = 130
 
 
@@ -181,6 +183,12 @@ class ServiceError(RmqctlError):
     an error of its own."""
 
     exit_code = ExitCode.REFUSED
+
+
+class JobFailed(RmqctlError):
+    """The Spark job of ``analyze`` failed on its own account (Spark, the JVM, too small a heap)."""
+
+    exit_code = ExitCode.JOB_FAILED
 
 
 class ConfigError(RmqctlError):

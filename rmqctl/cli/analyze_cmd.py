@@ -130,10 +130,12 @@ def _run_job(job_args: Sequence[str], debug: bool) -> int:
         proc.terminate()
         proc.wait()
         raise
-    if code not in (0, 1) and not said:
+    if code not in (0, 1, 2) or (code == 2 and not said):
+        if said:  # the job has named its failure in its own rmqctl: line
+            raise typer.Exit(errors.ExitCode.JOB_FAILED)
         last = next((t for t in reversed(tail) if t.strip()), "")
-        raise errors.RmqctlError(f"the Spark job failed (exit {code}){': ' + last if last else ''}",
-                                 hint="rerun with --debug to see Spark's log")
+        raise errors.JobFailed(f"the Spark job failed (exit {code}){': ' + last if last else ''}",
+                               hint="rerun with --debug to see Spark's log")
     return code
 
 
@@ -217,14 +219,23 @@ def stuck(
         raise errors.UsageError(f"{directory} is not a directory")
     console.note(f"running the Spark job on {master} …")
     if fmt is AnalyzeFormat.parquet:
+        assert out is not None
         code = _run_job(job_arguments(directory, options, "parquet", str(out)), opts.debug)
+        if code == 1 and not (out / "queues").is_dir():
+            raise errors.JobFailed("the Spark job ended (exit 1) without a result",
+                                   hint="rerun with --debug to see Spark's log")
         raise typer.Exit(code)
     with tempfile.TemporaryDirectory(prefix="rmqctl-analyze-") as tmp:
         result = Path(tmp) / "result.json"
         code = _run_job(job_arguments(directory, options, "json", str(result)), opts.debug)
         if code not in (0, 1):
             raise typer.Exit(code)
-        document = analyze_report.stuck(json.loads(result.read_text(encoding="utf-8")))
+        try:
+            text = result.read_text(encoding="utf-8")
+        except OSError:  # 1 is also Python's own code for a crash: a verdict needs its result
+            raise errors.JobFailed(f"the Spark job ended (exit {code}) without a result",
+                                   hint="rerun with --debug to see Spark's log") from None
+        document = analyze_report.stuck(json.loads(text))
     view = stuck_view(document)
     if fmt in (AnalyzeFormat.jsonl, AnalyzeFormat.csv):
         view = View(document["queues"], view.tables[:1])
