@@ -138,7 +138,7 @@ class AdminClient:
         elapsed = loop.time() - started
         if elapsed > limit:
             raise errors.TimeoutError(
-                f"request {code} to {address} timed out after {limit:g}s "
+                f"request {code} to {address} timed out after {round(limit, 2):g}s "
                 f"(its answer took {elapsed:.1f}s to arrive and read)"
             )
         return value

@@ -127,7 +127,7 @@ class Connection:
                 reader, writer = await asyncio.open_connection(ip, port)
         except TimeoutError as exc:
             raise errors.TimeoutError(
-                f"connecting to {self.address} timed out after {timeout:g}s"
+                f"connecting to {self.address} timed out after {round(timeout, 2):g}s"
             ) from exc
         except OSError as exc:
             raise errors.ConnectionError(f"cannot connect to {self.address}: {errors.os_reason(exc)}") from exc
@@ -247,7 +247,7 @@ class ConnectionPool:
                     return response
         except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout
             raise errors.TimeoutError(
-                f"request {cmd.code} to {address} timed out after {timeout:g}s"
+                f"request {cmd.code} to {address} timed out after {round(timeout, 2):g}s"
             ) from exc
         raise AssertionError("unreachable")
 
