@@ -151,7 +151,7 @@ def stuck_view(document: dict[str, Any]) -> View:
                   ("total_lag_start", "LAG_START"), ("total_lag_end", "LAG_END"), ("lag_trend", "TREND")]
     footer = [f"Window: {document['since']} .. {document['until']} (UTC)"]
     return View(document, [Table(queue_cols, rows), Table(group_cols, document["groups"], title="Groups")],
-                footer)
+                footer, analyze_report.stuck_rows(document))
 
 
 def _duration(ms: Any) -> str | None:
@@ -237,8 +237,6 @@ def stuck(
                                    hint="rerun with --debug to see Spark's log") from None
         document = analyze_report.stuck(json.loads(text))
     view = stuck_view(document)
-    if fmt in (AnalyzeFormat.jsonl, AnalyzeFormat.csv):
-        view = View(document["queues"], view.tables[:1])
     render_fmt = OutputFormat(fmt.value)
     if out is not None:
         with out.open("w", encoding="utf-8") as stream:
