@@ -205,3 +205,18 @@ async def test_an_answer_too_large_for_a_frame_is_replaced_by_the_error_reply(pa
     answer = await client.endpoint.request(frame.request(1), 5)
     assert answer.code == 1 and "exceeds" in (answer.remark or "")
     assert not server.endpoint.closed
+
+
+async def test_fail_all_raises_each_pending_request_from_its_cause(pair) -> None:
+    server, client = await pair(server_answer=lambda cmd: None)
+    requests = [asyncio.ensure_future(client.endpoint.request(frame.request(code), 30)) for code in (1, 2)]
+    while len(server.asked) < 2:
+        await asyncio.sleep(0)
+    cause = OSError("broken pipe")
+    client.endpoint.fail_all(cause)  # e.g. a write that failed
+    results = await asyncio.wait_for(asyncio.gather(*requests, return_exceptions=True), 5)
+    assert all(isinstance(r, errors.ConnectionLost) and r.__cause__ is cause for r in results), results
+    assert "closed: broken pipe" in str(results[0])
+    assert client.closes == [1]
+    client.endpoint.fail_all(OSError("again"))  # idempotent
+    assert client.closes == [1]
