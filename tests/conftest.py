@@ -31,6 +31,14 @@ REAL_PART_FIXTURES = frozenset({"real_cluster", "scenario_clients", "dashboard_f
 #: test files and test ids (relative to tests/) too slow for the fast tier, and why
 SLOW: dict[str, str] = {
     "unit/test_static.py": "mypy and ruff over the whole tree: run them directly while working",
+    "tui/test_pilot.py": "the whole TUI app, headless: pytest tests/tui while working on it",
+    "tui/test_snapshots.py": "the whole TUI app rendered to SVG",
+    "tui/test_controls.py": "the whole TUI app driving an emulator",
+    "emulator/test_control.py": "served emulators in their own processes",
+    "emulator/test_clock.py": "a live emulator waits host seconds",
+    "snapshot/test_signals.py": "export processes stopped by signals",
+    "snapshot/test_kill.py": "export processes killed mid-round",
+    "unit/test_deadlines.py": "waits out real deadlines on silent peers (test_hostile_peers keeps one)",
 }
 #: the helpers that start tmux: a test (or one of its fixtures) that refers to one drives a terminal
 TERMINAL_MODULES = frozenset({"tests.tui.terminal", "tests.completion.terminal"})
