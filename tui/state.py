@@ -353,17 +353,21 @@ def queue_rows(board: Board, group: str) -> dict[str, QueueRow]:
     now_ms = board.now * 1000
     # a number this source cannot supply is unknown in every row (as in ``group progress``)
     no_inflight = "inflight" in view.unavailable or "pull_offset" in view.unavailable
-    unlit: dict[tuple[str, ...], Owner] = {}  # most rows share an owner: one Owner per holder set
+    # most rows share an owner with many others: one Owner per client holding queues alone
+    alone: dict[str, Owner] = {}
+    nobody = Owner(())
     rows: dict[str, QueueRow] = {}
     seen: set[MessageQueue] = set()
     for p in view.progress:
         mq = p.queue
         seen.add(mq)
-        holders = tuple(owners.get(mq, ()))
+        holders = owners.get(mq) or ()
         if lit and mq in lit:
-            owner = Owner(holders, True)
+            owner = Owner(tuple(holders), True)
+        elif len(holders) == 1:
+            owner = alone.get(holders[0]) or alone.setdefault(holders[0], Owner((holders[0],)))
         else:
-            owner = unlit.get(holders) or unlit.setdefault(holders, Owner(holders))
+            owner = Owner(tuple(holders)) if holders else nobody
         known = p.known
         trend = trends.get(mq)
         rows[f"{mq.topic}|{mq.broker_name}|{mq.queue_id}"] = QueueRow(
@@ -378,10 +382,10 @@ def queue_rows(board: Board, group: str) -> dict[str, QueueRow]:
                 continue
             seen.add(mq)
             # routed but never consumed by this group: no offsets on the broker yet
-            holders = tuple(owners.get(mq, ()))
+            routed = tuple(owners.get(mq, ()))
             rows[queue_key(mq)] = QueueRow(
-                mq.topic, mq.broker_name, mq.queue_id, Owner(holders, mq in lit), NOT_YET, NOT_YET, NOT_YET,
-                NOT_YET, NOT_YET, (), "held twice" if len(holders) > 1 else "idle")
+                mq.topic, mq.broker_name, mq.queue_id, Owner(routed, mq in lit), NOT_YET, NOT_YET, NOT_YET,
+                NOT_YET, NOT_YET, (), "held twice" if len(routed) > 1 else "idle")
     return rows
 
 

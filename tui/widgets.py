@@ -62,6 +62,8 @@ class KeyedTable(DataTable[Shown], Generic[R]):
         self.sort_column: str | None = None
         self.sort_reverse = False
         self.cursor_key: str | None = None
+        #: the table's own key object of each row (see :meth:`_write_changes`)
+        self._row_keys: dict[str, RowKey] = {}
 
     def on_mount(self) -> None:
         self._layout_columns(self.size.width or 80)
@@ -76,6 +78,7 @@ class KeyedTable(DataTable[Shown], Generic[R]):
             return
         keep = self.current_key()
         self.clear(columns=True)
+        self._row_keys = {}
         self.shown = wanted
         fixed = sum(c.width + 2 for c in wanted if c.width)
         for col in wanted:
@@ -114,27 +117,20 @@ class KeyedTable(DataTable[Shown], Generic[R]):
         keep = cursor if cursor is not None else self.current_key()
         shown = self.shown
         old = self.rows_by_key
-        changed: list[tuple[str, list[tuple[str, Shown]]]] = []
         for gone in [k for k in old if k not in rows]:
             self.remove_row(gone)
+            self._row_keys.pop(gone, None)
         added = False
-        plan: tuple[list[tuple[str, Column[R], int]], list[tuple[str, Column[R]]]] | None = None
+        changed: list[tuple[str, R, R]] = []
         for key, row in rows.items():
             before = old.get(key)
             if before is None:
-                self.add_row(*(Shown((col.value(row), col)) for col in shown), key=key)
+                self._row_keys[key] = self.add_row(*(Shown((col.value(row), col)) for col in shown), key=key)
                 added = True
             elif before is not row and before != row:
-                if plan is None:
-                    plan = self._diff_plan(row)
-                single, several = plan
-                cells = [(name, Shown((row[i], col))) for name, col, i in single if row[i] != before[i]]
-                if several:
-                    cells += [(name, Shown((col.value(row), col))) for name, col in several
-                              if col.value(row) != col.value(before)]
-                if cells:
-                    changed.append((key, cells))
-        self._set_cells(changed)
+                changed.append((key, row, before))
+        if changed:
+            self._write_changes(changed)
         self.rows_by_key = dict(rows)
         if self.sort_column is not None and (added or changed):
             self._apply_sort()
@@ -144,37 +140,48 @@ class KeyedTable(DataTable[Shown], Generic[R]):
             self.move_cursor(row=self.get_row_index(keep), animate=False, scroll=False)
         self.cursor_key = self.current_key()
 
-    def _diff_plan(self, row: R) -> tuple[list[tuple[str, Column[R], int]], list[tuple[str, Column[R]]]]:
-        """The shown columns whose value is one field of the row, with its index (compared by
-        index: a refresh compares every cell of every changed row), and the others."""
-        fields: tuple[str, ...] = getattr(type(row), "_fields", ())
-        single, several = [], []
-        for col in self.shown:
-            names = col.fields or (col.key,)
-            if len(names) == 1 and names[0] in fields:
-                single.append((col.key, col, fields.index(names[0])))
-            else:
-                several.append((col.key, col))
-        return single, several
-
-    def _set_cells(self, changed: list[tuple[str, list[tuple[str, Shown]]]]) -> None:
-        """Write many cells and redraw once.
+    def _write_changes(self, changed: list[tuple[str, R, R]]) -> None:
+        """Write the cells whose value changed, and redraw once.
 
         ``update_cell`` marks the widget dirty on every call, which is most of the cost of a
-        refresh of 10,000 rows; this does what it does (store the value, bump the update count
-        that keys the row render cache) for every cell, then refreshes once.
+        refresh of 10,000 rows; for many rows this does what it does (store the value, bump the
+        update count that keys the row render cache) for every cell, then refreshes once. A
+        column whose value is one field of the row is compared by index (a refresh compares
+        every cell of every changed row); the table's own key objects are used, so the row
+        dicts find them by identity without calling their (Python) ``__eq__``.
         """
-        data = getattr(self, "_data", None)
+        fields: tuple[str, ...] = getattr(type(changed[0][1]), "_fields", ())
+        column_keys = {key.value: key for key in self.columns}
+        single: list[tuple[ColumnKey, Column[R], int]] = []
+        several: list[tuple[ColumnKey, Column[R]]] = []
+        for col in self.shown:
+            names = col.fields or (col.key,)
+            ckey = column_keys.get(col.key) or ColumnKey(col.key)
+            if len(names) == 1 and names[0] in fields:
+                single.append((ckey, col, fields.index(names[0])))
+            else:
+                several.append((ckey, col))
+        data: dict[RowKey, dict[ColumnKey, Shown]] | None = getattr(self, "_data", None)
         if data is None or not hasattr(self, "_update_count") or len(changed) < 32:
-            for key, cells in changed:
-                for col, value in cells:
-                    self.update_cell(key, col, value)
+            for key, row, before in changed:
+                for ckey, col, i in single:
+                    if row[i] != before[i]:
+                        self.update_cell(key, ckey, Shown((row[i], col)))
+                for ckey, col in several:
+                    if col.value(row) != col.value(before):
+                        self.update_cell(key, ckey, Shown((col.value(row), col)))
             return
-        columns = {c.key: ColumnKey(c.key) for c in self.shown}
-        for key, cells in changed:
-            row = data[RowKey(key)]
-            for col, value in cells:
-                row[columns[col]] = value
+        own = self._row_keys
+        for key, row, before in changed:
+            cells = data[own.get(key) or RowKey(key)]
+            for ckey, col, i in single:
+                value = row[i]
+                if value != before[i]:
+                    cells[ckey] = Shown((value, col))
+            for ckey, col in several:
+                value = col.value(row)
+                if value != col.value(before):
+                    cells[ckey] = Shown((value, col))
         self._update_count += 1
         self.refresh()
 

@@ -340,3 +340,22 @@ async def test_a_screen_under_another_shows_the_latest_round_when_it_comes_back(
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is group_screen)
         await wait_for(pilot, lambda: row(table, "Orders|broker-a|0")[6] == "70", what="the latest round")
+
+
+async def test_a_refresh_of_many_changed_rows_writes_every_changed_cell() -> None:
+    # 48 queues: enough changed rows for the table to write cells in bulk and redraw once
+    def view(step: int) -> GroupView:
+        return make_view("orders", queues=48, held={"10.0.0.1@a": list(range(24)), "10.0.0.2@b": list(range(24, 48))},
+                         offsets={q: (100 + step * q, 100) for q in range(48)})
+
+    app, source, clock = fake_app([view(0)], settings=TuiSettings(group="orders", interval=3600))
+    async with app.run_test(size=(220, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        table = app.screen.query_one("#queues", KeyedTable)
+        await wait_for(pilot, lambda: table.row_count == 48)
+        lag = [c.key for c in table.shown].index("lag")
+        source.set_view(view(3))
+        clock.advance(2)
+        await poll_now(pilot, app)
+        assert [row(table, f"Orders|broker-a|{q}")[lag] for q in range(48)] == [str(3 * q) for q in range(48)]
+        assert [row(table, f"Orders|broker-a|{q}")[-1] for q in (0, 1)] == ["idle", "stalled"]
