@@ -133,7 +133,7 @@ class Endpoint:
                 return await future
         except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout
             raise errors.TimeoutError(
-                f"request {cmd.code} to {self.peer} timed out after {round(timeout, 2):g}s"
+                f"request {cmd.code} to {self.peer} timed out after {round(timeout or 0, 2):g}s"
             ) from exc
         except (OSError, RuntimeError) as exc:
             self.fail_all(exc)
