@@ -159,7 +159,7 @@ def serve(
         gc.collect()
         gc.freeze()
         if opts.output is OutputFormat.json or opts.output is OutputFormat.jsonl:
-            sys.stdout.write(json.dumps(served.as_dict()) + "\n")
+            sys.stdout.write(json.dumps(report.served(served)) + "\n")
         else:
             sys.stdout.write(f"namesrv {served.namesrv}\ncontrol {served.control}\n")
             for name, addr in served.brokers.items():

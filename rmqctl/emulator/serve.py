@@ -55,10 +55,6 @@ class Served:
     clock: str
     speed: float
 
-    def as_dict(self) -> dict[str, object]:
-        return {"scenario": self.scenario, "namesrv": self.namesrv, "brokers": self.brokers,
-                "control": self.control, "clock": self.clock, "speed": self.speed}
-
 
 @contextlib.asynccontextmanager
 async def running_emulator(scenario: Scenario, options: ServeOptions) -> AsyncIterator[tuple[Served, EmulatedCluster]]:

@@ -78,6 +78,7 @@ from rmqctl.report.emulator import (
     scenario_rows,
     scenarios,
     scenarios_rows,
+    served,
     state,
     state_rows,
 )
@@ -180,6 +181,7 @@ __all__ = [
     "scenario_rows",
     "scenarios",
     "scenarios_rows",
+    "served",
     "state",
     "state_rows",
     "subscription_conflicts",

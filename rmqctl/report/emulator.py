@@ -178,3 +178,11 @@ def produced(answer: Mapping[str, Any]) -> dict[str, Any]:
 
 def produced_rows(doc: Mapping[str, Any]) -> list[RowSet]:
     return [RowSet("message", MESSAGE_COLUMNS, doc.get("messages", []))]
+
+
+def served(where: Any) -> dict[str, Any]:
+    """``emulator serve -o json``'s one line, printed once everything listens: the scenario, the
+    name server, each broker's and the control API's address, and the clock (an
+    ``emulator.serve.Served``)."""
+    return {"scenario": where.scenario, "namesrv": where.namesrv, "brokers": dict(where.brokers),
+            "control": where.control, "clock": where.clock, "speed": where.speed, "errors": {}}

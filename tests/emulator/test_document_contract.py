@@ -10,6 +10,10 @@ until it is added below (or named, with the reason, in :data:`NOT_RUN_HERE`).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,7 @@ from rmqctl.emulator.serve import ServeOptions
 from tests.emulator.helpers import served_in_thread
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
 E = ("--emulator", "tag-overwrite")
 
 #: command → its arguments on the embedded emulator (``{tmp}`` is a fresh directory)
@@ -56,8 +61,8 @@ SERVED: dict[str, tuple[str, ...]] = {
     "emulator ctl stop-consumer": ("stop-consumer", "10.0.0.9@solo"),
 }
 NOT_RUN_HERE = {
-    "emulator serve": "serves until interrupted; its one line says where it listens",
-    "analyze stuck": "needs Spark; its document is checked in tests/analysis",
+    "emulator serve": "serves until interrupted: its one line is checked in a process below",
+    "analyze stuck": "needs Spark: its document is checked in tests/unit/test_analyze_rows.py",
 }
 
 
@@ -140,3 +145,22 @@ def test_snapshot_export_times_are_epoch_milliseconds(tmp_path: Path) -> None:
     document = _json(["--emulator", "stall-and-leave", "snapshot", "export", "payment-service", "--out",
                       str(tmp_path), "--every", "1m", "--count", "2", "-o", "json"])
     assert (document["first_ts"], document["last_ts"]) == (1_704_067_320_000, 1_704_067_380_000)
+
+
+def test_served_emulator_line_keeps_the_contract() -> None:
+    # ``emulator serve -o json`` prints one document once everything listens, then serves
+    with subprocess.Popen([sys.executable, "-m", "rmqctl", "emulator", "serve", "--scenario", "healthy",
+                           "--clock", "virtual", "-o", "json"], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}) as proc:
+        try:
+            assert proc.stdout is not None
+            document = json.loads(proc.stdout.readline())
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    _assert_contract(document)
+    assert set(document) == {"scenario", "namesrv", "brokers", "control", "clock", "speed", "errors"}
