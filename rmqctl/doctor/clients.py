@@ -1,0 +1,53 @@
+"""Client checks: processes that share one client id, and clients of one group set up differently.
+
+Every client computes its own share of the queues from the client list the broker gives it, with
+its own strategy and message model; two processes with one id take the same share, and clients
+that differ in settings compute shares that overlap or leave gaps.
+
+Must not do I/O, and must not import the CLI, the TUI or pyspark.
+"""
+
+from __future__ import annotations
+
+from rmqctl.doctor.context import CheckContext, are, finding, n_of
+from rmqctl.model import Finding
+
+
+def duplicate_client_id(ctx: CheckContext) -> list[Finding]:
+    dups = {cid: list(addrs) for cid, addrs in ctx.view.duplicate_clients.items()}
+    if not dups:
+        return []
+    return [finding(
+        ctx, "DUPLICATE_CLIENT_ID", "error",
+        f"{n_of(len(dups), 'client id')} of {ctx.view.group} {are(len(dups))} used by more than one process",
+        "Several connections share one client id. Each computes the same position in the "
+        "allocation, so they consume the same queues twice while another share is held by nobody.",
+        {"clients": dups},
+        "Give every process a unique instanceName (or upgrade clients older than 4.9, which build "
+        "ids from IP and PID only).",
+    )]
+
+
+def mixed_consumer_settings(ctx: CheckContext) -> list[Finding]:
+    infos = ctx.view.running_infos
+    if len(infos) < 2:
+        return []
+    settings: dict[str, dict[str, object]] = {
+        "message_model": {c: i.message_model for c, i in infos.items()},
+        "consume_type": {c: i.consume_type for c, i in infos.items()},
+        "strategy": {c: i.strategy for c, i in infos.items()},
+        "consume_orderly": {c: i.consume_orderly for c, i in infos.items()},
+    }
+    differing = {k: dict(sorted(v.items())) for k, v in settings.items() if len(set(v.values())) > 1}
+    if not differing:
+        return []
+    return [finding(
+        ctx, "MIXED_CONSUMER_SETTINGS", "warning",
+        f"Clients of {ctx.view.group} run with different settings",
+        "Clients of one group differ in " + ", ".join(differing) + ". Each client computes its "
+        "share with its own strategy and model, so their allocations overlap or leave gaps, and "
+        "the broker keeps only the last heartbeat's model and type for the group.",
+        differing,
+        "Configure every client of the group identically (message model, push/pull, orderly, "
+        "allocation strategy).",
+    )]

@@ -1,0 +1,114 @@
+"""What every doctor check shares: its inputs (:class:`CheckContext`), the few lookups over a
+:class:`~rmqctl.model.GroupView` that several check families make, and the helpers that phrase
+findings as prose (``1 queue``, ``a, b and c``).
+
+Must not do I/O, and must not import the CLI, the TUI, pyspark or the other doctor modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rmqctl import errors
+from rmqctl.model import (
+    DEFAULT_STRATEGY,
+    Finding,
+    GroupView,
+    MessageQueue,
+    QueueProgress,
+    Severity,
+    Subscription,
+    sort_queues,
+)
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Inputs of every check beyond the view itself."""
+
+    view: GroupView
+    previous: GroupView | None = None
+    now_ms: int = 0
+    #: the view is a second sample taken because the first showed a rebalance in progress
+    resampled: bool = False
+
+    @property
+    def clustering(self) -> bool:
+        models = {ri.message_model for ri in self.view.running_infos.values() if ri.message_model}
+        model = self.view.message_model or next(iter(models), None)
+        return model != "BROADCASTING"
+
+
+Check = Callable[[CheckContext], list[Finding]]
+
+
+def n_of(count: int, noun: str) -> str:
+    """``1 queue``, ``2 queues``: findings read as prose."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
+def and_list(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(names) <= 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def queue_dict(mq: MessageQueue) -> dict[str, Any]:
+    return mq.as_dict()
+
+
+def finding(ctx: CheckContext, code: str, severity: Severity, title: str, detail: str,
+            evidence: Mapping[str, Any], fix: str) -> Finding:
+    return Finding(code, severity, ctx.view.group, title, detail, dict(evidence), fix)
+
+
+def expression_of(sub: Subscription | None) -> str:
+    return sub.expression if sub is not None else "(not subscribed)"
+
+
+def client_sub(view: GroupView, cid: str, topic: str) -> Subscription | None:
+    """``cid``'s own subscription of ``topic`` (None when it does not subscribe it)."""
+    info = view.running_infos.get(cid)  # not view.client_subscriptions, which builds all clients
+    if info is None:
+        return None
+    return next((s for s in info.user_subscriptions() if s.topic == topic), None)
+
+
+def queues_by_topic(view: GroupView, topic: str) -> list[MessageQueue]:
+    """The queues of ``topic`` the view knows of: its route, plus any with a progress row."""
+    queues = set(view.topic_queues.get(topic, ()))
+    queues.update(p.queue for p in view.progress if p.queue.topic == topic)
+    return sort_queues(queues)
+
+
+def progress_by_queue(view: GroupView) -> dict[MessageQueue, QueueProgress]:
+    return {p.queue: p for p in view.progress}
+
+
+def backlog_text(known: int, unknown_queues: int) -> str:
+    """A backlog in words; queues whose offsets could not be read are said to be unknown, never 0."""
+    if not unknown_queues:
+        return f"{n_of(known, 'message')} now"
+    unknown = f"unknown for {n_of(unknown_queues, 'queue')}"
+    return f"{n_of(known, 'message')} now, {unknown}" if known else unknown
+
+
+def expected_allocation(view: GroupView, topic: str) -> dict[str, list[MessageQueue]] | None:
+    """What the clients' strategy assigns for ``topic`` over ALL clients of the group."""
+    from rmqctl.rebalance.strategies import get_strategy
+
+    queues = view.topic_queues.get(topic)
+    if not queues or not view.client_ids:
+        return None
+    try:
+        strategy = get_strategy(view.strategy or DEFAULT_STRATEGY)
+    except errors.RmqctlError:  # a strategy we cannot reproduce (CONFIG, a custom class)
+        return None
+    return strategy.allocate_all(list(queues), view.client_channels())

@@ -1,0 +1,418 @@
+"""Subscription checks: clients of one group that subscribe differently, and what the broker keeps.
+
+The impact computations follow the broker and client rules: the broker stores ONE subscription
+per (group, topic) and filters pulls by it (push consumers do not send their own); the client then
+drops messages whose tag is not in its own subscription, and commits past both; every client of
+the group takes part in every topic's allocation, so queues of a topic can land on clients that
+never subscribed it and are then never pulled.
+
+Must not do I/O, and must not import the CLI, the TUI or pyspark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rmqctl.doctor.context import (
+    CheckContext,
+    and_list,
+    are,
+    backlog_text,
+    client_sub,
+    expected_allocation,
+    expression_of,
+    finding,
+    n_of,
+    progress_by_queue,
+    queue_dict,
+    queues_by_topic,
+)
+from rmqctl.model import (
+    RETRY_PREFIX,
+    SUB_ALL,
+    Finding,
+    GroupView,
+    MessageQueue,
+    QueueProgress,
+    Subscription,
+    TagSample,
+    java_string_hash,
+    sort_queues,
+)
+
+#: the label under which, without a message sample, every tag no client names is counted
+OTHER_TAGS = "(any other tag)"
+
+
+def _label(tag: str | None) -> str:
+    return tag if tag is not None else ""
+
+
+def _passes_broker(sub: Subscription, tag: str | None) -> bool:
+    """The broker's pull filter (tag hash codes; an untagged message has code 0)."""
+    if tag == OTHER_TAGS:
+        return sub.is_all or sub.expression_type != "TAG"
+    return sub.accepts_code(java_string_hash(tag) if tag else 0)
+
+
+def _passes_client(sub: Subscription, tag: str | None) -> bool:
+    """The client's own check after the pull (exact tag strings)."""
+    if tag == OTHER_TAGS:
+        return sub.is_all or sub.expression_type != "TAG"
+    return sub.accepts(tag)
+
+
+def _stored(view: GroupView, topic: str) -> tuple[Subscription | None, dict[str, str]]:
+    """The broker-stored subscription of ``topic`` (first broker that has one) and per broker."""
+    per_broker = {b: t[topic].expression for b, t in sorted(view.broker_subscriptions.items())
+                  if topic in t}
+    for _, table in sorted(view.broker_subscriptions.items()):
+        if topic in table:
+            return table[topic], per_broker
+    return None, per_broker
+
+
+def _holder_of_stored(view: GroupView, stored: Subscription) -> list[str]:
+    """Clients whose own subscription is exactly what the broker keeps (same text and version)."""
+    same = [(cid, s) for cid, subs in view.client_subscriptions.items()
+            for s in subs if s.topic == stored.topic and s.expression == stored.expression]
+    exact = [cid for cid, s in same if s.sub_version == stored.sub_version]
+    # A client's version moves on with each allocation change after the broker stored a greater
+    # one, so when no version matches, the clients with the very same expression are the source.
+    return exact or [cid for cid, _ in same]
+
+
+def tag_conflict_topics(view: GroupView) -> list[str]:
+    """Topics whose clients subscribe with different filters (what message sampling is for)."""
+    out = []
+    topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs})
+    for topic in topics:
+        present = [s for cid in view.client_subscriptions if (s := client_sub(view, cid, topic)) is not None]
+        if len(present) >= 2 and not all(present[0].same_filter(s) for s in present):
+            out.append(topic)
+    return out
+
+
+# --- SUBSCRIPTION_TAG_CONFLICT ------------------------------------------------------------------
+
+
+def _bump(counts: dict[str, int], tag: str | None) -> None:
+    counts[_label(tag)] = counts.get(_label(tag), 0) + 1
+
+
+@dataclass
+class _Tally:
+    """Sampled messages of one topic by what happened to them, over all its queues."""
+
+    received: dict[str, dict[str, int]]
+    dropped: dict[str, dict[str, int]]
+    filtered: dict[str, int] = field(default_factory=dict)
+    pending: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "received_by_client": {c: dict(sorted(v.items())) for c, v in sorted(self.received.items())},
+            "dropped_by_client": {c: dict(sorted(v.items())) for c, v in sorted(self.dropped.items())},
+            "filtered_by_broker": dict(sorted(self.filtered.items())),
+            "pending": dict(sorted(self.pending.items())),
+        }
+
+
+@dataclass(frozen=True)
+class _QueueFate:
+    """Which tags of the universe one queue's broker filter and owner let through."""
+
+    filtered_by_broker: list[str | None]
+    dropped_by_client: list[str | None]
+    delivered: list[str | None]
+
+
+def _fate(filt: Subscription | None, own: Subscription | None, universe: list[str | None]) -> _QueueFate:
+    """Without a broker filter (or an owner) nothing is known to be lost, and nothing delivered."""
+    if filt is None:
+        return _QueueFate([], [], [])
+    lost_broker = [t for t in universe if not _passes_broker(filt, t)]
+    if own is None:
+        return _QueueFate(lost_broker, [], [])
+    lost_client = [t for t in universe if _passes_broker(filt, t) and not _passes_client(own, t)]
+    delivered = [t for t in universe if t not in lost_broker and t not in lost_client]
+    return _QueueFate(lost_broker, lost_client, delivered)
+
+
+def _count_sample(sample: TagSample, done_below: int, owner: str | None, fate: _QueueFate,
+                  tally: _Tally) -> dict[str, dict[str, int]]:
+    """Per tag, how many sampled messages of one queue were delivered, dropped, filtered or are
+    still pending (at or past the consumer offset); adds them to the topic's ``tally``."""
+    counts: dict[str, dict[str, int]] = {}
+    for m in sample.messages:
+        tag = m.tag
+        if m.offset >= done_below:
+            kind = "pending"
+            _bump(tally.pending, tag)
+        elif tag in fate.filtered_by_broker:
+            kind = "filtered_by_broker"
+            _bump(tally.filtered, tag)
+        elif tag in fate.dropped_by_client and owner is not None:
+            kind = "dropped_by_client"
+            _bump(tally.dropped[owner], tag)
+        elif owner is not None and tag in fate.delivered:
+            kind = "delivered"
+            _bump(tally.received[owner], tag)
+        else:
+            kind = "pending"
+            _bump(tally.pending, tag)
+        slot = counts.setdefault(_label(tag), {})
+        slot[kind] = slot.get(kind, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _lost_sentence(lost_everywhere: list[str | None], named: list[str]) -> str:
+    """``Messages tagged a or b and messages with any other tag are never consumed …``."""
+    tagged = [_label(t) or "(no tag)" for t in lost_everywhere if t != OTHER_TAGS]
+    parts = [f"messages tagged {' or '.join(tagged)}"] if tagged else []
+    if OTHER_TAGS in lost_everywhere:
+        if tagged:
+            parts.append("messages with any other tag")
+        elif named:
+            parts.append(f"messages with any tag other than {' or '.join(named)}")
+        else:
+            parts.append("every message")
+    lost = " and ".join(parts)
+    return f" {lost[0].upper()}{lost[1:]} are never consumed by anyone in this group."
+
+
+def _sample_basis(samples: Mapping[MessageQueue, TagSample]) -> str:
+    if not samples:
+        return (f"No message sample was taken, so tags no client names are counted together "
+                f"as {OTHER_TAGS!r}.")
+    total = sum(len(s.messages) for s in samples.values())
+    return (f"Tags are those of a sample of {total} recent message(s) (up to "
+            f"{max(s.to_offset - s.from_offset for s in samples.values())} per queue, read "
+            f"back without committing).")
+
+
+def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, list[str]],
+                  progress: Mapping[MessageQueue, QueueProgress]) -> Finding:
+    view = ctx.view
+    subs = {cid: client_sub(view, cid, topic) for cid in view.client_subscriptions}
+    present = {cid: s for cid, s in subs.items() if s is not None}
+    stored, per_broker = _stored(view, topic)
+    stored_by_broker = {b: t[topic] for b, t in view.broker_subscriptions.items() if topic in t}
+    named = sorted({t for s in present.values() for t in s.tags} | (set(stored.tags) if stored else set()))
+    samples = {mq: s for mq, s in view.tag_samples.items() if mq.topic == topic}
+    universe: list[str | None]
+    if samples:
+        seen = {m.tag for s in samples.values() for m in s.messages}
+        universe = sorted(set(named) | seen, key=lambda t: (t is None, t or ""))
+    else:
+        universe = [*named, OTHER_TAGS]
+
+    queue_rows = []
+    delivered_anywhere: set[str | None] = set()
+    tally = _Tally({cid: {} for cid in present}, {cid: {} for cid in present})
+    for mq in queues_by_topic(view, topic):
+        holders = owners.get(mq, [])
+        owner = holders[0] if holders else None
+        own = subs.get(owner) if owner else None
+        fate = _fate(stored_by_broker.get(mq.broker_name, stored), own, universe)
+        delivered_anywhere.update(fate.delivered)
+        row: dict[str, Any] = {
+            **queue_dict(mq), "owner": owner, "owner_expression": expression_of(own) if owner else None,
+            "filtered_by_broker": [_label(t) for t in fate.filtered_by_broker],
+            "dropped_by_client": [_label(t) for t in fate.dropped_by_client],
+            "delivered_tags": [_label(t) for t in fate.delivered],
+        }
+        sample = samples.get(mq)
+        if sample is not None:
+            p = progress.get(mq)
+            done_below = p.consumer_offset if p is not None and p.known else sample.from_offset
+            row["sample"] = {"from_offset": sample.from_offset, "to_offset": sample.to_offset,
+                             "counts": _count_sample(sample, done_below, owner, fate, tally)}
+        queue_rows.append(row)
+
+    lost_everywhere = [t for t in universe if t not in delivered_anywhere]
+    winners = _holder_of_stored(view, stored) if stored else []
+    losers = sorted(cid for cid, s in present.items() if stored is None or not s.same_filter(stored))
+    starved = sorted(
+        cid for cid in losers
+        if not any(stored is not None and _passes_broker(stored, t) and _passes_client(present[cid], t)
+                   for t in universe)
+    )
+    held = f" and currently holds {expression_of(stored)!r}" if stored else ""
+    if stored and winners:
+        held += f" (from {', '.join(winners)})"
+    detail = (
+        f"Clients of group {view.group} subscribe topic {topic} with different expressions "
+        f"({'; '.join(f'{c}: {expression_of(s)}' for c, s in sorted(present.items()))}). The broker "
+        f"keeps one subscription per topic for the whole group{held}. It filters every pull by "
+        f"that expression, and each client then drops what its own expression does not match; "
+        f"both are committed as consumed, so the lag shows 0 while messages vanish."
+    )
+    if starved:
+        detail += f" {', '.join(starved)} can receive nothing at all."
+    if lost_everywhere:
+        detail += _lost_sentence(lost_everywhere, named)
+    detail += " " + _sample_basis(samples)
+    wants_all = any(s.is_all for s in present.values())
+    union = sorted({t for s in present.values() for t in s.tags})
+    suggestion = SUB_ALL if wants_all or not union else " || ".join(union)
+    evidence: dict[str, Any] = {
+        "topic": topic,
+        "client_expressions": {c: expression_of(s) for c, s in sorted(present.items())},
+        "broker_expression": per_broker,
+        "broker_holds_from": winners,
+        "losing_clients": losers,
+        "starved_clients": starved,
+        "tags_never_consumed": [_label(t) for t in lost_everywhere],
+        "sampled": bool(samples),
+        "tag_basis": "sample" if samples else "named tags plus every other tag",
+        "queues": queue_rows,
+    }
+    if samples:
+        evidence["counts"] = tally.as_dict()
+    return finding(
+        ctx, "SUBSCRIPTION_TAG_CONFLICT", "error",
+        f"Clients of {view.group} subscribe {topic} with different tags",
+        detail, evidence,
+        f"Give every client of {view.group} the same subscription for {topic} ({suggestion!r}, "
+        f"which narrows no client's), or put clients that need different tags into separate "
+        f"consumer groups; then restart them so the broker stores one expression.",
+    )
+
+
+def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
+    owners = ctx.view.owners()
+    progress = progress_by_queue(ctx.view)
+    return [_tag_conflict(ctx, topic, owners, progress) for topic in tag_conflict_topics(ctx.view)]
+
+
+# --- SUBSCRIPTION_TOPIC_CONFLICT ----------------------------------------------------------------
+
+
+def unpullable_held(ctx: CheckContext) -> dict[MessageQueue, str]:
+    """Held queues that cannot be pulled: their topic is missing from the broker's table now, or
+    (two samples) the same client held them both times, messages waited and the consumer offset
+    did not move while the client cached nothing."""
+    view = ctx.view
+    out = dict(view.unpullable())
+    if ctx.previous is None:
+        return out
+    before = progress_by_queue(ctx.previous)
+    before_owners = ctx.previous.owners()
+    owners = view.owners()
+    cached = {mq: pq.cached_msg_count for info in view.running_infos.values()
+              for mq, pq in info.mq_table.items() if not pq.dropped}
+    for p in view.progress:
+        old = before.get(p.queue)
+        if old is None or not p.known or not old.known or p.queue in out:
+            continue
+        holders = owners.get(p.queue)
+        if not holders or before_owners.get(p.queue) != holders or cached.get(p.queue, 0) > 0:
+            continue
+        if p.diff > 0 and old.diff > 0 and p.consumer_offset == old.consumer_offset:
+            out[p.queue] = (f"held by {holders[0]}, but its consumer offset stayed at "
+                            f"{p.consumer_offset} while {p.diff} message(s) waited and nothing was cached")
+    return dict(sorted(out.items()))
+
+
+def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    if not ctx.clustering:
+        return []
+    topic_sets = {cid: frozenset(s.topic for s in subs)
+                  for cid, subs in view.client_subscriptions.items()}
+    if len(set(topic_sets.values())) < 2:
+        return []
+    progress = progress_by_queue(view)
+    all_topics = sorted(set().union(*topic_sets.values()))
+    per_topic: list[dict[str, Any]] = []
+    stuck_held = unpullable_held(ctx)
+    for topic in all_topics:
+        non_subscribers = sorted(c for c, ts in topic_sets.items() if topic not in ts)
+        if not non_subscribers:
+            continue
+        expected = expected_allocation(view, topic) or {}
+        orphaned = sort_queues(mq for cid in non_subscribers for mq in expected.get(cid, []))
+        per_topic.append({
+            "topic": topic,
+            "subscribed_by": sorted(c for c, ts in topic_sets.items() if topic in ts),
+            "not_subscribed_by": non_subscribers,
+            "never_pulled_queues": [
+                {**queue_dict(mq), "allocated_to": next((c for c in non_subscribers
+                                                        if mq in expected.get(c, [])), None),
+                 "diff": progress[mq].lag if mq in progress else None}
+                for mq in orphaned
+            ],
+            "unpullable_queues": [{**queue_dict(mq), "owner": next(iter(view.owners().get(mq, [])), None),
+                                   "diff": progress[mq].lag if mq in progress else None, "reason": why}
+                                  for mq, why in stuck_held.items() if mq.topic == topic],
+        })
+    stuck = sum(len(t["never_pulled_queues"]) for t in per_topic)
+    lag = sum(q["diff"] or 0 for t in per_topic for q in t["never_pulled_queues"])
+    unknown = sum(1 for t in per_topic for q in t["never_pulled_queues"] if q["diff"] is None)
+    lag_text = backlog_text(lag, unknown)
+    held_text = ""
+    if stuck_held:
+        held_text = (f" {n_of(len(stuck_held), 'queue')} {are(len(stuck_held))} held but cannot be pulled now "
+                     f"({', '.join(f'{mq.topic}/{mq.broker_name}/{mq.queue_id}' for mq in stuck_held)}): "
+                     f"their topic is missing from the broker's table, so every pull fails while "
+                     f"messages wait.")
+    detail = (
+        f"Clients of group {view.group} subscribe different topics "
+        f"({'; '.join(f'{c}: {and_list(sorted(ts))}' for c, ts in sorted(topic_sets.items()))}). The broker "
+        f"keeps the topic set of whichever client heartbeated last, so the others' pulls fail with "
+        f"'the consumer's subscription not exist' and progress comes in bursts. Every client also "
+        f"takes part in every topic's allocation, so {n_of(stuck, 'queue')} {are(stuck)} allocated to clients "
+        f"that never subscribed them: nobody pulls them and their lag ({lag_text}) only grows."
+        + held_text
+    )
+    return [finding(
+        ctx, "SUBSCRIPTION_TOPIC_CONFLICT", "error",
+        f"Clients of {view.group} subscribe different topics",
+        detail, {"client_topics": {c: sorted(ts) for c, ts in sorted(topic_sets.items())},
+                 "topics": per_topic},
+        "Use one consumer group per distinct topic set: every client of a group must subscribe "
+        "exactly the same topics (and expressions).",
+    )]
+
+
+# --- BROKER_SUBSCRIPTION_DIVERGENCE -------------------------------------------------------------
+
+
+def broker_subscription_divergence(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    out = []
+    topics = sorted({t for table in view.broker_subscriptions.values() for t in table
+                     if not t.startswith(RETRY_PREFIX)})
+    for topic in topics:
+        stored = {b: t[topic] for b, t in sorted(view.broker_subscriptions.items()) if topic in t}
+        missing = sorted(b for b, t in view.broker_subscriptions.items() if topic not in t)
+        first = next(iter(stored.values()))
+        brokers_differ = bool(missing) or any(not first.same_filter(s) for s in stored.values())
+        clients_differ = sorted(
+            cid for cid in view.client_subscriptions
+            if (own := client_sub(view, cid, topic)) is not None
+            and any(not own.same_filter(s) for s in stored.values())
+        )
+        if not brokers_differ and not clients_differ:
+            continue
+        out.append(finding(
+            ctx, "BROKER_SUBSCRIPTION_DIVERGENCE", "warning",
+            f"The broker-stored subscription of {topic} does not match every client",
+            f"For topic {topic} the brokers store "
+            f"{'; '.join(f'{b}: {s.expression!r} (v{s.sub_version})' for b, s in stored.items())}"
+            + (f" and {and_list(missing)} {'stores' if len(missing) == 1 else 'store'} nothing" if missing else "")
+            + (f", while {and_list(clients_differ)} {'subscribes' if len(clients_differ) == 1 else 'subscribe'}"
+               " differently" if clients_differ else "")
+            + ". Pulls are filtered by the broker's copy, not by what each client asked for.",
+            {"topic": topic,
+             "broker_expressions": {b: {"expression": s.expression, "sub_version": s.sub_version}
+                                    for b, s in stored.items()},
+             "brokers_without_topic": missing,
+             "clients_differing": {c: expression_of(client_sub(view, c, topic)) for c in clients_differ}},
+            "Make every client of the group subscribe identically; the broker's copy converges "
+            "within one heartbeat (30 s) once they agree.",
+        ))
+    return out
