@@ -100,15 +100,21 @@ def backlog_text(known: int, unknown_queues: int) -> str:
     return f"{n_of(known, 'message')} now, {unknown}" if known else unknown
 
 
+#: strategies whose answer depends on what each client was configured with (CONFIG's queue list,
+#: MACHINE_ROOM's rooms), which no client reports: the allocation cannot be recomputed from a view
+PER_CLIENT_STRATEGIES = frozenset({"CONFIG", "MACHINE_ROOM"})
+
+
 def expected_allocation(view: GroupView, topic: str) -> dict[str, list[MessageQueue]] | None:
     """What the clients' strategy assigns for ``topic`` over ALL clients of the group."""
     from rmqctl.rebalance.strategies import get_strategy
 
     queues = view.topic_queues.get(topic)
-    if not queues or not view.client_ids:
+    name = view.strategy or DEFAULT_STRATEGY
+    if not queues or not view.client_ids or name in PER_CLIENT_STRATEGIES:
         return None
     try:
-        strategy = get_strategy(view.strategy or DEFAULT_STRATEGY)
+        strategy = get_strategy(name)
     except errors.RmqctlError:  # a strategy we cannot reproduce (CONFIG, a custom class)
         return None
     return strategy.allocate_all(list(queues), view.client_channels())

@@ -1,0 +1,553 @@
+"""Every finding code: its severity, what triggers it and what does not (both sides of each
+threshold), its evidence and its place in the output — tables of small hand-built views.
+
+Expected values come from docs/findings.md and RocketMQ's rules (a blocked queue is one idle for
+*over* 60 s, a retry backlog is a warning *from* 1,000 messages …), never from the doctor's own
+constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+
+from rmqctl.doctor import CODES, run_checks, skipped_checks
+from rmqctl.model import ConsumeStatus, GroupView, MessageQueue, ProcessQueueInfo, TopicOffset
+from tests.unit.doctor_views import (
+    CONFIG_CLASS,
+    DLQ,
+    NOW,
+    RETRY,
+    ROOM_CLASS,
+    A,
+    B,
+    C,
+    client,
+    codes,
+    group,
+    one,
+    qids,
+    qs,
+    row,
+    sub,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of a table: the situation in words, the view, and what the doctor must say."""
+
+    case: str
+    view: Callable[[], GroupView]
+    #: None: the code must not be reported; else the severity it must have
+    severity: str | None
+    #: evidence fields that must have exactly these values
+    evidence: dict[str, Any] | None = None
+    now_ms: int | None = None
+    previous: Callable[[], GroupView] | None = None
+
+
+def check(code: str, c: Case) -> None:
+    findings = run_checks(c.view(), c.previous() if c.previous else None, now_ms=c.now_ms)
+    if c.severity is None:
+        assert code not in codes(findings), c.case
+        return
+    f = one(findings, code)
+    assert f.severity == c.severity, c.case
+    assert f.group == "orders-consumer"
+    for key, value in (c.evidence or {}).items():
+        assert f.evidence[key] == value, f"{c.case}: evidence {key}"
+
+
+def table(cases: list[Case]) -> Any:
+    return pytest.mark.parametrize("c", cases, ids=[c.case for c in cases])
+
+
+T = qs("T", 4)
+S = sub("T")
+
+
+# --- DUPLICATE_CLIENT_ID: error --------------------------------------------------------------------
+
+@table([
+    Case("two processes share one client id: error, with both addresses",
+         lambda: group([client(A, [S], T[:2]), client(B, [S], T[2:])], {"T": T},
+                       duplicate_clients={A: ("10.0.0.1:5000", "10.0.0.9:5000")}),
+         "error", {"clients": {A: ["10.0.0.1:5000", "10.0.0.9:5000"]}}),
+    Case("every client id is used by one process only: nothing",
+         lambda: group([client(A, [S], T[:2]), client(B, [S], T[2:])], {"T": T}), None),
+])
+def test_duplicate_client_id(c: Case) -> None:
+    check("DUPLICATE_CLIENT_ID", c)
+
+
+# --- MIXED_CONSUMER_SETTINGS: warning --------------------------------------------------------------
+
+@table([
+    Case("one client BROADCASTING, the other CLUSTERING",
+         lambda: group([client(A, [S], T[:2]), client(B, [S], T[2:], model="BROADCASTING")], {"T": T}),
+         "warning", {"message_model": {A: "CLUSTERING", B: "BROADCASTING"}}),
+    Case("one client pulls (CONSUME_ACTIVELY), the other is pushed",
+         lambda: group([client(A, [S], T[:2], consume_type="CONSUME_ACTIVELY"), client(B, [S], T[2:])], {"T": T}),
+         "warning", {"consume_type": {A: "CONSUME_ACTIVELY", B: "CONSUME_PASSIVELY"}}),
+    Case("one client orderly, the other concurrent",
+         lambda: group([client(A, [S], T[:2], orderly=True), client(B, [S], T[2:])], {"T": T}),
+         "warning", {"consume_orderly": {A: True, B: False}}),
+    Case("one client allocates by CONFIG, the other averagely",
+         lambda: group([client(A, [S], T[:2], strategy=CONFIG_CLASS), client(B, [S], T[2:])], {"T": T}),
+         "warning", {"strategy": {A: "CONFIG", B: "AVG"}}),
+    Case("two clients configured identically: nothing",
+         lambda: group([client(A, [S], T[:2]), client(B, [S], T[2:])], {"T": T}), None),
+    Case("a single client has nobody to differ from: nothing",
+         lambda: group([client(A, [S], T, orderly=True)], {"T": T}), None),
+])
+def test_mixed_consumer_settings(c: Case) -> None:
+    check("MIXED_CONSUMER_SETTINGS", c)
+
+
+def test_mixed_settings_names_only_the_settings_that_differ() -> None:
+    v = group([client(A, [S], T[:2], orderly=True), client(B, [S], T[2:])], {"T": T})
+    f = one(run_checks(v), "MIXED_CONSUMER_SETTINGS")
+    assert list(f.evidence) == ["consume_orderly"]
+
+
+# --- BLOCKED_QUEUE: error; over 60 s without consumption, or an orderly queue's lock --------------
+
+def blocked(pq: ProcessQueueInfo, *, orderly: bool = False, consume_type: str = "CONSUME_PASSIVELY") -> GroupView:
+    return group([client(A, [S], pq={T[0]: pq}, orderly=orderly, consume_type=consume_type)], {"T": T[:1]})
+
+
+@table([
+    Case("5 cached messages, last consumed 60.001 s ago: blocked",
+         lambda: blocked(ProcessQueueInfo(cached_msg_count=5, last_consume_timestamp=NOW - 60_001)), "error",
+         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "client": A, "reason": "no consumption",
+                      "idle_ms": 60_001, "cached_msg_count": 5}]}),
+    Case("last consumed exactly 60 s ago is not yet over 60 s",
+         lambda: blocked(ProcessQueueInfo(cached_msg_count=5, last_consume_timestamp=NOW - 60_000)), None),
+    Case("one cached message is enough",
+         lambda: blocked(ProcessQueueInfo(cached_msg_count=1, last_consume_timestamp=NOW - 120_000)), "error"),
+    Case("nothing cached: the client waits for messages, it is not stuck",
+         lambda: blocked(ProcessQueueInfo(cached_msg_count=0, last_consume_timestamp=NOW - 120_000)), None),
+    Case("never consumed anything yet (no timestamp): not judged",
+         lambda: blocked(ProcessQueueInfo(cached_msg_count=5, last_consume_timestamp=0)), None),
+    Case("a dropped queue of a concurrent consumer is being released: not blocked",
+         lambda: blocked(ProcessQueueInfo(cached_msg_count=5, last_consume_timestamp=NOW - 120_000, dropped=True)),
+         None),
+    Case("a pull consumer manages its own queues: not judged",
+         lambda: blocked(ProcessQueueInfo(cached_msg_count=5, last_consume_timestamp=NOW - 120_000),
+                         consume_type="CONSUME_ACTIVELY"), None),
+    Case("orderly consumer without its broker lock cannot consume",
+         lambda: blocked(ProcessQueueInfo(locked=False), orderly=True), "error",
+         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "client": A, "reason": "not locked"}]}),
+    Case("orderly queue dropped after 3 failed unlocks",
+         lambda: blocked(ProcessQueueInfo(locked=True, dropped=True, try_unlock_times=3), orderly=True), "error",
+         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "client": A,
+                      "reason": "unlock failed 3 times"}]}),
+    Case("orderly queue dropped with no failed unlock yet: nothing",
+         lambda: blocked(ProcessQueueInfo(locked=True, dropped=True, try_unlock_times=0), orderly=True), None),
+    Case("orderly queue locked and still held: nothing",
+         lambda: blocked(ProcessQueueInfo(locked=True, try_unlock_times=2), orderly=True), None),
+    Case("orderly queue locked with cached messages idle for minutes is judged by its lock only",
+         lambda: blocked(ProcessQueueInfo(locked=True, cached_msg_count=5, last_consume_timestamp=NOW - 600_000),
+                         orderly=True), None),
+])
+def test_blocked_queue(c: Case) -> None:
+    check("BLOCKED_QUEUE", c)
+
+
+def test_blocked_queue_idle_time_is_measured_from_now_ms_when_given() -> None:
+    v = blocked(ProcessQueueInfo(cached_msg_count=2, last_consume_timestamp=NOW - 1_000))
+    assert "BLOCKED_QUEUE" not in codes(run_checks(v))
+    f = one(run_checks(v, now_ms=NOW + 60_000), "BLOCKED_QUEUE")
+    assert f.evidence["queues"][0]["idle_ms"] == 61_000
+
+
+def test_blocked_queue_lists_every_client_in_client_order() -> None:
+    stuck = ProcessQueueInfo(cached_msg_count=1, last_consume_timestamp=NOW - 90_000)
+    v = group([client(B, [S], pq={T[1]: stuck}), client(A, [S], pq={T[0]: stuck, T[2]: ProcessQueueInfo()})],
+              {"T": T[:3]})
+    f = one(run_checks(v), "BLOCKED_QUEUE")
+    assert [(q["client"], q["queue_id"]) for q in f.evidence["queues"]] == [(A, 0), (B, 1)]
+    assert f.title.startswith("2 queues")
+
+
+# --- OFFLINE_GROUP_BACKLOG: warning ----------------------------------------------------------------
+
+def offline(*progress: tuple[int, int]) -> GroupView:
+    return group([], {"T": T}, progress=[row(T[i], b, c) for i, (b, c) in enumerate(progress)], stored={})
+
+
+@table([
+    Case("no client online and 1 message waits on one queue",
+         lambda: offline((10, 9)), "warning",
+         {"total_diff": 1, "queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "diff": 1}]}),
+    Case("no client online, two queues wait 3 and 5: total 8, caught-up queue left out",
+         lambda: offline((10, 7), (5, 5), (9, 4)), "warning",
+         {"total_diff": 8, "queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "diff": 3},
+                                       {"topic": "T", "broker": "broker-a", "queue_id": 2, "diff": 5}]}),
+    Case("no client online but nothing waits: nothing", lambda: offline((10, 10)), None),
+    Case("a client is online: not offline",
+         lambda: group([client(A, [S], T)], {"T": T}, progress=[row(T[0], 10, 2, A)]), None),
+])
+def test_offline_group_backlog(c: Case) -> None:
+    check("OFFLINE_GROUP_BACKLOG", c)
+
+
+# --- RETRY_BACKLOG: info, a warning from 1,000 messages --------------------------------------------
+
+def retrying(*diffs: int) -> GroupView:
+    rq = qs(RETRY, len(diffs))
+    return group([client(A, [S], T + rq)], {"T": T, RETRY: rq},
+                 progress=[row(q, 5_000 + d, 5_000, A) for q, d in zip(rq, diffs, strict=True)])
+
+
+@table([
+    Case("1 message waits in the retry topic: info", lambda: retrying(1), "info", {"total_diff": 1}),
+    Case("999 messages is still information", lambda: retrying(999), "info", {"total_diff": 999}),
+    Case("1,000 messages is a warning", lambda: retrying(1_000), "warning", {"total_diff": 1_000}),
+    Case("600 and 400 on two retry queues add up to a warning", lambda: retrying(600, 400), "warning",
+         {"total_diff": 1_000}),
+    Case("the retry topic is caught up: nothing", lambda: retrying(0), None),
+    Case("lag on an ordinary topic is not retry traffic",
+         lambda: group([client(A, [S], T)], {"T": T}, progress=[row(T[0], 9_000, 10, A)]), None),
+])
+def test_retry_backlog(c: Case) -> None:
+    check("RETRY_BACKLOG", c)
+
+
+def test_retry_backlog_lists_the_waiting_queues_only() -> None:
+    f = one(run_checks(retrying(3, 0, 2)), "RETRY_BACKLOG")
+    assert f.evidence["queues"] == [{"topic": RETRY, "broker": "broker-a", "queue_id": 0, "diff": 3},
+                                    {"topic": RETRY, "broker": "broker-a", "queue_id": 2, "diff": 2}]
+
+
+# --- DLQ_BACKLOG: warning --------------------------------------------------------------------------
+
+def with_dlq(*ranges: tuple[int, int]) -> GroupView:
+    dlq = tuple(TopicOffset(MessageQueue(DLQ, "broker-a", i), lo, hi, 0) for i, (lo, hi) in enumerate(ranges))
+    return group([client(A, [S], T)], {"T": T}, dlq=dlq)
+
+
+@table([
+    Case("one message in the DLQ", lambda: with_dlq((0, 1)), "warning",
+         {"messages": 1, "queues": [{"topic": DLQ, "broker": "broker-a", "queue_id": 0, "messages": 1}]}),
+    Case("messages 4 to 9 kept on one DLQ queue, 2 on another: 7", lambda: with_dlq((4, 9), (0, 2)), "warning",
+         {"messages": 7}),
+    Case("an empty DLQ (min = max offset): nothing", lambda: with_dlq((5, 5)), None),
+    Case("no DLQ topic at all: nothing", lambda: with_dlq(), None),
+])
+def test_dlq_backlog(c: Case) -> None:
+    check("DLQ_BACKLOG", c)
+
+
+# --- LAG_NOT_ADVANCING: error; two samples, broker offset moved, consumer offset did not -----------
+
+def sampled(broker: int, consumer: int, *, at: int = NOW, known: bool = True) -> GroupView:
+    return group([client(A, [S], T[:1])], {"T": T[:1]}, progress=[row(T[0], broker, consumer, A, known=known)],
+                 sampled_at=at)
+
+
+@table([
+    Case("30 s apart, 5 new messages arrived and none was consumed",
+         lambda: sampled(105, 40, at=NOW + 30_000), "error",
+         {"interval_seconds": 30.0,
+          "queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "broker_offset": [100, 105],
+                      "consumer_offset": [40, 40], "diff": 65, "owner": A}]},
+         previous=lambda: sampled(100, 40)),
+    Case("one new message is enough", lambda: sampled(101, 40, at=NOW + 30_000), "error",
+         previous=lambda: sampled(100, 40)),
+    Case("normal consumption: new messages and the consumer offset moved on (lag still > 0)",
+         lambda: sampled(105, 41, at=NOW + 30_000), None, previous=lambda: sampled(100, 40)),
+    Case("consumer caught up with everything that arrived", lambda: sampled(105, 105, at=NOW + 30_000), None,
+         previous=lambda: sampled(100, 40)),
+    Case("no new message: an idle queue with old lag is not 'not advancing'",
+         lambda: sampled(100, 40, at=NOW + 30_000), None, previous=lambda: sampled(100, 40)),
+    Case("a single sample cannot tell", lambda: sampled(105, 40), None),
+])
+def test_lag_not_advancing(c: Case) -> None:
+    check("LAG_NOT_ADVANCING", c)
+
+
+def test_lag_not_advancing_interval_is_later_minus_earlier_sample() -> None:
+    f = one(run_checks(sampled(110, 40, at=NOW + 45_000), sampled(100, 40, at=NOW + 5_000)), "LAG_NOT_ADVANCING")
+    assert f.evidence["interval_seconds"] == 40.0
+    assert "40 s apart" in f.detail
+
+
+def test_lag_not_advancing_skips_queues_new_in_the_second_sample() -> None:
+    before = group([client(A, [S], T[:1])], {"T": T[:1]}, progress=[row(T[0], 100, 40, A)])
+    after = group([client(A, [S], T[:2])], {"T": T[:2]}, sampled_at=NOW + 30_000,
+                  progress=[row(T[0], 100, 100, A), row(T[1], 50, 0, A)])
+    assert "LAG_NOT_ADVANCING" not in codes(run_checks(after, before))
+
+
+# --- CONSUME_FAILURES: warning ---------------------------------------------------------------------
+
+def failing(status: ConsumeStatus, *, retry: tuple[int, int] | None = None, at: int = NOW) -> GroupView:
+    rq = qs(RETRY, 1)
+    progress = [row(rq[0], retry[1], retry[1], A)] if retry else []
+    return group([client(A, [S], T + rq, status={"T": status})], {"T": T, RETRY: rq}, progress=progress,
+                 sampled_at=at)
+
+
+@table([
+    Case("the client reports failed consumptions per second",
+         lambda: failing(ConsumeStatus(consume_ok_tps=2.0, consume_failed_tps=0.5)), "warning"),
+    Case("the client reports failed messages over the last hour only",
+         lambda: failing(ConsumeStatus(consume_failed_msgs=1)), "warning"),
+    Case("everything consumed fine: nothing", lambda: failing(ConsumeStatus(consume_ok_tps=9.0)), None),
+    Case("between two samples 12 messages were written to the retry topic",
+         lambda: failing(ConsumeStatus(), retry=(0, 112), at=NOW + 30_000), "warning",
+         {"clients": [], "retry_growth": 12, "retry_messages_written": 112, "retry_topic": RETRY},
+         previous=lambda: failing(ConsumeStatus(), retry=(0, 100))),
+    Case("the retry topic did not grow between two samples: nothing",
+         lambda: failing(ConsumeStatus(), retry=(0, 100), at=NOW + 30_000), None,
+         previous=lambda: failing(ConsumeStatus(), retry=(0, 100))),
+])
+def test_consume_failures(c: Case) -> None:
+    check("CONSUME_FAILURES", c)
+
+
+def test_consume_failures_evidence_names_the_client_its_rates_and_queues() -> None:
+    v = failing(ConsumeStatus(consume_ok_tps=2.004, consume_failed_tps=0.5, consume_failed_msgs=30))
+    f = one(run_checks(v), "CONSUME_FAILURES")
+    assert f.evidence["clients"] == [{
+        "client": A, "consume_ok_tps": 2.0, "consume_failed_tps": 0.5, "consume_failed_msgs": 30,
+        "topics": {"T": {"consume_ok_tps": 2.0, "consume_failed_tps": 0.5, "consume_failed_msgs": 30}},
+        "queues": [{"topic": "T", "broker": "broker-a", "queue_id": i} for i in range(4)],
+    }]
+    assert f.evidence["retry_growth"] is None  # one sample: the growth is unknown, not 0
+    assert A in f.detail
+
+
+# --- QUEUE_HELD_TWICE: error -----------------------------------------------------------------------
+
+@table([
+    Case("two clients of a CLUSTERING group both hold queue 1",
+         lambda: group([client(A, [S], T[:2]), client(B, [S], T[1:])], {"T": T},
+                       progress=[row(T[1], 9, 4)]),
+         "error", {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 1, "clients": [A, B], "diff": 5}]}),
+    Case("every queue held once: nothing",
+         lambda: group([client(A, [S], T[:2]), client(B, [S], T[2:])], {"T": T}), None),
+    Case("BROADCASTING: every client holds every queue by design",
+         lambda: group([client(A, [S], T, model="BROADCASTING"), client(B, [S], T, model="BROADCASTING")],
+                       {"T": T}, model="BROADCASTING"), None),
+])
+def test_queue_held_twice(c: Case) -> None:
+    # the held-back rule (rebalance in progress) does not apply to an orderly-free AVG group when
+    # the overlap is reported with resampled=True; here the plain verdict is checked
+    findings = run_checks(c.view(), resampled=True)
+    if c.severity is None:
+        assert "QUEUE_HELD_TWICE" not in codes(findings), c.case
+        return
+    f = one(findings, "QUEUE_HELD_TWICE")
+    assert f.severity == c.severity
+    assert f.evidence == c.evidence
+
+
+# --- IDLE_CONSUMERS: warning -----------------------------------------------------------------------
+
+@table([
+    Case("2 clients, 1 queue: one client holds nothing",
+         lambda: group([client(A, [S], T[:1]), client(B, [S])], {"T": T[:1]}), "warning",
+         {"topic": "T", "idle_clients": [B], "queues": 1, "clients": 2}),
+    Case("3 clients, 2 queues: the third is idle",
+         lambda: group([client(A, [S], T[:1]), client(B, [S], T[1:2]), client(C, [S])], {"T": T[:2]}),
+         "warning", {"idle_clients": [C], "queues": 2, "clients": 3}),
+    Case("2 clients, 2 queues: each holds one",
+         lambda: group([client(A, [S], T[:1]), client(B, [S], T[1:2])], {"T": T[:2]}), None),
+    Case("BROADCASTING clients are never idle in this sense",
+         lambda: group([client(A, [S], T[:1], model="BROADCASTING"), client(B, [S], model="BROADCASTING")],
+                       {"T": T[:1]}, model="BROADCASTING"), None),
+])
+def test_idle_consumers(c: Case) -> None:
+    check("IDLE_CONSUMERS", c)
+
+
+def test_idle_consumers_says_why_when_queues_suffice() -> None:
+    # 4 queues for 2 clients, yet B holds none: the strategy, not the queue count, is to blame
+    v = group([client(A, [S], T), client(B, [S])], {"T": T})
+    f = one(run_checks(v, resampled=True), "IDLE_CONSUMERS")
+    assert f.evidence["idle_clients"] == [B]
+    assert "allocation strategy gave them none" in f.detail
+    v2 = group([client(A, [S], T[:1]), client(B, [S])], {"T": T[:1]})
+    assert "1 readable queue for 2 clients" in one(run_checks(v2), "IDLE_CONSUMERS").detail
+
+
+def test_idle_consumers_one_finding_per_topic_in_topic_order() -> None:
+    u = qs("U", 1)
+    su = sub("U")
+    v = group([client(A, [S, su], T[:1] + u), client(B, [S, su])], {"T": T[:1], "U": u})
+    found = [f for f in run_checks(v) if f.code == "IDLE_CONSUMERS"]
+    assert [f.evidence["topic"] for f in found] == ["T", "U"]
+
+
+# --- ORPHANED_QUEUES: error, a warning when no message waits ---------------------------------------
+
+def orphan(diff: int | None, topic_queues: list[MessageQueue] = T, **kw: Any) -> GroupView:
+    progress = [row(T[3], 50 + (diff or 0), 50, known=diff is not None)]
+    return group([client(A, [S], T[:2]), client(B, [S], T[2:3])], {"T": topic_queues}, progress=progress, **kw)
+
+
+@table([
+    Case("queue 3 is held by nobody and 1 message waits on it: error",
+         lambda: orphan(1), "error",
+         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 3, "diff": 1}], "total_diff": 1,
+          "unknown_diff_queues": []}),
+    Case("held by nobody but nothing waits: warning",
+         lambda: orphan(0), "warning", {"total_diff": 0}),
+    Case("held by nobody and its lag could not be read: error (unknown is never milder)",
+         lambda: orphan(None), "error",
+         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 3, "diff": None}], "total_diff": 0,
+          "unknown_diff_queues": [{"topic": "T", "broker": "broker-a", "queue_id": 3}]}),
+    Case("no client online: that is OFFLINE_GROUP_BACKLOG's case", lambda: orphan(5, online=[]), None),
+    Case("a client's own report is missing: nobody can tell who holds what",
+         lambda: orphan(5, errors={"client:" + B: RuntimeError("timeout")}), None),
+])
+def test_orphaned_queues(c: Case) -> None:
+    findings = run_checks(c.view(), resampled=True)
+    if c.severity is None:
+        assert "ORPHANED_QUEUES" not in codes(findings), c.case
+        return
+    f = one(findings, "ORPHANED_QUEUES")
+    assert f.severity == c.severity, c.case
+    for key, value in (c.evidence or {}).items():
+        assert f.evidence[key] == value, c.case
+
+
+def test_a_new_groups_retry_queue_without_an_offset_is_not_orphaned() -> None:
+    rq = qs(RETRY, 1)
+    v = group([client(A, [S], T)], {"T": T, RETRY: rq})
+    assert "ORPHANED_QUEUES" not in codes(run_checks(v))
+    # once an offset exists for it, a retry queue nobody holds is orphaned like any other
+    # (the first sample calls that a rebalance gap; the second reports it as it stands)
+    v2 = group([client(A, [S], T)], {"T": T, RETRY: rq}, progress=[row(rq[0], 3, 1)])
+    assert codes(run_checks(v2)) == ["RETRY_BACKLOG", "REBALANCE_IN_PROGRESS"]
+    f = one(run_checks(v2, resampled=True), "ORPHANED_QUEUES")
+    assert qids(f.evidence["queues"]) == [(RETRY, "broker-a", 0)] and f.severity == "error"
+
+
+def test_orphaned_queues_of_a_topic_only_the_broker_keeps() -> None:
+    # no client subscribes U any more, but the broker's table still holds it: its queues are orphaned
+    u = qs("U", 1)
+    v = group([client(A, [S], T)], {"T": T, "U": u}, stored={"broker-a": {"T": S, "U": sub("U")}},
+              progress=[row(u[0], 10, 10)])
+    f = one(run_checks(v), "ORPHANED_QUEUES")
+    assert qids(f.evidence["queues"]) == [("U", "broker-a", 0)] and f.severity == "warning"
+
+
+# --- UNEVEN_ALLOCATION: warning --------------------------------------------------------------------
+
+@table([
+    Case("AVG over 4 queues and 2 clients gives 2 each; A holds 3",
+         lambda: group([client(A, [S], T[:3]), client(B, [S], T[3:])], {"T": T}), "warning",
+         {"topic": "T", "clients": {
+             A: {"holds": [{"topic": "T", "broker": "broker-a", "queue_id": i} for i in range(3)],
+                 "expected": [{"topic": "T", "broker": "broker-a", "queue_id": i} for i in range(2)]},
+             B: {"holds": [{"topic": "T", "broker": "broker-a", "queue_id": 3}],
+                 "expected": [{"topic": "T", "broker": "broker-a", "queue_id": i} for i in (2, 3)]}}}),
+    Case("AVG's own split (A: 0-1, B: 2-3): nothing",
+         lambda: group([client(A, [S], T[:2]), client(B, [S], T[2:])], {"T": T}), None),
+    Case("the right counts but swapped queues are still uneven",
+         lambda: group([client(A, [S], T[2:]), client(B, [S], T[:2])], {"T": T}), "warning"),
+    Case("CONFIG: each client's configured list is its own, so nothing can be recomputed: nothing",
+         lambda: group([client(A, [S], T[:3], strategy=CONFIG_CLASS), client(B, [S], T[3:], strategy=CONFIG_CLASS)],
+                       {"T": T}), None),
+    Case("MACHINE_ROOM: the clients' rooms are not in their reports: nothing",
+         lambda: group([client(A, [S], T[:3], strategy=ROOM_CLASS), client(B, [S], T[3:], strategy=ROOM_CLASS)],
+                       {"T": T}), None),
+    Case("a client's report is missing: nothing",
+         lambda: group([client(A, [S], T[:3]), client(B, [S], T[3:])], {"T": T},
+                       errors={"client:" + B: RuntimeError("timeout")}), None),
+])
+def test_uneven_allocation(c: Case) -> None:
+    findings = run_checks(c.view(), resampled=True)
+    if c.severity is None:
+        assert "UNEVEN_ALLOCATION" not in codes(findings), c.case
+        return
+    f = one(findings, "UNEVEN_ALLOCATION")
+    assert f.severity == c.severity
+    for key, value in (c.evidence or {}).items():
+        assert f.evidence[key] == value, c.case
+
+
+# --- REBALANCE_IN_PROGRESS: info, and the allocation findings it holds back ------------------------
+
+def moving() -> GroupView:
+    # A still holds queue 2 that B has already taken: an overlap in a topic both subscribe
+    return group([client(A, [S], T[:3]), client(B, [S], T[2:])], {"T": T}, progress=[row(q, 5, 5) for q in T])
+
+
+def test_rebalance_in_progress_is_information_and_holds_allocation_findings_back() -> None:
+    findings = run_checks(moving())
+    assert codes(findings) == ["REBALANCE_IN_PROGRESS"]
+    f = findings[0]
+    assert f.severity == "info"
+    assert f.evidence == {"shared_queues": [{"topic": "T", "broker": "broker-a", "queue_id": 2, "holders": [A, B]}],
+                          "unheld_queues": [], "resampled": False}
+
+
+def test_after_the_second_sample_allocation_findings_are_reported_as_they_stand() -> None:
+    findings = run_checks(moving(), resampled=True)
+    assert codes(findings) == ["QUEUE_HELD_TWICE", "UNEVEN_ALLOCATION", "REBALANCE_IN_PROGRESS"]
+    assert one(findings, "REBALANCE_IN_PROGRESS").evidence["resampled"] is True
+
+
+def test_a_queue_nobody_holds_in_a_common_topic_is_a_rebalance_gap() -> None:
+    v = group([client(A, [S], T[:2]), client(B, [S], T[2:3])], {"T": T}, progress=[row(q, 5, 5) for q in T])
+    f = one(run_checks(v), "REBALANCE_IN_PROGRESS")
+    assert f.evidence["unheld_queues"] == [{"topic": "T", "broker": "broker-a", "queue_id": 3}]
+    assert "ORPHANED_QUEUES" not in codes(run_checks(v))
+
+
+# --- ordering: most severe first, then the order of docs/findings.md's table -----------------------
+
+def test_findings_come_most_severe_first_then_in_the_documented_order() -> None:
+    rq = qs(RETRY, 1)
+    stuck = ProcessQueueInfo(cached_msg_count=1, last_consume_timestamp=NOW - 61_000)
+    v = group([client(A, [S], T[:2] + rq, pq={T[2]: stuck}, status={"T": ConsumeStatus(consume_failed_msgs=1)}),
+               client(B, [S], T[3:], orderly=True, pq={T[3]: ProcessQueueInfo(locked=True)})],
+              {"T": T, RETRY: rq}, progress=[row(rq[0], 4, 1)],
+              duplicate_clients={A: ("10.0.0.1:5000", "10.0.0.7:5000")},
+              dlq=(TopicOffset(MessageQueue(DLQ, "broker-a", 0), 0, 2, 0),))
+    assert codes(run_checks(v)) == [
+        "DUPLICATE_CLIENT_ID", "BLOCKED_QUEUE",  # errors
+        "UNEVEN_ALLOCATION", "MIXED_CONSUMER_SETTINGS", "DLQ_BACKLOG", "CONSUME_FAILURES",  # warnings
+        "RETRY_BACKLOG",  # information
+    ]
+
+
+def test_every_code_is_documented_in_order() -> None:
+    assert CODES == (
+        "SUBSCRIPTION_TAG_CONFLICT", "SUBSCRIPTION_TOPIC_CONFLICT", "BROKER_SUBSCRIPTION_DIVERGENCE",
+        "IDLE_CONSUMERS", "ORPHANED_QUEUES", "DUPLICATE_CLIENT_ID", "UNEVEN_ALLOCATION",
+        "MIXED_CONSUMER_SETTINGS", "BLOCKED_QUEUE", "OFFLINE_GROUP_BACKLOG", "RETRY_BACKLOG", "DLQ_BACKLOG",
+        "LAG_NOT_ADVANCING", "QUEUE_HELD_TWICE", "CONSUME_FAILURES", "REBALANCE_IN_PROGRESS",
+    )
+
+
+def test_only_runs_the_named_checks() -> None:
+    v = replace(retrying(2), dlq=(TopicOffset(MessageQueue(DLQ, "broker-a", 0), 0, 2, 0),))
+    assert codes(run_checks(v)) == ["DLQ_BACKLOG", "RETRY_BACKLOG"]
+    assert codes(run_checks(v, only=["RETRY_BACKLOG"])) == ["RETRY_BACKLOG"]
+
+
+# --- skipped checks: data the source could not supply is never read as healthy ---------------------
+
+def test_checks_without_their_data_are_skipped_and_said_so() -> None:
+    v = group([client(A, [S], T[:3]), client(B, [S], T[3:])], {"T": T},
+              duplicate_clients={A: ("10.0.0.1:5000", "10.0.0.9:5000")},
+              unavailable={"running_infos": "the dashboard does not relay it"})
+    skipped = skipped_checks(v)
+    assert sorted(skipped) == sorted([
+        "SUBSCRIPTION_TAG_CONFLICT", "SUBSCRIPTION_TOPIC_CONFLICT", "IDLE_CONSUMERS", "ORPHANED_QUEUES",
+        "UNEVEN_ALLOCATION", "MIXED_CONSUMER_SETTINGS", "BLOCKED_QUEUE", "QUEUE_HELD_TWICE"])
+    assert skipped["BLOCKED_QUEUE"] == "needs running_infos: the dashboard does not relay it"
+    # the uneven split is not reported (its data is declared missing); the duplicate id still is
+    assert codes(run_checks(v, resampled=True)) == ["DUPLICATE_CLIENT_ID"]
+    dup_missing = replace(v, unavailable={"duplicate_clients": "not listed"})
+    assert "DUPLICATE_CLIENT_ID" in skipped_checks(dup_missing)
+    assert "DUPLICATE_CLIENT_ID" not in codes(run_checks(dup_missing))
