@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from rmqctl.doctor import CODES, run_checks, skipped_checks
+from rmqctl.doctor.context import and_list, are, backlog_text, expression_of, n_of
 from rmqctl.model import ConsumeStatus, GroupView, MessageQueue, ProcessQueueInfo, TopicOffset
 from tests.unit.doctor_views import (
     CONFIG_CLASS,
@@ -551,3 +552,38 @@ def test_checks_without_their_data_are_skipped_and_said_so() -> None:
     dup_missing = replace(v, unavailable={"duplicate_clients": "not listed"})
     assert "DUPLICATE_CLIENT_ID" in skipped_checks(dup_missing)
     assert "DUPLICATE_CLIENT_ID" not in codes(run_checks(dup_missing))
+
+
+# --- findings read as prose: counts, lists and unknown backlogs ------------------------------------
+
+@pytest.mark.parametrize(("words", "got", "want"), [
+    ("one of a noun", lambda: n_of(1, "queue"), "1 queue"),
+    ("none of a noun is plural", lambda: n_of(0, "queue"), "0 queues"),
+    ("two of a noun", lambda: n_of(2, "client id"), "2 client ids"),
+    ("one is", lambda: are(1), "is"),
+    ("two are", lambda: are(2), "are"),
+    ("a list of one", lambda: and_list(["a"]), "a"),
+    ("a list of two", lambda: and_list(["a", "b"]), "a and b"),
+    ("a list of three", lambda: and_list(["a", "b", "c"]), "a, b and c"),
+    ("a known backlog", lambda: backlog_text(5, 0), "5 messages now"),
+    ("a known backlog and unknown queues", lambda: backlog_text(1, 2), "1 message now, unknown for 2 queues"),
+    ("only unknown queues: never read as 0", lambda: backlog_text(0, 1), "unknown for 1 queue"),
+    ("a subscription's expression", lambda: expression_of(sub("T", "a || b")), "a || b"),
+    ("no subscription", lambda: expression_of(None), "(not subscribed)"),
+])
+def test_prose_helpers(words: str, got: Callable[[], str], want: str) -> None:
+    assert got() == want, words
+
+
+def test_titles_count_what_they_name() -> None:
+    stuck = ProcessQueueInfo(cached_msg_count=1, last_consume_timestamp=NOW - 90_000)
+    one_q = group([client(A, [S], pq={T[0]: stuck})], {"T": T[:1]})
+    assert one(run_checks(one_q), "BLOCKED_QUEUE").title == "1 queue of orders-consumer is blocked in their client"
+    assert one(run_checks(offline((10, 9))), "OFFLINE_GROUP_BACKLOG").title == (
+        "orders-consumer has no online client and 1 message waiting")
+    assert one(run_checks(retrying(1_000)), "RETRY_BACKLOG").title == f"1000 messages wait in {RETRY}"
+    assert one(run_checks(with_dlq((0, 1))), "DLQ_BACKLOG").title == f"1 message sits in {DLQ}"
+    idle3 = group([client(A, [S], T[:1]), client(B, [S]), client(C, [S])], {"T": T[:1]})
+    f = one(run_checks(idle3), "IDLE_CONSUMERS")
+    assert f.title == "2 clients of orders-consumer hold no queue of T"
+    assert f.detail.startswith(f"{B} and {C} subscribe T but hold none of its queues")
