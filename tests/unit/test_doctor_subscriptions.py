@@ -64,6 +64,10 @@ TAG_CASES = [
     TagCase("the broker's version is newer than every client's: its source is the client with that text",
             lambda: tags(TAG_A, TAG_B, sub("T", "tagB", 999)),
             {"broker_holds_from": [B], "losing_clients": [A]}),
+    TagCase("the broker keeps tagC of a client long gone: nobody's tags pass, tagC reaches nobody either",
+            lambda: tags(TAG_A, TAG_B, sub("T", "tagC", 300)),
+            {"broker_holds_from": [], "losing_clients": [A, B], "starved_clients": [A, B],
+             "tags_never_consumed": ["tagA", "tagB", "tagC", "(any other tag)"]}),
     TagCase("the broker keeps nothing for the topic: every client loses, nothing is consumed",
             lambda: tags(TAG_A, TAG_B, None),
             {"broker_expression": {}, "broker_holds_from": [], "losing_clients": [A, B],
@@ -78,6 +82,22 @@ def test_tag_conflict(c: TagCase) -> None:
     assert f.evidence["topic"] == "T"
     for key, value in c.evidence.items():
         assert f.evidence[key] == value, f"{c.case}: {key}"
+
+
+def test_of_two_clients_with_the_brokers_text_the_one_with_its_version_is_its_source() -> None:
+    v = group([client(A, [sub("T", "tagB", 5)], T[:1]), client(B, [TAG_B], T[1:2]), client(C, [TAG_A], T[2:])],
+              {"T": T}, stored={"broker-a": {"T": TAG_B}})
+    f = one(run_checks(v, resampled=True), "SUBSCRIPTION_TAG_CONFLICT")
+    assert f.evidence["broker_holds_from"] == [B]
+    assert f"currently holds 'tagB' (from {B})" in f.detail
+
+
+def test_queues_of_an_unrouted_topic_come_from_its_progress_rows() -> None:
+    u = qs("U", 1)
+    v = group([client(A, [TAG_A], T[:1]), client(B, [TAG_B], T[1:2])], {},
+              stored={"broker-a": {"T": TAG_B}}, progress=[row(T[1], 5, 5, B), row(u[0], 3, 3)])
+    f = one(run_checks(v, resampled=True), "SUBSCRIPTION_TAG_CONFLICT")
+    assert qids(f.evidence["queues"]) == [("T", "broker-a", 1)]
 
 
 def test_tag_conflict_per_queue_what_the_broker_filters_and_the_client_drops() -> None:
