@@ -47,7 +47,15 @@ class Timer:
         self.cancelled = False
 
     def cancel(self) -> None:
+        # drop what the call would have used: a cancelled timer may wait in the heap until its
+        # time comes, and must not keep a closed client's requests alive until then
         self.cancelled = True
+        self.fn = _nothing
+        self.args = ()
+
+
+def _nothing(*args: Any) -> None:
+    pass
 
 
 class Scheduler:
@@ -115,6 +123,17 @@ class Scheduler:
 
     def pending(self) -> int:
         return sum(1 for _, _, t in self._heap if not t.cancelled)
+
+    def compact(self) -> None:
+        """Drop cancelled timers from the heap (they are otherwise dropped when their time comes)."""
+        live = [entry for entry in self._heap if not entry[2].cancelled]
+        if len(live) < len(self._heap):
+            heapq.heapify(live)
+            self._heap = live
+
+    def scheduled(self) -> int:
+        """Timers in the heap, cancelled ones included (what it holds in memory)."""
+        return len(self._heap)
 
 
 class RealTimeDriver:

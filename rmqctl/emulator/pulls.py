@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from rmqctl.emulator.clock import Scheduler, Timer
 from rmqctl.emulator.groups import Channel, ConsumerGroups
@@ -72,9 +73,10 @@ class PullResult:
 
 
 PullResponder = Callable[[PullResult], None]
+K = TypeVar("K")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Suspended:
     channel: Channel | None
     header: PullRequestHeader
@@ -83,10 +85,13 @@ class _Suspended:
     timer: Timer | None = None
     done: bool = False
 
-    def finish(self) -> None:
-        self.done = True
-        if self.timer is not None:
-            self.timer.cancel()
+
+def _discard(index: dict[K, dict[_Suspended, None]], key: K, held: _Suspended) -> None:
+    bucket = index.get(key)
+    if bucket is not None:
+        bucket.pop(held, None)
+        if not bucket:
+            del index[key]
 
 
 class PullProcessor:
@@ -99,7 +104,12 @@ class PullProcessor:
         #: ``longPollingEnable``; without it an empty pull is held ``shortPollingTimeMills`` and
         #: arriving messages do not wake it (the hold service re-checks it when that time is up)
         self.long_polling = True
-        self._suspended: dict[tuple[str, int], list[_Suspended]] = {}
+        #: held requests by queue, and by the connection that sent them: each bucket is an
+        #: insertion-ordered dict used as a set, so holding, waking and dropping one is O(1) and a
+        #: closed connection's requests go at once (with their timers' references)
+        self._suspended: dict[tuple[str, int], dict[_Suspended, None]] = {}
+        self._by_channel: dict[Channel | None, dict[_Suspended, None]] = {}
+        self._released = 0
         self.get_total = 0
         self.get_found = 0
         self.get_miss = 0
@@ -114,32 +124,38 @@ class PullProcessor:
     def message_arriving(self, message: StoredMessage) -> None:
         """``PullRequestHoldService.notifyMessageArriving``: wake the pulls held on the message's
         queue whose filter accepts it."""
-        key = (message.topic, message.queue_id)
-        waiting = self._suspended.get(key)
+        waiting = self._suspended.get((message.topic, message.queue_id))
         if not waiting:
             return
-        still: list[_Suspended] = []
-        for held in waiting:
-            if held.done:
-                continue
-            if held.filter.accepts_code(message.tags_code):
-                # Re-run the pull on the pull executor; deferring it lets the rest of this send
-                # batch land first.
-                held.finish()
-                self.scheduler.call_later(0, self._rerun, held)
-            else:
-                still.append(held)
-        self._suspended[key] = still
+        for held in [h for h in waiting if h.filter.accepts_code(message.tags_code)]:
+            # Re-run the pull on the pull executor; deferring it lets the rest of this send
+            # batch land first.
+            self._release(held)
+            self.scheduler.call_later(0, self._rerun, held)
 
     def channel_closed(self, channel: Channel) -> None:
         """Requests held for a closed connection are dropped unanswered."""
-        for waiting in self._suspended.values():
-            for held in waiting:
-                if held.channel is channel:
-                    held.finish()
+        for held in list(self._by_channel.get(channel, ())):
+            self._release(held)
 
     def suspended_pulls(self) -> int:
-        return sum(1 for w in self._suspended.values() for h in w if not h.done)
+        return sum(len(w) for w in self._suspended.values())
+
+    def _hold(self, held: _Suspended) -> None:
+        self._suspended.setdefault((held.header.topic, held.header.queue_id), {})[held] = None
+        self._by_channel.setdefault(held.channel, {})[held] = None
+
+    def _release(self, held: _Suspended) -> None:
+        """No longer held: out of both indexes, its timer cancelled."""
+        held.done = True
+        if held.timer is not None:
+            held.timer.cancel()
+        _discard(self._suspended, (held.header.topic, held.header.queue_id), held)
+        _discard(self._by_channel, held.channel, held)
+        self._released += 1
+        if self._released >= 4096:  # now and then, let the heap forget the cancelled timers
+            self._released = 0
+            self.scheduler.compact()
 
     def group_get_tps(self, group: str, topic: str) -> float | None:
         """The group's pulled messages per second on ``topic`` (None when it never got any)."""
@@ -154,7 +170,7 @@ class PullProcessor:
     def _timeout(self, held: _Suspended) -> None:
         if held.done:
             return
-        held.done = True
+        self._release(held)
         self._rerun(held)
 
     def _error(self, code: int, remark: str, respond: PullResponder) -> None:
@@ -276,9 +292,6 @@ class PullProcessor:
                 held.timer = self.scheduler.call_later(SHORT_POLLING_MS, self._timeout, held)
                 return
             held.timer = self.scheduler.call_later(max(1, header.suspend_timeout_ms), self._timeout, held)
-            waiting = self._suspended.setdefault((header.topic, header.queue_id), [])
-            if len(waiting) > 64:
-                waiting[:] = [w for w in waiting if not w.done]
-            waiting.append(held)
+            self._hold(held)
             return
         respond(PullResult(code, status, tuple(found), next_begin, 0, max_offset))
