@@ -19,7 +19,6 @@ from rmqctl.cli.common import Failures, MatchOpt, Settings, SortOpt, cluster_opt
 from rmqctl.cli.durations import duration_parser
 from rmqctl.cli.render import Table, View, emit, select_rows
 from rmqctl.connect import open_source
-from rmqctl.doctor import run_checks
 from rmqctl.model import GroupView
 from rmqctl.source import ClusterSource
 
@@ -75,6 +74,8 @@ def show(
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         view = await source.group_view(group)
+        from rmqctl.doctor import run_checks  # here: the other group commands never load the doctor
+
         doc = report.group_show(view, run_checks(view, only=report.SUBSCRIPTION_CODES))
         sub_rows = [
             {**row, "expression": row["expression"] if row["subscribed"] else "(not subscribed)",
