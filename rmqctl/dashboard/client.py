@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -57,14 +57,26 @@ class Generation:
         return "2.x" if self.v2 else "1.x"
 
 
-def _base_url(url: str) -> str:
+def _base_url(url: str) -> tuple[str, str | None, str | None]:
+    """The dashboard's URL without user info, and the user and password that were in it.
+
+    Credentials are taken out of the URL here, once, so no message, label or log line that
+    names the dashboard can show them."""
     text = url.strip()
     if "://" not in text:
         text = "http://" + text
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise errors.UsageError(f"not a dashboard URL: {url!r}", hint="for example --dashboard http://host:8082")
-    return text.rstrip("/")
+    try:
+        parts = urlsplit(text)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:  # a port that is not a number, a bad IPv6 literal
+        valid = False
+    if not valid:
+        raise errors.UsageError(f"not a dashboard URL: {errors.mask_url(url)!r}",
+                                hint="for example --dashboard http://host:8082")
+    user = unquote(parts.username) if parts.username is not None else None
+    password = unquote(parts.password) if parts.password is not None else None
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)).rstrip("/"), user, password
 
 
 class DashboardClient:
@@ -72,9 +84,9 @@ class DashboardClient:
 
     def __init__(self, url: str, *, username: str | None, password: str | None, timeout: float,
                  concurrency: int = 8, transport: httpx.AsyncBaseTransport | None = None) -> None:
-        self.url = _base_url(url)
-        self._username = username
-        self._password = password
+        self.url, url_user, url_password = _base_url(url)
+        self._username = username if username is not None else url_user
+        self._password = password if password is not None else url_password
         self.timeout = timeout
         self._deadline = time.monotonic() + timeout
         self._semaphore = asyncio.Semaphore(concurrency)
