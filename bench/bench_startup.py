@@ -1,6 +1,7 @@
 """Benchmark: whole-process start-up of rmqctl and of a shell completion (numbers only).
 
-Cases, each run as a separate whole process ``--runs`` times after one untimed warm-up:
+Cases, each run as a separate whole process ``--runs`` times after one untimed warm-up, in rounds
+(every case once per round) so that the machine's load falls on all of them alike:
 
 * ``python -c pass`` — the interpreter with this machine's ``site`` (the floor for any Python CLI);
 * ``rmqctl --version`` — answered before typer is imported (target: 60 ms);
@@ -85,16 +86,27 @@ def run_once(argv: list[str], env: dict[str, str], expect: str) -> float:
     return wall * 1000
 
 
-def measure(case: Case, env: dict[str, str], runs: int) -> None:
+def measure_once(case: Case, env: dict[str, str]) -> None:
     env = case.env or env
-    run_once(case.argv, env, case.expect)  # warm-up: page cache, .pyc files
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)  # a reaped child's CPU time is added here
-        wall = run_once(case.argv, env, case.expect)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        case.walls.append(round(wall, 1))
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        case.cpus.append(round(cpu * 1000, 1))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # a reaped child's CPU time is added here
+    wall = run_once(case.argv, env, case.expect)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    case.walls.append(round(wall, 1))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    case.cpus.append(round(cpu * 1000, 1))
+
+
+def measure(cases: list[Case], env: dict[str, str], runs: int) -> None:
+    """One warm-up of each case (page cache, .pyc files), then ``runs`` rounds of every case in
+    turn, so a change in the machine's load falls on every case alike, not on whichever case
+    was running then (builds compared in one run are compared under the same load)."""
+    for case in cases:
+        log(f"warm-up: {case.label}")
+        run_once(case.argv, case.env or env, case.expect)
+    for round_no in range(runs):
+        log(f"round {round_no + 1}/{runs}")
+        for case in cases:
+            measure_once(case, env)
 
 
 def serve_emulator(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
@@ -291,9 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                 cases += python_cases(runner, namesrv, f" [{runner.label}]" if args.venv else "")
             cases += shell_cases(key)
             load_before = [round(x, 2) for x in os.getloadavg()]
-            for case in cases:
-                log(f"{case.label} x {args.runs}")
-                measure(case, env, args.runs)
+            measure(cases, env, args.runs)
             tab_ms = in_shell_tab_ms(env, key)
             breakdowns = {}
             if args.importtime:

@@ -18,8 +18,10 @@ of every command-line mistake) and the Click ``Group``/``Context`` methods that 
 * :func:`command_tree`: the commands, options and arguments as plain data, for the completion
   scripts.
 
-``tests/unit/test_framework.py`` pins each of these against the installed Typer: run it under a
-new Typer release before widening the version range in ``pyproject.toml``.
+``tests/unit/test_framework.py`` pins each of these against the installed Typer. Before widening
+the version range in ``pyproject.toml``, run it under the new release (``python -m venv
+--system-site-packages V && V/bin/pip install typer==X`` then ``PYTHONPATH=. V/bin/python -m
+pytest tests/unit/test_framework.py``) and measure with ``bench/bench_startup.py --venv``.
 
 Must not import textual or pyspark, nor anything of rmqctl beyond :mod:`rmqctl.cli.render`'s
 console (this module knows commands, not clusters).

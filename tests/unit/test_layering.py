@@ -88,3 +88,29 @@ def test_import_contracts_hold() -> None:
     code = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
     proc = subprocess.run([sys.executable, "-c", code, "--no-cache"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+#: the modules of the core that may read the host's wall clock: the one clock, and the emulator's
+#: own clocks (a served emulator starts its virtual time from the host's)
+WALL_CLOCK_READERS = {"rmqctl/clock.py", "rmqctl/emulator/clock.py", "rmqctl/emulator/serve.py"}
+WALL_CLOCK_CALLS = {("time", "time"), ("time", "time_ns"), ("datetime", "now"), ("datetime", "utcnow"),
+                    ("datetime", "today"), ("date", "today")}
+
+
+def test_below_the_front_ends_every_now_comes_from_the_clock() -> None:
+    # a view stamped with the host's time on an emulator whose clock is years behind made the doctor
+    # compare two clocks; the core reads "now" from the injected Clock (rmqctl/clock.py)
+    offenders = {}
+    for p in (ROOT / "rmqctl").rglob("*.py"):
+        name = p.relative_to(ROOT).as_posix()
+        if name.startswith("rmqctl/cli/") or name in WALL_CLOCK_READERS:
+            continue
+        calls = sorted(
+            f"{node.func.value.id}.{node.func.attr} (line {node.lineno})"
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and (node.func.value.id, node.func.attr) in WALL_CLOCK_CALLS
+        )
+        if calls:
+            offenders[name] = calls
+    assert offenders == {}
