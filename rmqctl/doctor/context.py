@@ -61,7 +61,8 @@ def and_list(names: list[str]) -> str:
 
 
 def queue_dict(mq: MessageQueue) -> dict[str, Any]:
-    return mq.as_dict()
+    """A queue in a finding's evidence, shaped as in every document: ``{topic, broker, queue_id}``."""
+    return {"topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id}
 
 
 def finding(ctx: CheckContext, code: str, severity: Severity, title: str, detail: str,

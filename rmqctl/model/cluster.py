@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from rmqctl.model.java import java_str_key
 from rmqctl.model.names import DLQ_PREFIX, RETRY_PREFIX, SYSTEM_TOPICS
@@ -69,11 +69,6 @@ class MessageQueue:
             f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, "
             f"queueId={self.queue_id}]"
         )
-
-    def as_dict(self) -> dict[str, Any]:
-        """The queue as the doctor's evidence names it. Documents build queues with
-        ``rmqctl.report.queue_doc``; this goes once the evidence does too."""
-        return {"topic": self.topic, "broker": self.broker_name, "queue_id": self.queue_id}
 
 
 def sort_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:

@@ -10,8 +10,6 @@ import pkgutil
 import rmqctl.model
 
 SUBMODULES = sorted(m.name for m in pkgutil.iter_modules(rmqctl.model.__path__))
-#: model classes that still shape output: the doctor's evidence names queues through this one
-OUTPUT_DICT_DEBT = {"MessageQueue"}
 
 
 def test_the_package_is_cut_by_concern() -> None:
@@ -34,4 +32,4 @@ def test_the_model_keeps_no_output_dicts() -> None:
     shaped = {name for name in rmqctl.model.__all__
               if inspect.isclass(cls := getattr(rmqctl.model, name))
               and any(hasattr(cls, attr) for attr in ("as_dict", "to_dict", "to_json"))}
-    assert shaped == OUTPUT_DICT_DEBT
+    assert shaped == set()
