@@ -57,11 +57,10 @@ def test_a_command_loads_only_its_own_module() -> None:
 
 
 def test_running_a_command_builds_only_that_command_of_its_group() -> None:
-    import typer.main
-
     from rmqctl.cli.app import app
+    from rmqctl.cli.framework import click_command
 
-    root = typer.main.get_command(app)
+    root = click_command(app)
     with root.make_context("rmqctl", ["group", "show", "G"], resilient_parsing=True) as ctx:
         ctx.resilient_parsing = False  # as when the command line is run
         name, group, rest = root.resolve_command(ctx, ["group", "show", "G"])
