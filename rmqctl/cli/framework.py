@@ -23,8 +23,7 @@ the version range in ``pyproject.toml``, run it under the new release (``python 
 --system-site-packages V && V/bin/pip install typer==X`` then ``PYTHONPATH=. V/bin/python -m
 pytest tests/unit/test_framework.py``) and measure with ``bench/bench_startup.py --venv``.
 
-Must not import textual or pyspark, nor anything of rmqctl beyond :mod:`rmqctl.cli.render`'s
-console (this module knows commands, not clusters).
+Must not import textual or pyspark, nor anything of rmqctl: it knows commands, not clusters.
 """
 
 from __future__ import annotations
