@@ -1,8 +1,9 @@
 """Run the dashboard on a source until the user quits: what ``rmqctl tui`` and ``rmqctl demo`` call.
 
 Opens the target through :func:`rmqctl.connect.open_source`, picks the emulator controls (the
-embedded emulator's, or a served emulator's control API — never anything for a real cluster)
-and runs the app :func:`tui.make_app` builds. Imports the core, never the CLI.
+embedded emulator's, or the control API of a served emulator given with ``--control`` or found in
+the registry of served emulators by its name server — never anything for a real cluster) and runs
+the app :func:`tui.make_app` builds. Imports the core, never the CLI.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ def tui(
         show_default=False)] = None,
     speed: Annotated[float, typer.Option("--speed", min=0.001, help="With --emulator: run N times faster.")] = 1.0,
     control: Annotated[str | None, typer.Option(
-        "--control", help="Control API URL of a served emulator (enables the emulator controls).",
+        "--control", help="Control API URL of a served emulator (enables the emulator controls; "
+        "default: the served emulator of -n, if 'emulator serve' runs it).",
         show_default=False)] = None,
     token: Annotated[str | None, typer.Option("--token", help="Bearer token of that control API.",
                                               show_default=False)] = None,
