@@ -7,6 +7,10 @@ broker), and prints how many of its mutants the tests kill. mutmut copies the tr
 workers (``--max-children``, default 2: the machine's cores are shared). Every run starts from a
 fresh ``mutants/`` so the score always reflects the tests as they are now.
 
+Modules under ``analysis/`` are judged by Spark tests: forking a worker per mutant would start a
+JVM per mutant, so they are judged in batches on one session instead
+(:mod:`tests.analysis.mutation_batches`).
+
 Survivors are listed at the end; ``mutmut show NAME`` (from the project root, after a run) prints
 the diff of one. Imports mutmut and pytest only; nothing here is imported by the product.
 """
@@ -78,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
     from mutmut.utils.file_utils import walk_mutatable_files
 
     try:
-        _run([], args.max_children)
+        if target.startswith("analysis/"):
+            from tests.analysis.mutation_batches import run as run_in_batches
+
+            run_in_batches()
+        else:
+            _run([], args.max_children)
     except SystemExit as exc:
         if exc.code not in (0, None):
             print(f"mutation run failed (exit {exc.code}); see the output above", file=sys.stderr)

@@ -725,3 +725,103 @@ def test_big_pop_share_adds_the_next_clients_shares(name: str, share: int, each:
     assert {len(v) for v in got.values()} == {each}
     owners = _owners(got)
     assert len(owners) == 10_000 and {len(cids) for cids in owners.values()} == {share + 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# What a refused input says: the one line and the hint that `rebalance simulate` prints
+
+ALL_NAMES = ("AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, CONFIG, MACHINE_ROOM, MACHINE_ROOM_NEARBY-AVG, "
+             "MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE, MACHINE_ROOM_NEARBY-CONSISTENT_HASH, MACHINE_ROOM_NEARBY-CONFIG, "
+             "MACHINE_ROOM_NEARBY-MACHINE_ROOM, POP-AVG, POP-AVG_BY_CIRCLE")
+ROOMS = {"broker_pattern": r"^(\w+)-", "client_pattern": r"@(\w+)"}
+
+REFUSALS: list[tuple[str, object, str, str | None]] = [
+    ("empty client id", lambda: allocate_avg("", queues(1), ["a"]), "currentCID is empty", None),
+    ("no queues", lambda: allocate_avg_by_circle("a", [], ["a"]), "mqAll is null or mqAll empty", None),
+    ("no clients", lambda: allocate_by_machine_room("a", queues(1), [], {"x"}), "cidAll is null or cidAll empty",
+     None),
+    ("empty client id, everyone", lambda: get_strategy("AVG").allocate_all(queues(1), ["", "a"]),
+     "currentCID is empty", None),
+    ("no queues, everyone", lambda: get_strategy("AVG").allocate_all([], ["a"]), "mqAll is null or mqAll empty", None),
+    ("negative virtual nodes", lambda: allocate_consistent_hash("a", queues(1), ["a"], -2),
+     "illegal virtualNodeCnt :-2", None),
+    ("negative virtual nodes, by name", lambda: get_strategy("CONSISTENT_HASH", vnodes=-1),
+     "illegal virtualNodeCnt :-1", None),
+    ("virtual nodes not a number", lambda: get_strategy("CONSISTENT_HASH", vnodes="3"),
+     "vnodes must be an integer, not '3'", None),
+    ("virtual nodes a boolean", lambda: get_strategy("CONSISTENT_HASH", vnodes=True),
+     "vnodes must be an integer, not True", None),
+    ("config not a list", lambda: get_strategy("CONFIG", queues=3), "CONFIG queues must be a list of MessageQueue",
+     None),
+    ("config of strings", lambda: get_strategy("CONFIG", queues=["T/b/0"]),
+     "CONFIG queues must be a list of MessageQueue", None),
+    ("idcs as one string", lambda: get_strategy("MACHINE_ROOM", consumer_idcs="room1"),
+     "consumer_idcs must be a collection of idc names", None),
+    ("idcs not a collection", lambda: get_strategy("MACHINE_ROOM", consumer_idcs=1),
+     "consumer_idcs must be a collection of idc names", None),
+    ("pop share not a number", lambda: get_strategy("POP-AVG", pop_share_queue_num=1.5),
+     "pop_share_queue_num must be an integer, not 1.5", None),
+    ("pop share a boolean", lambda: get_strategy("POP-AVG", pop_share_queue_num=False),
+     "pop_share_queue_num must be an integer, not False", None),
+    ("pop around a client strategy", lambda: get_strategy("POP-CONSISTENT_HASH"),
+     "unknown allocation strategy 'POP-CONSISTENT_HASH': the broker assigns POP queues only with AVG or "
+     "AVG_BY_CIRCLE", "valid names: " + ALL_NAMES),
+    ("unknown name", lambda: get_strategy("AVERAGE"), "unknown allocation strategy 'AVERAGE'; valid names: " + ALL_NAMES,
+     "names are the Java getName() values; MACHINE_ROOM_NEARBY- takes any inner name"),
+    ("unknown inner name", lambda: get_strategy("MACHINE_ROOM_NEARBY-X", **ROOMS),
+     "unknown allocation strategy 'X'; valid names: " + ALL_NAMES,
+     "names are the Java getName() values; MACHINE_ROOM_NEARBY- takes any inner name"),
+    ("unknown option", lambda: get_strategy("AVG", vnode=3), "unknown strategy option 'vnode'",
+     "options: vnodes (CONSISTENT_HASH), queues (CONFIG), consumer_idcs (MACHINE_ROOM), resolver "
+     "(MACHINE_ROOM_NEARBY-*), broker_pattern (MACHINE_ROOM_NEARBY-*), client_pattern (MACHINE_ROOM_NEARBY-*), "
+     "pop_share_queue_num (POP-*)"),
+    ("option of another strategy", lambda: get_strategy("AVG", vnodes=3),
+     "option 'vnodes' does not apply to strategy AVG", "vnodes belongs to CONSISTENT_HASH"),
+    ("two options of other strategies", lambda: get_strategy("CONFIG", vnodes=3, consumer_idcs={"a"}),
+     "option 'consumer_idcs' does not apply to strategy CONFIG", "consumer_idcs belongs to MACHINE_ROOM"),
+    ("nearby without rooms", lambda: get_strategy("MACHINE_ROOM_NEARBY-AVG"),
+     "MACHINE_ROOM_NEARBY needs a machine-room resolver",
+     "pass resolver=…, or broker_pattern=… and client_pattern=… (first group = room)"),
+    ("nearby with a broker pattern only", lambda: get_strategy("MACHINE_ROOM_NEARBY-AVG", broker_pattern="(x)"),
+     "MACHINE_ROOM_NEARBY needs a machine-room resolver",
+     "pass resolver=…, or broker_pattern=… and client_pattern=… (first group = room)"),
+    ("nearby with a client pattern only", lambda: get_strategy("MACHINE_ROOM_NEARBY-AVG", client_pattern="(x)"),
+     "MACHINE_ROOM_NEARBY needs a machine-room resolver",
+     "pass resolver=…, or broker_pattern=… and client_pattern=… (first group = room)"),
+    ("resolver and a broker pattern", lambda: get_strategy("MACHINE_ROOM_NEARBY-AVG", resolver=SplitDashResolver(),
+                                                           broker_pattern="(x)"),
+     "give either resolver or broker_pattern/client_pattern, not both", None),
+    ("resolver and a client pattern", lambda: get_strategy("MACHINE_ROOM_NEARBY-AVG", resolver=SplitDashResolver(),
+                                                           client_pattern="(x)"),
+     "give either resolver or broker_pattern/client_pattern, not both", None),
+    ("resolver without rooms", lambda: get_strategy("MACHINE_ROOM_NEARBY-AVG", resolver=object()),
+     "resolver must have broker_room(mq) and client_room(cid)", None),
+    ("room pattern that does not compile", lambda: RegexRoomResolver("(", "(x)"),
+     "bad room pattern '(': missing ), unterminated subpattern at position 0", None),
+    ("client room pattern that does not compile", lambda: RegexRoomResolver("(x)", "[a"),
+     "bad room pattern '[a': unterminated character set at position 0", None),
+    ("room pattern without a group", lambda: RegexRoomResolver("(x)", "x"),
+     "room pattern 'x' has no capture group", "the first group (…) of the match is the room name"),
+    ("broker without a room", lambda: get_strategy("MACHINE_ROOM_NEARBY-AVG", **ROOMS).allocate_all(
+        [MessageQueue("T", "nodash", 0)], ["1@r1"]), "Machine room is null for mq MessageQueue [topic=T, "
+     "brokerName=nodash, queueId=0]", None),
+    ("client without a room", lambda: get_strategy("MACHINE_ROOM_NEARBY-AVG", **ROOMS).allocate_all(
+        [MessageQueue("T", "r1-b", 0)], ["no-at-sign"]), "Machine room is null for consumer id no-at-sign", None),
+]
+
+
+@pytest.mark.parametrize(("case", "call", "message", "hint"), REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_refusals_say_what_is_wrong(case: str, call: object, message: str, hint: str | None) -> None:
+    assert callable(call)
+    with pytest.raises(AllocationError) as caught:
+        call()
+    assert (caught.value.message, caught.value.hint) == (message, hint)
+
+
+@pytest.mark.parametrize("name", JAVA_NAMES)
+def test_nobody_to_allocate_to_is_no_answer(name: str) -> None:
+    # no clients at all: nothing to say about anyone, even with no queues either
+    options = ROOMS if "NEARBY" in name else {}
+    strategy = get_strategy(name, **options)
+    assert strategy.allocate_all([], []) == {}
+    assert strategy.allocate_all(queues(3), []) == {}
