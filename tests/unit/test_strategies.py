@@ -766,7 +766,8 @@ REFUSALS: list[tuple[str, object, str, str | None]] = [
     ("pop around a client strategy", lambda: get_strategy("POP-CONSISTENT_HASH"),
      "unknown allocation strategy 'POP-CONSISTENT_HASH': the broker assigns POP queues only with AVG or "
      "AVG_BY_CIRCLE", "valid names: " + ALL_NAMES),
-    ("unknown name", lambda: get_strategy("AVERAGE"), "unknown allocation strategy 'AVERAGE'; valid names: " + ALL_NAMES,
+    ("unknown name", lambda: get_strategy("AVERAGE"),
+     "unknown allocation strategy 'AVERAGE'; valid names: " + ALL_NAMES,
      "names are the Java getName() values; MACHINE_ROOM_NEARBY- takes any inner name"),
     ("unknown inner name", lambda: get_strategy("MACHINE_ROOM_NEARBY-X", **ROOMS),
      "unknown allocation strategy 'X'; valid names: " + ALL_NAMES,
