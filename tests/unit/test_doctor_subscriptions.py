@@ -68,11 +68,41 @@ TAG_CASES = [
             lambda: tags(TAG_A, TAG_B, sub("T", "tagC", 300)),
             {"broker_holds_from": [], "losing_clients": [A, B], "starved_clients": [A, B],
              "tags_never_consumed": ["tagA", "tagB", "tagC", "(any other tag)"]}),
+    TagCase("A *, B tagA || tagB, the broker keeps B's: only tags other than those two are lost",
+            lambda: tags(ALL, sub("T", "tagA || tagB", 200), sub("T", "tagA || tagB", 200)),
+            {"losing_clients": [A], "starved_clients": [], "tags_never_consumed": ["(any other tag)"]}),
+    TagCase("A SQL92, B *, the broker keeps nothing: no tag is named and every message is lost",
+            lambda: tags(Subscription("T", "a > 1", (), (), 100, "SQL92"), ALL, None),
+            {"losing_clients": [A, B], "tags_never_consumed": ["(any other tag)"]}),
     TagCase("the broker keeps nothing for the topic: every client loses, nothing is consumed",
             lambda: tags(TAG_A, TAG_B, None),
             {"broker_expression": {}, "broker_holds_from": [], "losing_clients": [A, B],
              "starved_clients": [A, B], "tags_never_consumed": ["tagA", "tagB", "(any other tag)"]}),
 ]
+
+
+@pytest.mark.parametrize(("case", "view", "said", "unsaid"), [
+    ("the broker keeps B's tagB", lambda: tags(TAG_A, TAG_B, TAG_B),
+     [f"currently holds 'tagB' (from {B}).", "in this group. No message sample was taken"], []),
+    ("the broker keeps a tag nobody subscribes", lambda: tags(TAG_A, TAG_B, sub("T", "tagC", 300)),
+     ["currently holds 'tagC'. It filters", f"{A}, {B} can receive nothing at all."], ["(from"]),
+    ("the broker keeps nothing", lambda: tags(TAG_A, TAG_B, None),
+     ["for the whole group. It filters"], ["currently holds"]),
+    ("two clients gave the broker its copy", lambda: group(
+        [client(A, [TAG_B], T[:1]), client(B, [TAG_B], T[1:2]), client(C, [TAG_A], T[2:])], {"T": T},
+        stored={"broker-a": {"T": TAG_B}}),
+     [f"currently holds 'tagB' (from {A}, {B})."], []),
+    ("two named tags pass", lambda: tags(ALL, sub("T", "tagA || tagB", 200), sub("T", "tagA || tagB", 200)),
+     ["Messages with any tag other than tagA or tagB are never consumed"], []),
+    ("nothing is named", lambda: tags(Subscription("T", "a > 1", (), (), 100, "SQL92"), ALL, None),
+     [" Every message are never consumed"], []),
+])
+def test_tag_conflict_detail(case: str, view: Callable[[], GroupView], said: list[str], unsaid: list[str]) -> None:
+    f = one(run_checks(view(), resampled=True), "SUBSCRIPTION_TAG_CONFLICT")
+    for words in said:
+        assert words in f.detail, case
+    for words in unsaid:
+        assert words not in f.detail, case
 
 
 @pytest.mark.parametrize("c", TAG_CASES, ids=[c.case for c in TAG_CASES])
@@ -216,12 +246,27 @@ def test_a_sample_counts_each_message_where_it_went() -> None:
         "tagB": {"dropped_by_client": 1},
         "tagC": {"filtered_by_broker": 1},
     }}
+    assert rows[2]["sample"]["counts"] == {"tagA": {"filtered_by_broker": 1}, "tagB": {"delivered": 2}}
     assert rows[3]["sample"]["counts"] == {"tagA": {"filtered_by_broker": 1}, "tagB": {"pending": 1}}
     assert "sample" not in rows[1]
     # the sample's tags, named ones first, the untagged last
     assert ev["tags_never_consumed"] == ["tagA", "tagC", ""]
     assert "Messages tagged tagA or tagC or (no tag) are never consumed" in f.detail
     assert "a sample of 10 recent message(s) (up to 5 per queue" in f.detail
+
+
+def test_a_queue_held_by_a_client_that_does_not_subscribe_the_topic_keeps_what_passes_pending() -> None:
+    # C subscribes only U but holds T/3: nobody pulls T/3 for T's subscribers
+    u = qs("U", 1)
+    sample = {T[3]: TagSample(T[3], 0, 2, (msg(T[3], 0, "tagB"), msg(T[3], 1, "tagA")))}
+    v = group([client(A, [TAG_A], T[:2]), client(B, [TAG_B], T[2:3]), client(C, [sub("U")], [T[3], *u])],
+              {"T": T, "U": u}, stored={"broker-a": {"T": TAG_B, "U": sub("U")}},
+              progress=[row(T[3], 2, 2, C)], tag_samples=sample)
+    f = one(run_checks(v, resampled=True), "SUBSCRIPTION_TAG_CONFLICT")
+    row3 = next(r for r in f.evidence["queues"] if r["queue_id"] == 3)
+    assert row3["owner"] == C and row3["owner_expression"] == "(not subscribed)"
+    assert row3["sample"]["counts"] == {"tagA": {"filtered_by_broker": 1}, "tagB": {"pending": 1}}
+    assert f.evidence["counts"]["received_by_client"] == {A: {}, B: {}}
 
 
 def test_a_queue_whose_offsets_are_unknown_counts_its_whole_sample_as_pending() -> None:
@@ -377,7 +422,8 @@ def test_held_by_the_same_client_twice_messages_waiting_offset_still_nothing_cac
 
 @pytest.mark.parametrize(("case", "kw"), [
     ("the consumer offset moved by one: it is being pulled", {"after": (110, 41)}),
-    ("the client caches messages: it pulls, its listener is slow (BLOCKED_QUEUE's case)", {"cached": 3}),
+    ("the client caches one message: it pulls, its listener is slow (BLOCKED_QUEUE's case)", {"cached": 1}),
+    ("the queue was cut back to its consumer offset: nothing waits now", {"before": (41, 40), "after": (40, 40)}),
     ("another client held it in the first sample: it just moved", {"before_holder": []}),
     ("nothing waited in the first sample", {"before": (40, 40)}),
     ("nothing waits now", {"after": (40, 40), "before": (40, 40)}),
@@ -388,6 +434,23 @@ def test_held_by_the_same_client_twice_messages_waiting_offset_still_nothing_cac
 def test_not_held_but_never_pulled(case: str, kw: dict[str, Any]) -> None:
     now, prev = stuck_pair(**kw)
     assert unpullable_t1(now, prev) == [], case
+
+
+def test_one_message_waiting_in_both_samples_is_enough() -> None:
+    now, prev = stuck_pair(before=(41, 40), after=(41, 40))
+    assert [r["diff"] for r in unpullable_t1(now, prev)] == [1]
+
+
+@pytest.mark.parametrize(("case", "first_before", "cached"), [
+    ("a queue new in the second sample", None, 0),
+    ("a queue whose client caches messages", row(T1[1], 50, 5, A), 2),
+    ("a queue whose consumer moved", row(T1[1], 50, 4, A), 0),
+])
+def test_a_queue_that_does_not_qualify_does_not_hide_the_next(case: str, first_before: Any, cached: int) -> None:
+    prev = topics(progress=[r for r in (first_before, row(T1[0], 100, 40, A)) if r is not None])
+    now = topics(progress=[row(T1[1], 60, 5, A), row(T1[0], 110, 40, A)], at=NOW + 30_000,
+                 a_pq={T1[1]: ProcessQueueInfo(cached_msg_count=cached)})
+    assert [r["queue_id"] for r in unpullable_t1(now, prev)] == [0], case
 
 
 def test_one_sample_cannot_tell_held_but_never_pulled() -> None:
