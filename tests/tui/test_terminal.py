@@ -70,6 +70,19 @@ def test_tui_shows_a_reassignment_after_a_consumer_stops_and_quits_cleanly(
         assert clean_exit(final), final
 
 
+def test_tui_finds_the_served_emulator_of_its_name_server_without_control(
+        served: dict[str, str], tmp_path: Path) -> None:
+    """No --control: the dashboard finds the emulator 'serve' noted in the registry for -n."""
+    command = tui_command("-n", served["namesrv"], "--interval", "500ms", "test-consumer")
+    with tmux_running(command, env=base_env(tmp_path)) as term:
+        screen = term.wait_for(lambda s: "controls: " + served["control"] in s and "10.0.0.1@consumer1" in s,
+                               what="the served emulator's controls in the status line")
+        assert "Traceback" not in screen
+        term.send("q")
+        final = term.wait_for(lambda s: "TUI-EXITED" in s, timeout=20, what="the TUI to exit")
+        assert clean_exit(final), final
+
+
 def test_a_dead_name_server_is_a_status_not_a_crash(tmp_path: Path) -> None:
     import socket
 
