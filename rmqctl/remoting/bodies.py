@@ -757,11 +757,12 @@ def heartbeat_data(body: bytes) -> HeartbeatData:
     if not isinstance(data, dict):
         raise errors.ProtocolError("HeartbeatData: expected an object", body)
     consumers = []
-    for item in data.get("consumerDataSet") or ():
+    for item in _list(data.get("consumerDataSet"), "HeartbeatData.consumerDataSet"):
         if not isinstance(item, dict):
             continue
         subs = tuple(
-            subscription(s) for s in item.get("subscriptionDataSet") or () if isinstance(s, dict)
+            subscription(s) for s in _list(item.get("subscriptionDataSet"), "ConsumerData.subscriptionDataSet")
+            if isinstance(s, dict)
         )
         consumers.append(ConsumerData(
             str(item.get("groupName", "")),
@@ -772,7 +773,8 @@ def heartbeat_data(body: bytes) -> HeartbeatData:
             bool(item.get("unitMode", False)),
         ))
     producers = tuple(
-        str(p.get("groupName", "")) for p in data.get("producerDataSet") or () if isinstance(p, dict)
+        str(p.get("groupName", "")) for p in _list(data.get("producerDataSet"), "HeartbeatData.producerDataSet")
+        if isinstance(p, dict)
     )
     return HeartbeatData(str(data.get("clientID", "")), tuple(consumers), producers)
 

@@ -230,3 +230,13 @@ def test_parse_time_grows_linearly(make: Callable[[int], bytes]) -> None:
     # steps (16000 escaped quotes once took 2.7 s; this is 60 times as many) and never end
     # within the time-out however fast or loaded the machine is, so no time is measured.
     only_protocol_errors(fastjson.loads, make(1_000_000))
+
+
+@pytest.mark.parametrize("body", [
+    b'{"consumerDataSet":true}',
+    b'{"consumerDataSet":[{"subscriptionDataSet":7}]}',
+    b'{"producerDataSet":1.5}',
+])
+def test_heartbeat_fields_of_the_wrong_json_type_are_protocol_errors(body: bytes) -> None:
+    with pytest.raises(ProtocolError, match="expected a list"):
+        bodies.heartbeat_data(body)
