@@ -293,7 +293,10 @@ def resolve_connection(
       whole dashboard command).
     """
     env_namesrv = os.environ.get("NAMESRV_ADDR") or None
-    cfg = config or Config.load()
+    # -n (or NAMESRV_ADDR) on its own needs nothing from the config file: a broken file must not
+    # stand in its way; the file is read (and its faults reported) only when a context is used
+    needs_config = bool(context or dashboard or not (namesrv or env_namesrv))
+    cfg = config or (Config.load() if needs_config else Config())
     ctx_name = context
     if not ctx_name and cfg.current_context and (dashboard or not (namesrv or env_namesrv)):
         ctx_name = cfg.current_context
@@ -314,6 +317,11 @@ def resolve_connection(
                 "no name server address",
                 hint="pass -n host:9876, set NAMESRV_ADDR, use a context, or try --emulator tag-overwrite",
             )
+        if "://" in address:
+            where = ("-n" if namesrv else f"contexts.{ctx_name}.namesrv" if ctx.get("namesrv")
+                     else "NAMESRV_ADDR")
+            raise errors.UsageError(f"{where} takes host:port, not a URL ({address}); "
+                                    "for a dashboard use --dashboard")
     keys = None
     if os.environ.get(ACCESS_KEY_ENV) and os.environ.get(SECRET_KEY_ENV):
         keys = AccessKeys(os.environ[ACCESS_KEY_ENV], os.environ[SECRET_KEY_ENV],

@@ -94,12 +94,19 @@ def job_arguments(directory: Path, options: JobOptions, output: str, out: str | 
     return args
 
 
-def submit_command(job_args: Sequence[str], master: str) -> str:
-    """The equivalent ``spark-submit`` command line for running the job on a cluster."""
+def submit_command(job_args: Sequence[str], master: str, driver_memory: str) -> str:
+    """The equivalent ``spark-submit`` command line for running the job on a cluster.
+
+    spark-submit's own options come before the script (after it they are the job's arguments):
+    the driver's memory must be set there, before its JVM starts, so the job is not given it."""
     script = _analysis_root() / "analysis" / "stuck.py"
-    parts = ["spark-submit", "--master", master, "--name", "rmqctl-analyze-stuck",
+    args = list(job_args)
+    if "--driver-memory" in args:
+        at = args.index("--driver-memory")
+        del args[at:at + 2]
+    parts = ["spark-submit", "--master", master, "--driver-memory", driver_memory, "--name", "rmqctl-analyze-stuck",
              "--conf", "spark.sql.session.timeZone=UTC", "--conf", "spark.ui.showConsoleProgress=false",
-             str(script), *job_args]
+             str(script), *args]
     return shlex.join(parts)
 
 
@@ -211,7 +218,7 @@ def stuck(
         submit_fmt = fmt.value if fmt is not AnalyzeFormat.table or out else "table"
         typer.echo(submit_command(
             job_arguments(directory.resolve(), options, submit_fmt, str(out.resolve()) if out else None),
-            master))
+            master, driver_memory))
         return
     if not _module_available("pyspark"):
         raise errors.UsageError(INSTALL_HINT)

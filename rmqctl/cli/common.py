@@ -31,10 +31,17 @@ if TYPE_CHECKING:  # the wire client loads with the first command that needs it,
     from rmqctl.connect import Target
     from rmqctl.source import ClusterSource
 
+def _check_namesrv(value: str | None) -> str | None:
+    # an empty -n (a runbook's unset variable) must not fall through to the current context
+    if value is not None and not value.strip(" ;"):
+        reject(errors.UsageError("-n/--namesrv is empty: give host:port (or leave the option out)"))
+    return value
+
+
 NamesrvOpt = Annotated[
     str | None,
     typer.Option("--namesrv", "-n", help="Name servers, 'host:9876;host2:9876' (env NAMESRV_ADDR).",
-                 show_default=False),
+                 callback=_check_namesrv, show_default=False),
 ]
 ContextOpt = Annotated[
     str | None, typer.Option("--context", help="Named context from the config file.", show_default=False)
@@ -95,7 +102,8 @@ TableKindOpt = Annotated[
 ]
 SortOpt = Annotated[
     str | None,
-    typer.Option("--sort", help="Sort rows by this column (key or header, any case).", show_default=False),
+    typer.Option("--sort", help="Sort rows by this column (key or header, any case); -COLUMN sorts "
+                 "descending.", show_default=False),
 ]
 MatchOpt = Annotated[
     str | None,
@@ -181,6 +189,8 @@ def target(opts: Settings) -> Target:
     """What the command's options name, for :func:`rmqctl.connect.open_source`."""
     from rmqctl.connect import Target
 
+    if opts.emulator is None and opts.at is not None:
+        raise errors.UsageError("--at needs --emulator SCENARIO (it advances the emulated scenario)")
     return Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
                   emulator=opts.emulator, at=opts.at, dashboard=opts.dashboard)
 

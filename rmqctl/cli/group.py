@@ -79,7 +79,7 @@ def show(
         doc = report.group_show(view, run_checks(view, only=report.SUBSCRIPTION_CODES))
         sub_rows = [
             {**row, "expression": row["expression"] if row["subscribed"] else "(not subscribed)",
-             "mark": "DIFFERS" if row["differs"] else ""}
+             "mark": "DIFFERS" if row["differs"] else "unknown" if row["differs"] is None else ""}
             for row in doc["subscriptions"]
         ]
         tables = [

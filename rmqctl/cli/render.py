@@ -262,7 +262,8 @@ def emit(view: View, fmt: OutputFormat, stream: TextIO | None = None,
 def select_rows(rows: list[dict[str, Any]], columns: Sequence[str], *, name_key: str,
                 match: str | None = None, sort: str | None = None) -> list[dict[str, Any]]:
     """``--match REGEX`` (searched in ``name_key``) and ``--sort COLUMN`` (one of ``columns``, the
-    rows' keys, by key or header, any case; numbers sort as numbers, nothing sorts last) applied
+    rows' keys, by key or header, any case; ``-COLUMN`` descending; numbers sort as numbers,
+    nothing sorts last either way) applied
     to a list command's rows. ``--sort`` is checked against ``columns`` even when no row is left."""
     if match is not None:
         try:
@@ -273,6 +274,8 @@ def select_rows(rows: list[dict[str, Any]], columns: Sequence[str], *, name_key:
     if sort is not None:
         keys = list(dict.fromkeys([*columns, *(k for r in rows for k in r)]))
         wanted = sort.strip().lower()
+        descending = wanted.startswith("-")
+        wanted = wanted.removeprefix("-")
         key = next((k for k in keys if k.lower() == wanted or header_for(k).lower() == wanted), None)
         if key is None:
             raise errors.UsageError(f"--sort: no column {sort!r}", hint="columns: " + ", ".join(keys))
@@ -285,7 +288,11 @@ def select_rows(rows: list[dict[str, Any]], columns: Sequence[str], *, name_key:
                 return (0, value)
             return (1, str(value))
 
-        rows = sorted(rows, key=order)
+        if descending:  # largest first; nothing still sorts last
+            known = [r for r in rows if r.get(key) is not None]
+            rows = [*sorted(known, key=order, reverse=True), *(r for r in rows if r.get(key) is None)]
+        else:
+            rows = sorted(rows, key=order)
     return rows
 
 

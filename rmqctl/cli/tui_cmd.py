@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from rmqctl import errors
 from rmqctl.cli.common import ContextOpt, NamesrvOpt, TimeoutOpt, settings
 from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.config import Config
@@ -30,7 +31,8 @@ def tui(
     emulator: Annotated[str | None, typer.Option(
         "--emulator", help="Run the built-in emulator live: a scenario name or TOML file.",
         show_default=False)] = None,
-    speed: Annotated[float, typer.Option("--speed", min=0.001, help="With --emulator: run N times faster.")] = 1.0,
+    speed: Annotated[float | None, typer.Option("--speed", min=0.001, show_default="1",
+                                                help="With --emulator: run N times faster.")] = None,
     control: Annotated[str | None, typer.Option(
         "--control", help="Control API URL of a served emulator (enables the emulator controls; "
         "default: the served emulator of -n, if 'emulator serve' runs it).",
@@ -45,8 +47,12 @@ def tui(
     from tui.run import run_dashboard
 
     opts = settings(ctx, namesrv=namesrv, context=context, timeout=timeout, emulator=emulator)
+    if opts.at is not None:
+        raise errors.UsageError("--at does not apply to tui (it runs the scenario live; see --speed)")
+    if speed is not None and opts.emulator is None:
+        raise errors.UsageError("--speed needs --emulator SCENARIO (it runs the emulated scenario faster)")
     seconds = interval
     keys = Config.load().tui_keys
     target = Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
-                    emulator=opts.emulator, live=True, speed=speed, dashboard=opts.dashboard)
+                    emulator=opts.emulator, live=True, speed=1.0 if speed is None else speed, dashboard=opts.dashboard)
     asyncio.run(run_dashboard(target, group=group, interval=seconds, keys=keys, control_url=control, token=token))

@@ -51,6 +51,8 @@ def split_address(address: str) -> tuple[str, int]:
 
 #: Seconds a closing connection may spend flushing what it still has to send.
 CLOSE_GRACE = 1.0
+#: how an HTTP server's reply starts (a dashboard's or a proxy's port given as a name server)
+HTTP_REPLY = b"HTTP"
 
 
 async def resolve(host: str, port: int) -> str:
@@ -149,7 +151,14 @@ class Connection:
         With ``timeout=None`` the caller bounds the wait (e.g. with ``asyncio.timeout``).
         """
         endpoint = self._live_endpoint()
-        response = await endpoint.request(self._signed(cmd), timeout)
+        try:
+            response = await endpoint.request(self._signed(cmd), timeout)
+        except errors.ProtocolError as exc:
+            if exc.raw.startswith(HTTP_REPLY):  # its length prefix read "HTTP": 1213486160 bytes
+                raise errors.ProtocolError(
+                    f"{self.address} answered in HTTP, not RocketMQ's remoting protocol: "
+                    "is it a dashboard or a proxy's HTTP port?", exc.raw) from exc
+            raise
         if response.code == ResponseCode.GO_AWAY:
             self._going_away = True
         return response

@@ -31,12 +31,14 @@ from rmqctl.report.common import (
 
 @dataclass(frozen=True, slots=True)
 class SubscriptionRow:
-    """One source's subscription of one topic, and whether it disagrees with the others."""
+    """One source's subscription of one topic, and whether it differs: a client's from what the
+    brokers store (``None`` when no broker's table could be read), a broker's from another
+    broker's."""
 
     topic: str
     source: str  # "broker:<name>" or "client:<client id>"
     subscription: Subscription | None  # None: this client does not subscribe the topic
-    differs: bool
+    differs: bool | None
 
 
 def compare_subscriptions(view: GroupView) -> list[SubscriptionRow]:
@@ -54,12 +56,15 @@ def compare_subscriptions(view: GroupView) -> list[SubscriptionRow]:
             entries.append((f"broker:{broker}", table.get(topic)))
         for cid, subs in sorted(clients.items()):
             entries.append((f"client:{cid}", next((s for s in subs if s.topic == topic), None)))
-        present = [s for _, s in entries if s is not None]
+        stored = [s for src, s in entries if src.startswith("broker:") and s is not None]
         for source, sub in entries:
-            if sub is None:
-                differs = True
-            else:
-                differs = any(not sub.same_filter(other) for other in present)
+            differs: bool | None
+            if source.startswith("broker:"):  # the reference; it differs only from another broker
+                differs = sub is None or any(not sub.same_filter(other) for other in stored)
+            elif not view.broker_subscriptions:
+                differs = None  # no broker's table was read: nothing to compare with
+            else:  # a client against what the brokers store (nothing stored differs too)
+                differs = sub is None or not stored or any(not sub.same_filter(other) for other in stored)
             rows.append(SubscriptionRow(topic, source, sub, differs))
     return rows
 

@@ -177,7 +177,7 @@ def test_csv_is_one_kind_flattened_explicitly() -> None:
     rows = list(csv.DictReader(io.StringIO(text)))
     assert list(rows[0]) == ["topic", "source", "expression", "tags", "sub_version", "subscribed", "differs"]
     assert rows[0] == {"topic": "TopicTest2", "source": "broker:broker-a", "expression": "tag2", "tags": "tag2",
-                       "sub_version": "1704067201005", "subscribed": "true", "differs": "true"}
+                       "sub_version": "1704067201005", "subscribed": "true", "differs": "false"}
     default = list(csv.DictReader(io.StringIO(cli(*E, "group", "show", "test-consumer", "-o", "csv"))))
     assert [r["client_id"] for r in default] == ["10.0.0.1@consumer1", "10.0.0.2@consumer2"]
     doctor = list(csv.DictReader(io.StringIO(cli(*E, "doctor", "--all", "-o", "csv", "--fail-on", "never"))))
