@@ -47,6 +47,8 @@ class TwoBrokers:
         self.down: dict[str, errors.RmqctlError] = {}
         self.configs: dict[str, dict[str, SubscriptionGroupConfig]] = {A: {}, B: {}}
         self.online = True
+        #: the group's dead-letter topic has a route (a message was given up on)
+        self.dlq = False
 
     def _read(self, name: str, address: str | None = None) -> None:
         self.calls.append(name)
@@ -68,7 +70,7 @@ class TwoBrokers:
         return ["T", f"%RETRY%{G}"]
 
     async def topic_route(self, topic: str) -> TopicRoute:
-        if topic.startswith("%DLQ%") or topic == "missing":
+        if (topic.startswith("%DLQ%") and not self.dlq) or topic == "missing":
             raise errors.TopicNotExist(17, "no route")
         return TopicRoute(topic, (QueueData("broker-a", 1, 1, 6), QueueData("broker-b", 1, 1, 6)),
                           tuple(BrokerData(name, "C", {0: addr}) for name, addr in MASTERS.items()))
@@ -243,3 +245,50 @@ def test_broker_runtimes_keep_each_failure_by_broker_and_id() -> None:
 def test_capabilities_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         Capabilities().message_reads = False  # type: ignore[misc]
+
+
+def test_dead_letter_queues_of_every_broker_and_the_error_of_one() -> None:
+    backend = TwoBrokers()
+    backend.dlq = True
+    view = view_of(backend)
+    assert [(o.queue.broker_name, o.max_offset) for o in view.dlq] == [("broker-a", 10), ("broker-b", 10)]
+    assert view.dlq_messages == 20 and view.errors == {}
+    slow = TwoBrokers()
+    slow.dlq = True
+
+    async def dlq_stats_fail(address: str, topic: str) -> TopicStats:
+        if topic.startswith("%DLQ%") and address == B:
+            raise errors.TimeoutError("no answer")
+        return await TwoBrokers.topic_stats(slow, address, topic)
+
+    slow.topic_stats = dlq_stats_fail  # type: ignore[method-assign]
+    view = view_of(slow)
+    assert [o.queue.broker_name for o in view.dlq] == ["broker-a"]
+    assert list(view.errors) == ["dlq:broker-b"]
+
+
+def test_samples_read_back_to_the_known_end_or_the_queues_max_offset() -> None:
+    backend = TwoBrokers()
+    service = ClusterService(backend, FakeClock())
+    view = asyncio.run(service.group_view(G))
+    unknown = tuple(dataclasses.replace(p, broker_offset=0, consumer_offset=0, offsets_from="unknown")
+                    if p.queue.broker_name == "broker-a" else p for p in view.progress)
+    backend.down[B] = errors.ConnectionError("broker-b down")
+    sampled = asyncio.run(service.sample_messages(dataclasses.replace(view, progress=unknown), ["T", "other"]))
+    # broker-a's row is unknown: its end comes from topic stats (max offset 10)
+    (sample,) = sampled.tag_samples.values()
+    assert sample.queue == MessageQueue("T", "broker-a", 0) and (sample.from_offset, sample.to_offset) == (0, 10)
+    assert sample.tag_counts() == {"tagA": 3}
+    assert list(sampled.errors) == ["sample:broker-b"]
+
+
+def test_a_summary_names_the_broker_that_failed_and_the_list_says_which_group() -> None:
+    backend = TwoBrokers()
+    backend.configs[A] = {G: SubscriptionGroupConfig(G)}
+    backend.down[B] = errors.ConnectionError("broker-b down")
+    listed = asyncio.run(ClusterService(backend).group_summaries())
+    (summary,) = listed.value
+    assert (summary.clients, summary.total_diff, summary.consume_tps) == (1, 6, 2.0)
+    assert summary.error == "broker-b: broker-b down"
+    assert list(listed.errors) == ["broker-b", f"group:{G}"]
+    assert str(listed.errors[f"group:{G}"]) == "broker-b: broker-b down"
