@@ -16,7 +16,7 @@ _rmqctl_lookup() {
     'V||--output') _rmqctl_r='table json jsonl csv' ;;
     'V||-o') _rmqctl_r='table json jsonl csv' ;;
     'V||--timeout') _rmqctl_r='@none' ;;
-    'V||--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V||--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V||--at') _rmqctl_r='@none' ;;
     'V||--dashboard') _rmqctl_r='@none' ;;
     'O|doctor') _rmqctl_r='--all -a --interval --fail-on --no-sample --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
@@ -29,19 +29,19 @@ _rmqctl_lookup() {
     'V|doctor|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|doctor|--timeout') _rmqctl_r='@none' ;;
     'V|doctor|--dashboard') _rmqctl_r='@none' ;;
-    'V|doctor|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|doctor|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|doctor|--at') _rmqctl_r='@none' ;;
     'V|doctor|--table') _rmqctl_r='@none' ;;
     'A|doctor') _rmqctl_r='@groups*' ;;
     'O|demo') _rmqctl_r='--scenario -s --output -o --no-tui --help -h' ;;
-    'V|demo|--scenario') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
-    'V|demo|-s') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|demo|--scenario') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|demo|-s') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|demo|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|demo|-o') _rmqctl_r='table json jsonl csv' ;;
     'O|tui') _rmqctl_r='--interval -i --emulator --speed --control --token --namesrv -n --context --timeout --help -h' ;;
     'V|tui|--interval') _rmqctl_r='@none' ;;
     'V|tui|-i') _rmqctl_r='@none' ;;
-    'V|tui|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|tui|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|tui|--speed') _rmqctl_r='@none' ;;
     'V|tui|--control') _rmqctl_r='@none' ;;
     'V|tui|--token') _rmqctl_r='@none' ;;
@@ -62,7 +62,7 @@ _rmqctl_lookup() {
     'V|cluster list|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|cluster list|--timeout') _rmqctl_r='@none' ;;
     'V|cluster list|--dashboard') _rmqctl_r='@none' ;;
-    'V|cluster list|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|cluster list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|cluster list|--at') _rmqctl_r='@none' ;;
     'V|cluster list|--table') _rmqctl_r='@none' ;;
     'S|topic') _rmqctl_r='list route status' ;;
@@ -77,7 +77,7 @@ _rmqctl_lookup() {
     'V|topic list|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|topic list|--timeout') _rmqctl_r='@none' ;;
     'V|topic list|--dashboard') _rmqctl_r='@none' ;;
-    'V|topic list|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|topic list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|topic list|--at') _rmqctl_r='@none' ;;
     'V|topic list|--table') _rmqctl_r='@none' ;;
     'O|topic route') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
@@ -88,7 +88,7 @@ _rmqctl_lookup() {
     'V|topic route|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|topic route|--timeout') _rmqctl_r='@none' ;;
     'V|topic route|--dashboard') _rmqctl_r='@none' ;;
-    'V|topic route|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|topic route|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|topic route|--at') _rmqctl_r='@none' ;;
     'V|topic route|--table') _rmqctl_r='@none' ;;
     'A|topic route') _rmqctl_r='@topics' ;;
@@ -102,7 +102,7 @@ _rmqctl_lookup() {
     'V|topic status|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|topic status|--timeout') _rmqctl_r='@none' ;;
     'V|topic status|--dashboard') _rmqctl_r='@none' ;;
-    'V|topic status|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|topic status|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|topic status|--at') _rmqctl_r='@none' ;;
     'V|topic status|--table') _rmqctl_r='@none' ;;
     'A|topic status') _rmqctl_r='@topics' ;;
@@ -118,7 +118,7 @@ _rmqctl_lookup() {
     'V|group list|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|group list|--timeout') _rmqctl_r='@none' ;;
     'V|group list|--dashboard') _rmqctl_r='@none' ;;
-    'V|group list|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group list|--at') _rmqctl_r='@none' ;;
     'V|group list|--table') _rmqctl_r='@none' ;;
     'O|group show') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
@@ -129,7 +129,7 @@ _rmqctl_lookup() {
     'V|group show|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|group show|--timeout') _rmqctl_r='@none' ;;
     'V|group show|--dashboard') _rmqctl_r='@none' ;;
-    'V|group show|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group show|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group show|--at') _rmqctl_r='@none' ;;
     'V|group show|--table') _rmqctl_r='@none' ;;
     'A|group show') _rmqctl_r='@groups' ;;
@@ -146,7 +146,7 @@ _rmqctl_lookup() {
     'V|group progress|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|group progress|--timeout') _rmqctl_r='@none' ;;
     'V|group progress|--dashboard') _rmqctl_r='@none' ;;
-    'V|group progress|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group progress|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group progress|--at') _rmqctl_r='@none' ;;
     'V|group progress|--table') _rmqctl_r='@none' ;;
     'A|group progress') _rmqctl_r='@groups' ;;
@@ -161,7 +161,7 @@ _rmqctl_lookup() {
     'V|group assignment|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|group assignment|--timeout') _rmqctl_r='@none' ;;
     'V|group assignment|--dashboard') _rmqctl_r='@none' ;;
-    'V|group assignment|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group assignment|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group assignment|--at') _rmqctl_r='@none' ;;
     'V|group assignment|--table') _rmqctl_r='@none' ;;
     'A|group assignment') _rmqctl_r='@groups' ;;
@@ -204,7 +204,7 @@ _rmqctl_lookup() {
     'V|rebalance simulate|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|rebalance simulate|--timeout') _rmqctl_r='@none' ;;
     'V|rebalance simulate|--dashboard') _rmqctl_r='@none' ;;
-    'V|rebalance simulate|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|rebalance simulate|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|rebalance simulate|--at') _rmqctl_r='@none' ;;
     'V|rebalance simulate|--table') _rmqctl_r='@none' ;;
     'S|emulator') _rmqctl_r='scenarios show run serve ctl' ;;
@@ -215,15 +215,15 @@ _rmqctl_lookup() {
     'O|emulator show') _rmqctl_r='--output -o --help -h' ;;
     'V|emulator show|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|emulator show|-o') _rmqctl_r='table json jsonl csv' ;;
-    'A|emulator show') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'A|emulator show') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'O|emulator run') _rmqctl_r='--at --output -o --help -h' ;;
     'V|emulator run|--at') _rmqctl_r='@none' ;;
     'V|emulator run|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|emulator run|-o') _rmqctl_r='table json jsonl csv' ;;
-    'A|emulator run') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'A|emulator run') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'O|emulator serve') _rmqctl_r='--scenario -s --speed --clock --namesrv-port --control-port --bind --token --at --idle-timeout --max-connections --max-frame-bytes --write-buffer-bytes --request-timeout --output -o --help -h' ;;
-    'V|emulator serve|--scenario') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
-    'V|emulator serve|-s') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|emulator serve|--scenario') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|emulator serve|-s') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|emulator serve|--speed') _rmqctl_r='@none' ;;
     'V|emulator serve|--clock') _rmqctl_r='@none' ;;
     'V|emulator serve|--namesrv-port') _rmqctl_r='@none' ;;
@@ -303,7 +303,7 @@ _rmqctl_lookup() {
     'V|snapshot export|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|snapshot export|--timeout') _rmqctl_r='@none' ;;
     'V|snapshot export|--dashboard') _rmqctl_r='@none' ;;
-    'V|snapshot export|--emulator') _rmqctl_r='@files avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|snapshot export|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|snapshot export|--at') _rmqctl_r='@none' ;;
     'V|snapshot export|--table') _rmqctl_r='@none' ;;
     'A|snapshot export') _rmqctl_r='@groups*' ;;
@@ -376,6 +376,12 @@ _rmqctl_offer() {
       @topics) _rmqctl_names topics ;;
       @contexts) _rmqctl_names contexts ;;
       @files) compopt -o default 2>/dev/null ;;
+      @toml)
+        compopt -o filenames 2>/dev/null
+        local path
+        while IFS= read -r path; do COMPREPLY+=("$path"); done < <(
+          compgen -d -- "$_rmqctl_cur"; compgen -f -X '!*.toml' -- "$_rmqctl_cur")
+        ;;
       @none) ;;
       *) [[ $word == "$_rmqctl_cur"* ]] && COMPREPLY+=("$word") ;;
     esac

@@ -29,6 +29,8 @@ from rmqctl.cli.framework import ParamShape, click_command, command_tree
 
 #: Spec markers the scripts expand at TAB time; every other word of a spec is offered as is.
 GROUPS, TOPICS, CONTEXTS, FILES = "@groups", "@topics", "@contexts", "@files"
+#: scenario files: ``*.toml`` and the directories that may hold one, not every file
+TOML_FILES = "@toml"
 #: A value nothing can be suggested for (an address, a number, free text).
 FREE = "@none"
 #: The options whose values pick the cluster whose cached names are offered.
@@ -78,7 +80,7 @@ def value_spec(path: str, param: ParamShape) -> str:
 
         return " ".join(STRATEGY_NAMES)
     if name in ("emulator", "scenario"):
-        return " ".join([FILES, *_scenario_names()])
+        return " ".join([TOML_FILES, *_scenario_names()])
     if param.is_path:
         return FILES
     return FREE
@@ -224,6 +226,12 @@ _rmqctl_offer() {
       @topics) _rmqctl_names topics ;;
       @contexts) _rmqctl_names contexts ;;
       @files) compopt -o default 2>/dev/null ;;
+      @toml)
+        compopt -o filenames 2>/dev/null
+        local path
+        while IFS= read -r path; do COMPREPLY+=("$path"); done < <(
+          compgen -d -- "$_rmqctl_cur"; compgen -f -X '!*.toml' -- "$_rmqctl_cur")
+        ;;
       @none) ;;
       *) [[ $word == "$_rmqctl_cur"* ]] && COMPREPLY+=("$word") ;;
     esac
@@ -361,6 +369,7 @@ _rmqctl_offer() {
       @topics) _rmqctl_names topics ;;
       @contexts) _rmqctl_names contexts ;;
       @files) _rmqctl_files=1 ;;
+      @toml) _rmqctl_files='*.toml(-.)' ;;
       @none) ;;
       *) _rmqctl_c+=("$word") ;;
     esac
@@ -428,8 +437,10 @@ _rmqctl() {
   fi
   local ret=1
   (( ${#_rmqctl_c} )) && compadd -- "${_rmqctl_c[@]}" && ret=0
-  if [[ -n $_rmqctl_files ]]; then
+  if [[ $_rmqctl_files == 1 ]]; then
     _files && ret=0
+  elif [[ -n $_rmqctl_files ]]; then
+    _files -g "$_rmqctl_files" && ret=0
   fi
   return ret
 }
@@ -437,6 +448,8 @@ _rmqctl() {
 if [[ $funcstack[1] == _rmqctl ]]; then  # autoloaded from $fpath: this call completes
   _rmqctl "$@"
 else
+  # sourced from ~/.zshrc: a fresh account has not started the completion system yet
+  (( $+functions[compdef] )) || { autoload -Uz compinit && compinit }
   compdef _rmqctl rmqctl
 fi
 """
@@ -503,12 +516,12 @@ function __rmqctl_offer --argument-names spec key cur prefix
                 for name in (__rmqctl_names (string sub -s 2 -- $word) "$key")
                     echo $prefix$name
                 end
-            case @files
+            case @files @toml
                 # a glob, not __fish_complete_path: that one runs ls
                 for path in $cur*
                     if test -d $path
                         echo $path/
-                    else
+                    else if test $word = @files; or string match -q '*.toml' -- $path
                         echo $path
                     end
                 end
