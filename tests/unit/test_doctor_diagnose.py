@@ -175,3 +175,19 @@ async def test_a_sample_that_fails_is_reported_and_the_tags_counted_without_it()
     d = await diagnose(src, ["orders-consumer"])
     assert list(d.errors) == ["orders-consumer/sample"]
     assert one(d.findings, "SUBSCRIPTION_TAG_CONFLICT").evidence["sampled"] is False
+
+
+async def test_the_clock_given_is_the_one_waited_on() -> None:
+    src = source({"orders-consumer": [settled(broker=100), settled(broker=130)]})
+    own = FakeClock(start=5_000.0)
+    source_started = src.clock.now()
+    d = await diagnose(src, ["orders-consumer"], interval=30, clock=own)
+    assert own.now() == 5_030.0 and src.clock.now() == source_started
+    assert codes(d.findings) == ["LAG_NOT_ADVANCING"]
+
+
+async def test_a_missing_group_listed_first_does_not_hide_the_next() -> None:
+    src = source({"orders-consumer": [moving(), moving()]})
+    d = await diagnose(src, ["gone", "orders-consumer"], strict=False)
+    assert list(d.errors) == ["gone"]
+    assert "QUEUE_HELD_TWICE" in codes(d.findings)

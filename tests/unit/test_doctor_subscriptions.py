@@ -144,6 +144,14 @@ def test_tag_conflict_per_queue_what_the_broker_filters_and_the_client_drops() -
     assert "'tagA || tagB'" in f.fix
 
 
+def test_a_tag_client_drops_every_other_tag_that_the_brokers_star_lets_through() -> None:
+    f = one(run_checks(tags(ALL, TAG_B, ALL)), "SUBSCRIPTION_TAG_CONFLICT")
+    rows = {r["queue_id"]: r for r in f.evidence["queues"]}
+    assert rows[0]["delivered_tags"] == ["tagB", "(any other tag)"] and rows[0]["dropped_by_client"] == []
+    assert rows[2]["delivered_tags"] == ["tagB"] and rows[2]["dropped_by_client"] == ["(any other tag)"]
+    assert rows[2]["filtered_by_broker"] == []
+
+
 def test_a_queue_nobody_holds_shows_no_owner_and_delivers_nothing() -> None:
     v = group([client(A, [TAG_A], T[:1]), client(B, [TAG_B], T[1:2])], {"T": T[:3]},
               stored={"broker-a": {"T": TAG_B}})
