@@ -591,3 +591,71 @@ def test_titles_count_what_they_name() -> None:
     f = one(run_checks(idle3), "IDLE_CONSUMERS")
     assert f.title == "2 clients of orders-consumer hold no queue of T"
     assert f.detail.startswith(f"{B} and {C} subscribe T but hold none of its queues")
+
+
+# --- one check, several topics or clients: an entry that does not qualify never hides the next ------
+
+def test_idle_clients_of_a_later_topic_are_found() -> None:
+    u = qs("U", 1)
+    v = group([client(A, [S, sub("U")], T[:2] + u), client(B, [S, sub("U")], T[2:])], {"T": T, "U": u})
+    f = one(run_checks(v), "IDLE_CONSUMERS")
+    assert f.evidence["topic"] == "U" and f.evidence["idle_clients"] == [B]
+
+
+def test_as_many_queues_as_clients_and_one_idle_blames_the_strategy() -> None:
+    v = group([client(A, [S], T[:2]), client(B, [S])], {"T": T[:2]})
+    f = one(run_checks(v, resampled=True), "IDLE_CONSUMERS")
+    assert "because the allocation strategy gave them none" in f.detail
+
+
+def test_uneven_topics_after_a_retry_topic_or_an_even_topic_are_found() -> None:
+    u, rq = qs("U", 2), qs(RETRY, 1)
+    v = group([client(A, [S, sub("U")], T[:2] + u + rq), client(B, [S, sub("U")], T[2:])],
+              {"T": T, "U": u, RETRY: rq, "V": []})
+    f = one(run_checks(v, resampled=True), "UNEVEN_ALLOCATION")
+    assert f.evidence["topic"] == "U"
+
+
+def test_broadcasting_clients_holding_every_queue_are_neither_uneven_nor_held_twice() -> None:
+    # the view's own model is unknown (a source that does not report it); the clients say BROADCASTING
+    v = group([client(A, [S], T, model="BROADCASTING"), client(B, [S], T, model="BROADCASTING")], {"T": T},
+              model=None)
+    found = codes(run_checks(v, resampled=True))
+    assert "UNEVEN_ALLOCATION" not in found and "QUEUE_HELD_TWICE" not in found
+
+
+def test_a_pull_consumer_listed_first_does_not_hide_a_blocked_push_consumer() -> None:
+    stuck = ProcessQueueInfo(cached_msg_count=1, last_consume_timestamp=NOW - 90_000)
+    v = group([client(A, [S], pq={T[0]: stuck}, consume_type="CONSUME_ACTIVELY"), client(B, [S], pq={T[1]: stuck})],
+              {"T": T[:2]})
+    f = one(run_checks(v, resampled=True), "BLOCKED_QUEUE")
+    assert [q["client"] for q in f.evidence["queues"]] == [B]
+
+
+def test_lag_not_advancing_with_one_message_waiting() -> None:
+    f = one(run_checks(sampled(101, 100, at=NOW + 30_000), sampled(100, 100)), "LAG_NOT_ADVANCING")
+    assert f.evidence["queues"][0]["diff"] == 1
+
+
+def test_lag_not_advancing_past_a_queue_new_in_the_second_sample() -> None:
+    before = group([client(A, [S], T[:2])], {"T": T[:2]}, progress=[row(T[1], 100, 40, A)])
+    after = group([client(A, [S], T[:2])], {"T": T[:2]}, sampled_at=NOW + 30_000,
+                  progress=[row(T[0], 50, 0, A), row(T[1], 110, 40, A)])
+    f = one(run_checks(after, before), "LAG_NOT_ADVANCING")
+    assert [q["queue_id"] for q in f.evidence["queues"]] == [1]
+
+
+@pytest.mark.parametrize(("case", "earlier", "later"), [
+    ("two samples stamped at the same instant", NOW, NOW),
+    ("a clock that went back between the samples", NOW + 5_000, NOW),
+])
+def test_lag_not_advancing_interval_is_never_negative(case: str, earlier: int, later: int) -> None:
+    f = one(run_checks(sampled(110, 40, at=later), sampled(100, 40, at=earlier)), "LAG_NOT_ADVANCING")
+    assert f.evidence["interval_seconds"] == 0.0, case
+
+
+def test_orphaned_and_held_twice_details_name_the_backlog_and_every_pair() -> None:
+    assert "the backlog (1 message now) grows" in one(run_checks(orphan(1), resampled=True), "ORPHANED_QUEUES").detail
+    v = group([client(A, [S], T[:3]), client(B, [S], T[1:])], {"T": T})
+    f = one(run_checks(v, resampled=True), "QUEUE_HELD_TWICE")
+    assert f"yet T@broker-a/1 by {A} and {B}; T@broker-a/2 by {A} and {B}. Both" in f.detail
