@@ -186,7 +186,7 @@ class Config:
     def context(self, name: str) -> dict[str, Any]:
         if name not in self.contexts:
             known = ", ".join(sorted(self.contexts)) or "none defined"
-            raise errors.ConfigError(f"unknown context {name!r} (known: {known})",
+            raise errors.ConfigError(f"unknown context {name!r} in {self.path} (known: {known})",
                                      hint="create one with: rmqctl config set-context NAME -n host:9876")
         return self.contexts[name]
 

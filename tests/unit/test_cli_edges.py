@@ -115,6 +115,13 @@ def test_an_explicit_namesrv_works_beside_a_broken_config(home: Path) -> None:
     assert context.exit_code == 2 and str(path) in context.stderr
 
 
+def test_an_unknown_context_names_the_file_it_was_looked_for_in(home: Path) -> None:
+    path = _config(home, '[contexts.prod]\nnamesrv = "h:9876"\n')
+    result = runner.invoke(app, ["--context", "nope", "group", "list"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == f"rmqctl: error: unknown context 'nope' in {path} (known: prod)"
+
+
 def test_namesrv_addr_works_beside_a_broken_config(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _config(home, "[contexts.prod]\nnamesrv = 5\n")
     monkeypatch.setenv("NAMESRV_ADDR", _dead_address())
