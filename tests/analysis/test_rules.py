@@ -102,6 +102,9 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
     ("owner changed three snapshots ago", owners(["c1"] * 3 + ["c2"] * 3, RISING[:6], FIXED[:6]),
      ("STALLED", "frozen", "consumer offset frozen at 100 since 12:01:30 (3 snapshots, 1m00s) while broker offset "
       "rose 140 -> 160 under owner c2 (moved there at 12:01:30); lag 40 -> 60, unknown behind", 3, 3, 40, 60, None)),
+    ("owner left two snapshots ago", owners(["c1"] * 3 + [None] * 2, RISING[:5], FIXED[:5]),
+     ("INSUFFICIENT_DATA", "owner-changed", "owner changed to nobody at 12:01:30; only 2 snapshot(s) since, 3 needed",
+      2, 3, 40, 50, None)),
     # no-owner
     ("nobody holds it, frozen three snapshots", frozen(3, owner=None),
      ("ORPHANED", "no-owner", "no owner: consumer offset frozen at 100 since 12:00:00 (3 snapshots) while broker "
@@ -137,6 +140,10 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
      ("STALLED", "frozen", FROZEN_3.replace("unknown behind", "1m00s behind"), 3, 0, 10, 30, 60_000)),
     ("frozen, 59 s behind", frozen(3, last_consumed=at(0) + SECOND, broker_last=at(2)),
      ("STALLED", "frozen", FROZEN_3.replace("unknown behind", "59s behind"), 3, 0, 10, 30, 59_000)),
+    ("frozen, an hour behind", frozen(3, last_consumed=at(0), broker_last=at(0) + dt.timedelta(hours=1)),
+     ("STALLED", "frozen", FROZEN_3.replace("unknown behind", "1h00m behind"), 3, 0, 10, 30, 3_600_000)),
+    ("frozen after one o'clock", lambda case: series(RISING[:3], FIXED[:3], group=case, start=122),
+     ("STALLED", "frozen", FROZEN_3.replace("12:00:00", "13:01:00"), 3, 122, 10, 30, None)),
     # lag-growing
     ("lag grew, never caught up", offsets([110, 130, 150], [100, 110, 120]),
      ("LAGGING", "lag-growing", "consumer moving (100 -> 120) but lag grew 10 -> 30 and never got within 0; "
@@ -159,7 +166,7 @@ def judged(spark: SparkSession) -> DataFrame:
     """Every case's queue through the job (also what the mutation run of analysis/rules.py judges)."""
     rows = [r for case, make, _ in CASES for r in make(case)]
     snapshots = spark.createDataFrame(rows, SNAPSHOT_SCHEMA)
-    return diagnose(snapshots, ms(T0), ms(T0 + dt.timedelta(hours=1)), Thresholds())
+    return diagnose(snapshots, ms(T0), ms(T0 + dt.timedelta(hours=2)), Thresholds())
 
 
 @pytest.fixture(scope="module")
