@@ -17,6 +17,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, LongType
 
 from analysis.schema import QUEUE_KEY
 
@@ -58,13 +59,13 @@ def allowed_lag(th: Thresholds) -> Column:
 
 
 def _duration(ms: Column) -> Column:
-    secs = F.floor(ms / 1000).cast("long")
+    secs = F.floor(ms / 1000).cast(LongType())
     return (
         F.when(ms.isNull(), F.lit("unknown"))
         .when(secs < 60, F.format_string("%ds", secs))
-        .when(secs < 3600, F.format_string("%dm%02ds", F.floor(secs / 60).cast("long"), secs % 60))
-        .otherwise(F.format_string("%dh%02dm", F.floor(secs / 3600).cast("long"),
-                                   F.floor((secs % 3600) / 60).cast("long")))
+        .when(secs < 3600, F.format_string("%dm%02ds", F.floor(secs / 60).cast(LongType()), secs % 60))
+        .otherwise(F.format_string("%dh%02dm", F.floor(secs / 3600).cast(LongType()),
+                                   F.floor((secs % 3600) / 60).cast(LongType())))
     )
 
 
@@ -96,8 +97,8 @@ def judge(th: Thresholds) -> Transform:
         seg, run = F.col("seg_start"), F.col("run_start")
         facts = df.select(
             *QUEUE_KEY, "first", "last", "seg_start", "run_start", "caught_up_rn", "co_max", "rewind", "last_error",
-            F.coalesce(F.col("n_window"), F.lit(0)).cast("int").alias("n_window"),
-            F.coalesce(F.col("n_missing"), F.lit(0)).cast("int").alias("n_missing"),
+            F.coalesce(F.col("n_window"), F.lit(0)).cast(IntegerType()).alias("n_window"),
+            F.coalesce(F.col("n_missing"), F.lit(0)).cast(IntegerType()).alias("n_missing"),
             (last["rn"] - seg["rn"] + 1).alias("seg_n"),
             (last["rn"] - run["rn"] + 1).alias("frozen_n"),
             (F.unix_millis(last["ts"]) - F.unix_millis(run["ts"])).alias("frozen_ms"),
@@ -206,7 +207,7 @@ def judge(th: Thresholds) -> Transform:
             reason.alias("reason"),
             start("ts").alias("window_start"),
             last["ts"].alias("window_end"),
-            F.when(on_run, c("frozen_n")).when(on_segment, c("seg_n")).otherwise(c("n_window")).cast("int")
+            F.when(on_run, c("frozen_n")).when(on_segment, c("seg_n")).otherwise(c("n_window")).cast(IntegerType())
             .alias("snapshots"),
             c("n_window").alias("window_snapshots"),
             c("n_missing").alias("missing_snapshots"),

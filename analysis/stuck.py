@@ -163,6 +163,8 @@ def build_session(master: str, driver_memory: str, executor_memory: str, shuffle
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.sql.session.timeZone", "UTC")
+        # column names are exact: a misspelt name in a rule is an error, never a match by case
+        .config("spark.sql.caseSensitive", "true")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.files.ignoreCorruptFiles", "true")
         .getOrCreate()

@@ -53,7 +53,7 @@ def run() -> None:
     spark = (SparkSession.builder.master("local[1]").appName("rmqctl-rules-mutation")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "512m").config("spark.sql.shuffle.partitions", "1")
-             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+             .config("spark.sql.session.timeZone", "UTC").config("spark.sql.caseSensitive", "true").getOrCreate())
     spark.sparkContext.setLogLevel("OFF")
     expected = [test_rules.expected_verdicts(spark), test_rules.expected_spans(spark)]
     wanted = [(list(e.columns), _rows(e), [r["group"] for r in e.select("group").collect()]) for e in expected]
