@@ -40,6 +40,7 @@ from rmqctl.model import (
     TagSample,
     java_string_hash,
     sort_queues,
+    unpullable_reason,
 )
 
 #: the label under which, without a message sample, every tag no client names is counted
@@ -296,7 +297,7 @@ def unpullable_held(ctx: CheckContext) -> dict[MessageQueue, str]:
     (two samples) the same client held them both times, messages waited and the consumer offset
     did not move while the client cached nothing."""
     view = ctx.view
-    out = dict(view.unpullable())
+    out = {mq: unpullable_reason(mq.topic, mq.broker_name) for mq in view.unpullable()}
     if ctx.previous is None:
         return out
     before = progress_by_queue(ctx.previous)

@@ -41,7 +41,7 @@ from rmqctl.model.consumer import (
     parse_tag_expression,
 )
 from rmqctl.model.finding import SEVERITY_RANK, Finding, Severity
-from rmqctl.model.formatting import format_millis
+from rmqctl.model.formatting import format_millis, unpullable_reason
 from rmqctl.model.group import GroupSummary, GroupView, QueueProgress, SampledMessage, TagSample
 from rmqctl.model.java import java_str_key, java_string_hash, version_desc, version_ordinal
 from rmqctl.model.names import (
@@ -61,6 +61,6 @@ __all__ = [
     "GroupView", "MessageQueue", "OffsetEntry", "ProcessQueueInfo", "QueueData", "QueueProgress",
     "SampledMessage", "Severity", "Subscription", "SubscriptionGroupConfig", "TagSample",
     "TopicKind", "TopicOffset", "TopicRoute", "TopicStats",
-    "format_millis", "java_str_key", "java_string_hash", "parse_tag_expression",
+    "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
     "sort_queues", "topic_kind", "version_desc", "version_ordinal",
 ]

@@ -17,3 +17,9 @@ def format_millis(ts: int | None) -> str:
         return _dt.datetime.fromtimestamp(ts / 1000).strftime("%Y-%m-%d %H:%M:%S")
     except (OverflowError, ValueError, OSError):  # Long.MAX_VALUE and other dates no calendar holds
         return f"out of range ({ts})"
+
+
+def unpullable_reason(topic: str, broker: str) -> str:
+    """Why a held queue of ``topic`` on ``broker`` cannot be pulled (see ``GroupView.unpullable``)."""
+    return (f"{topic} is missing from {broker}'s subscription table of the group: pulls fail with "
+            "'the consumer's subscription not exist' (24)")

@@ -270,11 +270,12 @@ class GroupView:
             return None
         return {"shared": shared, "unheld": unheld}
 
-    def unpullable(self) -> dict[MessageQueue, str]:
+    def unpullable(self) -> list[MessageQueue]:
         """Held queues whose pulls fail now: the queue's broker keeps no subscription for its topic
         in the group's table (push consumers then get SUBSCRIPTION_NOT_EXIST, code 24, on every
-        pull) while messages wait or the lag is unknown. Queue → the reason, in plain words."""
-        out: dict[MessageQueue, str] = {}
+        pull) while messages wait or the lag is unknown (the words for people:
+        :func:`rmqctl.model.formatting.unpullable_reason`)."""
+        out: list[MessageQueue] = []
         progress = {p.queue: p for p in self.progress}
         for mq in self._owners():
             table = self.broker_subscriptions.get(mq.broker_name)
@@ -283,9 +284,8 @@ class GroupView:
             row = progress.get(mq)
             lag = row.lag if row is not None else None
             if lag is None or lag > 0:
-                out[mq] = (f"{mq.topic} is missing from {mq.broker_name}'s subscription table of the "
-                           f"group: pulls fail with 'the consumer's subscription not exist' (24)")
-        return dict(sorted(out.items()))
+                out.append(mq)
+        return sorted(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from rmqctl.errors import RmqctlError
-from rmqctl.model import Finding, GroupSummary, GroupView, QueueProgress, Subscription
+from rmqctl.model import Finding, GroupSummary, GroupView, QueueProgress, Subscription, unpullable_reason
 from rmqctl.report.common import (
     Errors,
     QueueDict,
@@ -216,7 +216,7 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
     consume stats and not in the offset table) is ``null`` too, never 0, and ``total_diff``
     sums the known rows while ``unknown_diff_queues`` counts the others."""
     missing = {k: v for k, v in view.unavailable.items() if k in PROGRESS_FIELDS}
-    stuck = view.unpullable()
+    stuck = {mq: unpullable_reason(mq.topic, mq.broker_name) for mq in view.unpullable()}
     rows = []
     for p in view.progress:
         row = progress_row(p)
