@@ -107,6 +107,14 @@ def _count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
+def _progress_totals(doc: report.GroupProgressDoc) -> list[str]:
+    """The two total lines under ``group progress``: sums of the rows the document holds."""
+    inflight = doc["total_inflight"]
+    unknown = doc["unknown_diff_queues"]
+    return [f"Total diff: {doc['total_diff']}" + (f" (unknown for {_count(unknown, 'queue')})" if unknown else ""),
+            f"Total inflight: {UNAVAILABLE if inflight is None else inflight}"]
+
+
 def progress_view(view: GroupView, rates: dict[tuple[str, str, int], float] | None = None) -> View:
     """The ``group progress`` view; ``rates`` (queue → messages consumed per second between two
     samples) adds a RATE column (``--watch``)."""
@@ -127,10 +135,7 @@ def progress_view(view: GroupView, rates: dict[tuple[str, str, int], float] | No
                           "diff", "inflight", "last_consumed_ts", "owner", ("note", "")]
     if rates is not None:
         columns.insert(7, "consume_rate")
-    inflight = doc["total_inflight"]
-    unknown = doc["unknown_diff_queues"]
-    footer = [f"Total diff: {doc['total_diff']}" + (f" (unknown for {_count(unknown, 'queue')})" if unknown else ""),
-              f"Total inflight: {UNAVAILABLE if inflight is None else inflight}"]
+    footer = _progress_totals(doc)
     by_reason: dict[str, list[str]] = {}
     for name, why in sorted(view.unavailable.items()):
         by_reason.setdefault(why, []).append(name)
@@ -163,6 +168,8 @@ def progress(
             picked = select_rows(rated, (*report.PROGRESS_COLUMNS, "consume_rate"), name_key="topic", match=match,
                                  sort=sort)
             doc["queues"] = [{k: v for k, v in q.items() if k != "consume_rate"} for q in picked]
+        report.retotal_progress(doc)  # the totals count the rows --match kept
+        shown.footer[:2] = _progress_totals(doc)
         keep = {(q["topic"], q["broker"], q["queue_id"]) for q in doc["queues"]}
         table = shown.tables[0]
         rows = [r for r in table.rows if (r["topic"], r["broker"], r["queue_id"]) in keep]

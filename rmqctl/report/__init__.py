@@ -107,6 +107,7 @@ from rmqctl.report.group import (
     group_show_rows,
     group_summary,
     progress_row,
+    retotal_progress,
     subscription_conflicts,
     watched,
 )
@@ -168,6 +169,7 @@ __all__ = [
     "group_list_rows",
     "group_progress",
     "group_progress_rows",
+    "retotal_progress",
     "group_show",
     "group_show_rows",
     "group_summary",

@@ -225,12 +225,22 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
         row["unpullable"] = stuck.get(p.queue)
         rows.append(row)
     doc = GroupProgressDoc(
-        group=view.group, queues=rows, total_diff=view.total_diff,
-        unknown_diff_queues=len(view.unknown_lag_queues),
-        total_inflight=None if "inflight" in view.unavailable else view.total_inflight,
+        group=view.group, queues=rows, total_diff=0, unknown_diff_queues=0, total_inflight=None,
         errors=errors_doc(view.errors))
     if view.unavailable:
         doc["unavailable"] = dict(view.unavailable)
+    return retotal_progress(doc)
+
+
+def retotal_progress(doc: GroupProgressDoc) -> GroupProgressDoc:
+    """``doc`` with its totals summed over its own ``queues`` (call again after rows are left
+    out): ``total_diff`` over the known diffs, ``unknown_diff_queues`` counting the ``null``
+    ones, ``total_inflight`` ``null`` when the source cannot supply inflight."""
+    rows = doc["queues"]
+    doc["total_diff"] = sum(r["diff"] for r in rows if r["diff"] is not None)
+    doc["unknown_diff_queues"] = sum(1 for r in rows if r["diff"] is None)
+    doc["total_inflight"] = (None if "inflight" in doc.get("unavailable", {})
+                             else sum(r["inflight"] for r in rows if r["inflight"] is not None))
     return doc
 
 
