@@ -196,14 +196,29 @@ class ClusterService:
         return Partial(list(rows), failures)
 
     async def _summarize_group(self, masters: Mapping[str, str], group: str) -> GroupSummary:
-        """One ``group list`` row: connections and total lag, never raising for one bad group."""
+        """One ``group list`` row: connections and total lag, never raising for one bad group.
+
+        A broker leaves out of consume stats a topic missing from the group's subscription table
+        (which flips when clients subscribe different topics); ``group progress`` fills those
+        rows from the offset table, queue by queue. That costs too much for every group of a
+        list, so the summary asks each broker which topics the group has offsets for (one read,
+        alongside the others) and names the ones consume stats left out: its total is then
+        partial, never a smaller number passed off as the whole."""
+        lists_topics = self.backend.capabilities.lists_group_topics
+
+        async def offset_topics(addr: str) -> list[str]:
+            return await self.backend.topics_by_consumer(addr, group) if lists_topics else []
+
         try:
-            (conns, conn_failures), (stats, stats_failures) = await asyncio.gather(
+            (conns, conn_failures), (stats, stats_failures), (topics, _) = await asyncio.gather(
                 self._connections(masters, group),
                 self._fan_out(masters, lambda addr: self.backend.consume_stats(addr, group)),
+                self._fan_out(masters, offset_topics),
             )
         except errors.RmqctlError as exc:
             return GroupSummary(group, 0, None, None, None, 0, error=str(exc))
+        unlisted = sorted({t for b, ts in topics.items() if b in stats
+                           for t in set(ts) - {mq.topic for mq in stats[b].offsets}})
         clients = {c.client_id: c for cc in conns.values() for c in cc.connections}
         cc0 = next(iter(conns.values()), None)
         diff = sum(
@@ -221,6 +236,7 @@ class ClusterService:
             total_diff=diff,
             consume_tps=tps,
             error="; ".join(f"{b}: {e}" for b, e in failures.items()) or None,
+            unknown_diff_topics=tuple(unlisted),
         )
 
     async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:

@@ -54,6 +54,9 @@ class Capabilities:
     lists_subscription_groups: bool = True
     #: ``query_consumer_offset``: rows consume stats leave out are filled from the offset table
     queue_offsets: bool = True
+    #: ``topics_by_consumer``: the topics a group has offsets for, so a group's summary can tell
+    #: when consume stats left a topic out
+    lists_group_topics: bool = False
     #: ``pull_by_offset``: recent messages are read back (read-only) to count real tags
     message_reads: bool = True
     #: errors that end the whole command rather than one broker's read (a dashboard's shared
@@ -114,6 +117,11 @@ class Backend(Protocol):
 
     async def query_consumer_offset(self, address: str, group: str, topic: str, queue_id: int) -> int | None:
         """The committed offset in the broker's offset table (only when ``queue_offsets``)."""
+        ...
+
+    async def topics_by_consumer(self, address: str, group: str) -> list[str]:
+        """The topics ``group`` has committed offsets for on one broker (only when
+        ``lists_group_topics``)."""
         ...
 
     async def pull_by_offset(

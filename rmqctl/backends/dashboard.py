@@ -228,6 +228,9 @@ class DashboardBackend:
     async def query_consumer_offset(self, address: str, group: str, topic: str, queue_id: int) -> int | None:
         raise errors.UsageError("the dashboard cannot read one queue's committed offset")
 
+    async def topics_by_consumer(self, address: str, group: str) -> list[str]:
+        raise errors.UsageError("the dashboard cannot list the topics one group has offsets for")
+
     async def pull_by_offset(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[SampledMessage]:

@@ -26,7 +26,7 @@ from rmqctl.model import (
 from rmqctl.remoting.admin import AdminClient
 
 #: a broker answers every read of the protocol, except a list of groups with their numbers
-REMOTING = Capabilities()
+REMOTING = Capabilities(lists_group_topics=True)
 
 
 class RemotingBackend:
@@ -80,6 +80,9 @@ class RemotingBackend:
 
     async def query_consumer_offset(self, address: str, group: str, topic: str, queue_id: int) -> int | None:
         return await self.admin.query_consumer_offset(address, group, topic, queue_id)
+
+    async def topics_by_consumer(self, address: str, group: str) -> list[str]:
+        return await self.admin.topics_by_consumer(address, group)
 
     async def pull_by_offset(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32

@@ -57,7 +57,9 @@ def list_(
         doc["groups"] = select_rows(doc["groups"], report.GROUP_LIST_COLUMNS, name_key="group", match=match,
                                     sort=sort)
         columns = ["group", "clients", "consume_type", "message_model", "version", "total_diff", "consume_tps"]
-        return (View(doc, [Table(columns, doc["groups"], flexible=("group", "version"))],
+        shown = [{**g, "total_diff": f"{g['total_diff']} + unknown ({', '.join(g['unknown_diff_topics'])})"}
+                 if g.get("unknown_diff_topics") else g for g in doc["groups"]]
+        return (View(doc, [Table(columns, shown, flexible=("group", "version"))],
                      records=report.group_list_rows(doc)), dict(result.errors))
 
     execute(opts, run)

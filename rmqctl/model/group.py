@@ -300,3 +300,6 @@ class GroupSummary:
     total_diff: int
     consume_tps: float = 0.0
     error: str | None = None
+    #: topics the group has offsets for that consume stats left out: ``total_diff`` counts
+    #: only the others, so the group's real total is unknown
+    unknown_diff_topics: tuple[str, ...] = ()

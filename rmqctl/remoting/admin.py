@@ -275,6 +275,13 @@ class AdminClient:
             accept=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR),
         )
 
+    async def topics_by_consumer(self, address: str, group: str) -> list[str]:
+        """QUERY_TOPICS_BY_CONSUMER (343): the topics ``group`` has committed offsets for here."""
+        return sorted(await self.fetch(
+            address, RequestCode.QUERY_TOPICS_BY_CONSUMER, {"group": group},
+            lambda r: bodies.string_list(r.body, "topicList"),
+        ))
+
     async def topic_consumers(self, address: str, topic: str) -> list[str]:
         return sorted(await self.fetch(
             address, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic},

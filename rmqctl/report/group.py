@@ -348,8 +348,9 @@ def _rebalance_doc(view: GroupView) -> dict[str, Any] | None:
 
 
 def group_summary(summary: GroupSummary) -> dict[str, Any]:
-    """One group of ``group list``."""
-    return {
+    """One group of ``group list``; ``unknown_diff_topics`` (only when there are some) names the
+    topics whose lag ``total_diff`` could not count."""
+    out = {
         "group": summary.group,
         "clients": summary.clients,
         "online": summary.clients > 0,
@@ -359,6 +360,9 @@ def group_summary(summary: GroupSummary) -> dict[str, Any]:
         "total_diff": summary.total_diff,
         "consume_tps": summary.consume_tps,
     }
+    if summary.unknown_diff_topics:
+        out["unknown_diff_topics"] = list(summary.unknown_diff_topics)
+    return out
 
 
 class GroupListDoc(TypedDict):

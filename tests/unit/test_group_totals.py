@@ -66,3 +66,25 @@ def test_retotal_counts_unknown_rows_apart() -> None:
     assert (doc["total_diff"], doc["unknown_diff_queues"], doc["total_inflight"]) == (3, 0, 1)
     doc["unavailable"] = {"inflight": "not in this source"}
     assert retotal_progress(doc)["total_inflight"] is None
+
+
+def test_group_list_says_its_total_leaves_out_a_topic() -> None:
+    # consume stats list topicA (in the broker's table: c1 heartbeated last) and %RETRY%g1; topicB
+    # has committed offsets (c2 consumed its queues 2-3) but is left out: 2 + 2 + 0 known.
+    (group,) = _json("group", "list")["groups"]
+    assert (group["group"], group["total_diff"], group["unknown_diff_topics"]) == ("g1", 4, ["topicB"])
+    assert "4 + unknown (topicB)" in _run("group", "list")
+
+
+def test_group_list_total_matches_progress_over_the_same_topics() -> None:
+    (group,) = _json("group", "list")["groups"]
+    progress = _json("group", "progress", "g1")
+    counted = [q["diff"] for q in progress["queues"] if q["topic"] not in group["unknown_diff_topics"]]
+    assert group["total_diff"] == sum(counted) == 4
+    assert progress["total_diff"] - group["total_diff"] == 4  # topicB queues 0-1, 2 each
+
+
+def test_group_list_without_a_left_out_topic_names_none() -> None:
+    result = runner.invoke(app, ["--emulator", "tag-overwrite", "-o", "json", "group", "list"])
+    assert result.exit_code == 0, result.output
+    assert all("unknown_diff_topics" not in g for g in json.loads(result.output)["groups"])
