@@ -375,4 +375,4 @@ def group_list(summaries: Iterable[GroupSummary], errors: Mapping[str, RmqctlErr
 
 
 def group_list_rows(doc: GroupListDoc) -> list[RowSet]:
-    return [RowSet("group", GROUP_LIST_COLUMNS, doc["groups"]), *error_rows(doc)]
+    return [RowSet("group", (*GROUP_LIST_COLUMNS, "unknown_diff_topics"), doc["groups"]), *error_rows(doc)]

@@ -88,3 +88,8 @@ def test_group_list_without_a_left_out_topic_names_none() -> None:
     result = runner.invoke(app, ["--emulator", "tag-overwrite", "-o", "json", "group", "list"])
     assert result.exit_code == 0, result.output
     assert all("unknown_diff_topics" not in g for g in json.loads(result.output)["groups"])
+
+
+def test_group_list_csv_keeps_the_left_out_topic() -> None:
+    header, row = _run("-o", "csv", "group", "list").splitlines()
+    assert dict(zip(header.split(","), row.split(","), strict=True))["unknown_diff_topics"] == "topicB"
