@@ -125,6 +125,9 @@ def serve(
     + 64 * 1024,
     write_buffer_bytes: Annotated[int, typer.Option(
         "--write-buffer-bytes", help="Unread reply bytes per connection before its requests wait.")] = 1024 * 1024,
+    memory_bytes: Annotated[int, typer.Option(
+        "--memory-bytes", help="Unfinished frames plus unread replies over all connections; above it "
+        "clients that do not read are closed first.")] = 256 * 1024 * 1024,
     request_timeout: Annotated[float, typer.Option(
         "--request-timeout", parser=duration_parser(above=None), metavar=DURATION,
         help="Time a control-API client has to send one request.")] = 10.0,
@@ -144,7 +147,8 @@ def serve(
         if not math.isfinite(value) or (value <= 0 and name != "--at"):
             raise errors.UsageError(f"{name} must be a finite number > 0, not {value:g}")
     limits = ServerLimits(idle_timeout=idle_timeout, max_connections=max_connections,
-                          max_frame_bytes=max_frame_bytes, write_buffer_bytes=write_buffer_bytes)
+                          max_frame_bytes=max_frame_bytes, write_buffer_bytes=write_buffer_bytes,
+                          memory_bytes=memory_bytes)
     options = ServeOptions(clock=clock, speed=speed, bind=bind, namesrv_port=namesrv_port,
                            control_port=control_port, token=token, at=at, limits=limits,
                            request_timeout=request_timeout)

@@ -17,7 +17,9 @@ from rmqctl.remoting import frame
 class ServerLimits:
     """What one peer may make a remoting port hold or wait for (defaults documented in docs/)."""
 
-    #: seconds without a byte from the peer (or without its reading our replies) before closing
+    #: seconds without a whole frame from the peer (or without its taking any of our replies
+    #: while they are over ``write_buffer_bytes``) before closing; bytes that complete no frame
+    #: do not count, so a peer trickling a frame cannot hold a connection open
     idle_timeout: float = 120.0
     #: open connections per port; the next one is closed as soon as it is accepted
     max_connections: int = 1024
@@ -25,6 +27,10 @@ class ServerLimits:
     max_frame_bytes: int = 4 * 1024 * 1024 + 64 * 1024
     #: replies queued for a peer before its further requests wait for them to drain
     write_buffer_bytes: int = 1024 * 1024
+    #: unfinished input frames plus unsent replies, summed over every connection of every
+    #: remoting port; above it connections whose replies are not read are closed first, then the
+    #: connection that took the sum over
+    memory_bytes: int = 256 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.idle_timeout) and self.idle_timeout > 0):
@@ -35,3 +41,7 @@ class ServerLimits:
             raise errors.UsageError(f"the frame size limit must be 1024..{frame.MAX_FRAME_LENGTH} bytes")
         if self.write_buffer_bytes < 1024:
             raise errors.UsageError("the write buffer limit must be at least 1024 bytes")
+        floor = max(self.write_buffer_bytes, self.max_frame_bytes)
+        if self.memory_bytes < floor:
+            raise errors.UsageError(f"the memory budget must be at least the frame size and write buffer limits "
+                                    f"({floor} bytes)")

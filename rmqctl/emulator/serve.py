@@ -24,7 +24,7 @@ from rmqctl import errors
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, RealTimeDriver, Scheduler
 from rmqctl.emulator.control import REQUEST_TIMEOUT, ControlServer
 from rmqctl.emulator.scenario import Scenario
-from rmqctl.emulator.server import EmulatorServer, ServerLimits
+from rmqctl.emulator.server import AcceptErrors, EmulatorServer, ServerLimits
 from rmqctl.emulator.world import EmulatedCluster
 
 
@@ -67,7 +67,15 @@ async def running_emulator(scenario: Scenario, options: ServeOptions) -> AsyncIt
                             token=options.token, request_timeout=options.request_timeout)
     server = EmulatorServer(cluster, host=options.bind, namesrv_port=options.namesrv_port,
                             sync=driver.sync if driver else None, limits=options.limits)
-    await server.start()
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    accept_errors = AcceptErrors(previous)
+    loop.set_exception_handler(accept_errors)
+    try:
+        await server.start()
+    except BaseException:
+        loop.set_exception_handler(previous)
+        raise
     task: asyncio.Task[None] | None = None
     try:
         await control.start()
@@ -86,6 +94,8 @@ async def running_emulator(scenario: Scenario, options: ServeOptions) -> AsyncIt
                 await task
         await control.stop()
         await server.stop()
+        accept_errors.flush()
+        loop.set_exception_handler(previous)
 
 
 #: ``ClientHousekeepingService`` scans for silent channels this often

@@ -32,7 +32,7 @@ import itertools
 import logging
 import socket
 from collections.abc import Callable, Mapping
-from typing import Self
+from typing import Any, Self, cast
 
 from rmqctl import errors
 from rmqctl.emulator.broker import BROKER_VERSION
@@ -40,11 +40,12 @@ from rmqctl.emulator.broker_handlers import BrokerService
 from rmqctl.emulator.handlers import Handler, Result, namesrv_handlers, not_supported, respond
 from rmqctl.emulator.limits import ServerLimits
 from rmqctl.emulator.world import EmulatedCluster
+from rmqctl.remoting import frame
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.endpoint import Endpoint, HandlerResult
 from rmqctl.remoting.frame import RemotingCommand
 
-__all__ = ["EmulatorServer", "RemotingServer", "ServerConnection", "ServerLimits"]
+__all__ = ["AcceptErrors", "EmulatorServer", "MemoryBudget", "RemotingServer", "ServerConnection", "ServerLimits"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,131 @@ log = logging.getLogger(__name__)
 def _one_line(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_READ_CHUNK = 64 * 1024
+
+#: what asyncio's accept loop reports when a listening socket cannot take a connection
+_ACCEPT_FAILURES = ("socket.accept() out of system resource", "Error on transport creation for incoming connection")
+
+ExceptionHandler = Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object]
+
+
+class AcceptErrors:
+    """An event-loop exception handler that turns failed accepts (no file descriptor left, no
+    buffer memory) into one warning line per second with their count, never a traceback.
+
+    asyncio's accept loop already stops accepting on that listening socket for a second after
+    such a failure (the backoff); without this handler it logs each failure with a traceback.
+    Anything else goes to ``previous`` (or the loop's default handler).
+    """
+
+    WINDOW = 1.0
+
+    def __init__(self, previous: ExceptionHandler | None = None) -> None:
+        self.previous = previous
+        #: failures since the process started serving, and in the current window
+        self.total = 0
+        self.pending = 0
+        self._reason = ""
+        self._timer: asyncio.TimerHandle | None = None
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        message = str(context.get("message", ""))
+        if not message.startswith(_ACCEPT_FAILURES):
+            if self.previous is not None:
+                self.previous(loop, context)
+            else:
+                loop.default_exception_handler(context)
+            return
+        exc = context.get("exception")
+        self.total += 1
+        self.pending += 1
+        self._reason = _one_line(f"{exc}" if exc is not None else message)
+        if self._timer is None:
+            self._timer = loop.call_later(self.WINDOW, self.flush)
+
+    def flush(self) -> None:
+        """Write the line for the failures not yet logged (the timer does it once per second)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.pending:
+            log.warning("cannot accept connections: %s (%d failed accept%s in the last %gs; retrying)",
+                        self._reason, self.pending, "" if self.pending == 1 else "s", self.WINDOW)
+            self.pending = 0
+
+
+class MemoryBudget:
+    """Bytes held for peers across every connection of every port: unfinished input frames and
+    replies not yet taken by the peer (``ServerLimits.memory_bytes``).
+
+    Each connection's share is recorded when it changes on our side (a read, a write); a share
+    that shrank because the peer read is only noticed when the total looks over the limit, and
+    then every share is read again before anything is closed.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.total = 0
+        self.connections: set[ServerConnection] = set()
+        #: connections closed to keep the total under the limit
+        self.closed = 0
+
+    def add(self, conn: ServerConnection) -> None:
+        self.connections.add(conn)
+
+    def remove(self, conn: ServerConnection) -> None:
+        self.connections.discard(conn)
+        self.total -= conn.charged
+        conn.charged = 0
+
+    def recharge(self, conn: ServerConnection) -> None:
+        held = conn.held()
+        self.total += held - conn.charged
+        conn.charged = held
+
+    def check(self, conn: ServerConnection) -> None:
+        """After ``conn`` took more: if the total is over the limit, close connections whose
+        replies are not being read (largest first), then ``conn`` itself if still over."""
+        self.recharge(conn)
+        if self.total <= self.limit:
+            return
+        for other in list(self.connections):
+            self.recharge(other)
+        if self.total <= self.limit:
+            return
+        stalled = sorted((c for c in self.connections if c.output_full), key=lambda c: -c.charged)
+        for victim in stalled + [conn]:
+            if self.total <= self.limit:
+                return
+            if victim in self.connections:
+                victim.abort_over_budget(self.limit)
+
+
+class _MeteredWriter:
+    """The connection's stream writer, telling it after each write how much it holds."""
+
+    def __init__(self, writer: asyncio.StreamWriter, wrote: Callable[[], None]) -> None:
+        self._writer = writer
+        self._wrote = wrote
+        self.transport = writer.transport
+
+    def write(self, data: bytes) -> None:
+        self._writer.write(data)
+        self._wrote()
+
+    async def drain(self) -> None:
+        await self._writer.drain()
+
+    def close(self) -> None:
+        self._writer.close()
+
+    async def wait_closed(self) -> None:
+        await self._writer.wait_closed()
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return self._writer.get_extra_info(name, default)
 
 
 class ServerConnection:
@@ -65,7 +191,12 @@ class ServerConnection:
         self.channel_id = channel_id
         peer = writer.get_extra_info("peername")
         self.remote_addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.endpoint = Endpoint(writer, self._handle, peer=self.remote_addr,
+        self.decoder = frame.FrameDecoder(server.limits.max_frame_bytes)
+        #: bytes this connection is counted for in the server's memory budget
+        self.charged = 0
+        self._over_budget: str | None = None
+        metered = cast(asyncio.StreamWriter, _MeteredWriter(writer, self._wrote))
+        self.endpoint = Endpoint(metered, self._handle, peer=self.remote_addr,
                                  on_handler_error=self._handler_failed, on_close=self._closed)
 
     def __hash__(self) -> int:
@@ -83,17 +214,104 @@ class ServerConnection:
         """Reply bytes queued in the transport, not yet taken by the peer."""
         return self.endpoint.write_buffered
 
+    @property
+    def read_buffered(self) -> int:
+        """Bytes of an unfinished frame held for this peer."""
+        return self.decoder.buffered
+
+    @property
+    def output_full(self) -> bool:
+        """Its replies are over the per-connection limit: its requests are not being read."""
+        return self.write_buffered > self.server.limits.write_buffer_bytes
+
+    def held(self) -> int:
+        return 0 if self.closed else self.read_buffered + self.write_buffered
+
     async def run(self) -> None:
         limits = self.server.limits
         self.writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes)
+        ended: Exception | None
         try:
-            ended = await self.endpoint.serve(self.reader, max_frame_length=limits.max_frame_bytes,
-                                              idle_timeout=limits.idle_timeout,
-                                              write_buffer_bytes=limits.write_buffer_bytes)
+            ended = await self._serve()
+        except asyncio.CancelledError:
+            self.endpoint.abort()
+            self.server.connection_gone(self)
+            raise
+        except Exception as exc:  # never a traceback per connection
+            ended = exc
+        self.endpoint.fail_all(ended)
+        try:
+            await self._release(graceful=ended is None)
         finally:
-            self.close()
-        name, peer = self.server.name, self.remote_addr
-        if isinstance(ended, errors.ProtocolError):
+            self.server.connection_gone(self)
+        self._log_end(ended)
+
+    async def _serve(self) -> Exception | None:
+        """Read and dispatch until the peer closes; then ``None``, else why it was closed."""
+        limits = self.server.limits
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limits.idle_timeout
+        budget = self.server.budget
+        while not self.closed:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    chunk = await self.reader.read(_READ_CHUNK)
+            except TimeoutError:
+                return errors.TimeoutError(f"idle for {limits.idle_timeout:g}s")
+            if not chunk or self.closed:
+                return None
+            self.decoder.feed(chunk)
+            try:
+                for cmd in self.decoder:
+                    # progress: a whole frame arrived (bytes alone do not count)
+                    deadline = loop.time() + limits.idle_timeout
+                    self.endpoint.receive(cmd)
+                    if self.closed:
+                        break
+                    if self.write_buffered > limits.write_buffer_bytes:
+                        stalled = await self._wait_drained()
+                        if stalled is not None:
+                            return stalled
+                        deadline = loop.time() + limits.idle_timeout
+            except errors.ProtocolError as exc:
+                return exc
+            budget.check(self)
+        return None
+
+    async def _wait_drained(self) -> Exception | None:
+        """Backpressure: read no more requests until the peer takes our replies; a peer that
+        takes none of them for ``idle_timeout`` is closed."""
+        limits = self.server.limits
+        while not self.closed and self.write_buffered > limits.write_buffer_bytes:
+            before = self.write_buffered
+            try:
+                async with asyncio.timeout(limits.idle_timeout):
+                    await self.writer.drain()
+            except TimeoutError as exc:
+                if self.write_buffered < before:
+                    continue  # it reads, slowly
+                return exc
+            except (OSError, RuntimeError) as exc:
+                return exc
+        return None
+
+    async def _release(self, *, graceful: bool) -> None:
+        """Let the socket go: a peer that closed gets its queued replies for up to
+        ``idle_timeout``; any other ending drops them at once (the memory goes with them)."""
+        transport = self.writer.transport
+        if graceful and transport.get_write_buffer_size():
+            try:
+                async with asyncio.timeout(self.server.limits.idle_timeout):
+                    await self.writer.wait_closed()
+            except (TimeoutError, OSError, RuntimeError):
+                pass
+        transport.abort()
+
+    def _log_end(self, ended: Exception | None) -> None:
+        name, peer, limits = self.server.name, self.remote_addr, self.server.limits
+        if self._over_budget is not None:
+            log.warning("%s: closing %s: %s", name, peer, self._over_budget)
+        elif isinstance(ended, errors.ProtocolError):
             # ``NettyDecoder``: a frame that does not decode closes this channel, nothing else.
             log.warning("%s: closing %s after a bad frame: %s", name, peer, _one_line(str(ended)))
         elif isinstance(ended, errors.TimeoutError):
@@ -103,6 +321,19 @@ class ServerConnection:
         elif ended is not None and not isinstance(ended, (ConnectionError, OSError, asyncio.IncompleteReadError)):
             # never a traceback per connection
             log.warning("%s: closing %s: %s: %s", name, peer, type(ended).__name__, _one_line(str(ended)))
+
+    def _wrote(self) -> None:
+        if not self.closed:
+            self.server.budget.check(self)
+
+    def abort_over_budget(self, limit: int) -> None:
+        """Close at once, dropping what it holds, to bring the memory budget back under ``limit``."""
+        what = (f"{self.write_buffered} bytes of replies it does not read" if self.output_full
+                else f"{self.held()} bytes held")
+        self._over_budget = f"over the memory budget of {limit} bytes across connections ({what})"
+        self.server.budget.closed += 1
+        self.server.budget.remove(self)
+        self.endpoint.abort()
 
     def _handle(self, cmd: RemotingCommand) -> HandlerResult:
         return self.server.handle(cmd, self)
@@ -142,9 +373,10 @@ class RemotingServer:
 
     def __init__(self, name: str, handlers: Mapping[int, Handler], *, sync: Callable[[], None] | None = None,
                  on_close: Callable[[ServerConnection], None] | None = None,
-                 limits: ServerLimits | None = None) -> None:
+                 limits: ServerLimits | None = None, budget: MemoryBudget | None = None) -> None:
         self.name = name
         self.limits = limits or ServerLimits()
+        self.budget = budget or MemoryBudget(self.limits.memory_bytes)
         self.refused = 0
         self.handlers = dict(handlers)
         self.sync = sync
@@ -181,7 +413,9 @@ class RemotingServer:
             except OSError:
                 pass
         conn = ServerConnection(self, reader, writer, next(self._ids))
+        # counted until its socket is really gone, not only until the broker forgets it
         self.connections.add(conn)
+        self.budget.add(conn)
         await conn.run()
 
     def handle(self, cmd: RemotingCommand, conn: ServerConnection) -> Result:
@@ -198,15 +432,20 @@ class RemotingServer:
         return result
 
     def connection_closed(self, conn: ServerConnection) -> None:
-        self.connections.discard(conn)
+        """The connection stopped serving: the broker forgets its clients."""
         if self.on_close is not None:
             self.on_close(conn)
+
+    def connection_gone(self, conn: ServerConnection) -> None:
+        """The connection's socket is closed: it no longer counts against the cap or the budget."""
+        self.connections.discard(conn)
+        self.budget.remove(conn)
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
-            conn.close()
+            conn.endpoint.abort()
         if self._server is not None:
             with contextlib.suppress(TimeoutError, OSError):
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
@@ -226,12 +465,16 @@ class EmulatorServer:
         self.advertise = advertise or (host if host not in ("0.0.0.0", "::", "") else "127.0.0.1")
         self.sync = sync
         self.limits = limits or ServerLimits()
-        self.namesrv = RemotingServer("name server", namesrv_handlers(cluster), sync=sync, limits=self.limits)
+        #: one memory budget for every port
+        self.budget = MemoryBudget(self.limits.memory_bytes)
+        self.namesrv = RemotingServer("name server", namesrv_handlers(cluster), sync=sync, limits=self.limits,
+                                      budget=self.budget)
         self.brokers: dict[str, RemotingServer] = {}
         for name, broker in cluster.brokers.items():
             service = BrokerService(cluster, broker)
             self.brokers[name] = RemotingServer(f"broker {name}", service.handlers(), sync=sync,
-                                                on_close=broker.channel_closed, limits=self.limits)
+                                                on_close=broker.channel_closed, limits=self.limits,
+                                                budget=self.budget)
 
     @property
     def namesrv_addr(self) -> str:
