@@ -20,7 +20,7 @@ from rmqctl.emulator.client import InProcessChannel
 from rmqctl.emulator.groups import Channel, ClientChannelInfo
 from rmqctl.emulator.handlers import Handler, Result, ext_bool, ext_int, respond
 from rmqctl.emulator.pulls import PullRequestHeader, PullResult
-from rmqctl.emulator.store import StoredMessage
+from rmqctl.emulator.store import MAX_QUEUES_PER_TOPIC, StoredMessage
 from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.model import ClientConnection, ConsumerConnection, ConsumeStats, TopicStats, version_desc
 from rmqctl.remoting import bodies
@@ -295,7 +295,12 @@ class BrokerService:
         topic = ext.get("topic", "")
         if not topic or topic.startswith("%") or len(topic) > 127:
             return respond(cmd, ResponseCode.INVALID_PARAMETER, remark=f"The specified topic {topic} is invalid")
-        self.broker.create_topic(topic, ext_int(ext, "readQueueNums", 8), ext_int(ext, "writeQueueNums", 8),
+        read, write = ext_int(ext, "readQueueNums", 8), ext_int(ext, "writeQueueNums", 8)
+        if not (0 <= read <= MAX_QUEUES_PER_TOPIC and 0 <= write <= MAX_QUEUES_PER_TOPIC):
+            return respond(cmd, ResponseCode.INVALID_PARAMETER,
+                           remark=f"the emulator holds 0..{MAX_QUEUES_PER_TOPIC} read and write queues per topic, "
+                                  f"not {read}/{write}")
+        self.broker.create_topic(topic, read, write,
                                  ext_int(ext, "perm", 6), order=ext_bool(ext, "order"),
                                  topic_sys_flag=ext_int(ext, "topicSysFlag"))
         return respond(cmd, ResponseCode.SUCCESS)

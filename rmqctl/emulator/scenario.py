@@ -70,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from rmqctl import errors
+from rmqctl.emulator.store import MAX_QUEUES_PER_TOPIC
 from rmqctl.rebalance.strategies import AllocationError, get_strategy
 
 DEFAULT_CLUSTER = "DefaultCluster"
@@ -447,7 +448,7 @@ def _topics(check: _Checker, doc: Mapping[str, Any], brokers: Sequence[str]) -> 
         if name.startswith("%") or not re.fullmatch(r"[%|a-zA-Z0-9_\-]+", name) or len(name) > 127:
             raise check.fail([*path, "name"], f"invalid topic name {name!r}",
                              "letters, digits, '_', '-' and '|', at most 127 characters")
-        queues = check.integer(raw.get("queues", 4), [*path, "queues"], minimum=1, maximum=1024)
+        queues = check.integer(raw.get("queues", 4), [*path, "queues"], minimum=1, maximum=MAX_QUEUES_PER_TOPIC)
         read = check.integer(raw.get("read_queues", queues), [*path, "read_queues"], minimum=0, maximum=1024)
         write = check.integer(raw.get("write_queues", queues), [*path, "write_queues"], minimum=0, maximum=1024)
         perm = check.integer(raw.get("perm", 6), [*path, "perm"], minimum=0, maximum=15)

@@ -30,6 +30,11 @@ PERM_INHERIT = 1
 #: ``MessageStoreConfig.messageDelayLevel`` in seconds (level 1 is the first)
 DELAY_LEVELS_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 
+#: Most read or write queues one topic may have in the emulator (scenario files, admin requests):
+#: every per-queue table and listing walks them, and one topic created with millions of queues
+#: stalled a served emulator for seconds. Real topics use a few to a few hundred.
+MAX_QUEUES_PER_TOPIC = 1024
+
 
 @dataclass(frozen=True, slots=True)
 class StoredMessage:

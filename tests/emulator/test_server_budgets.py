@@ -26,7 +26,7 @@ from rmqctl.emulator.serve import Served, ServeOptions, running_emulator
 from rmqctl.emulator.server import EmulatorServer, ServerLimits
 from rmqctl.remoting import frame
 from rmqctl.remoting.admin import AdminClient
-from rmqctl.remoting.codes import RequestCode
+from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.service import ClusterService
 
 from .test_server_limits import BOUND, closed_by_server, connect, group_list_answers, wait_for
@@ -220,3 +220,25 @@ async def test_accept_failures_are_logged_once_per_second_with_a_count() -> None
     assert 1 <= len(lines) <= 5, lines  # ~2.5 s of failures: one line a second
     counts = [int(line.split("(")[1].split()[0]) for line in lines]
     assert all(n >= 1 for n in counts) and "Too many open files" in lines[0], lines
+
+
+@pytest.mark.parametrize(("read", "write", "code"), [
+    (2_000_000, 2_000_000, ResponseCode.INVALID_PARAMETER),  # stalled a served emulator for 10 s
+    (1025, 8, ResponseCode.INVALID_PARAMETER),
+    (8, 1025, ResponseCode.INVALID_PARAMETER),
+    (1024, 1024, ResponseCode.SUCCESS),
+])
+async def test_a_topic_is_created_with_at_most_1024_queues(read: int, write: int, code: int) -> None:
+    async with emulator(ServerLimits()) as (served, _source, _server):
+        admin = AdminClient([served.namesrv], timeout=5.0)
+        try:
+            broker = (await admin.cluster_info()).masters()["broker-a"]
+            response = await admin.call(broker, RequestCode.UPDATE_AND_CREATE_TOPIC, {
+                "topic": "Huge", "defaultTopic": "TBW102", "readQueueNums": read, "writeQueueNums": write,
+                "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False},
+                accept=range(0, 10_000))
+        finally:
+            await admin.close()
+        assert response.code == code, response.remark
+        if code != ResponseCode.SUCCESS:
+            assert "0..1024 read and write queues per topic" in (response.remark or "")
