@@ -221,7 +221,7 @@ _rmqctl_lookup() {
     'V|emulator run|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|emulator run|-o') _rmqctl_r='table json jsonl csv' ;;
     'A|emulator run') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
-    'O|emulator serve') _rmqctl_r='--scenario -s --speed --clock --namesrv-port --control-port --bind --token --at --idle-timeout --max-connections --max-frame-bytes --write-buffer-bytes --request-timeout --output -o --help -h' ;;
+    'O|emulator serve') _rmqctl_r='--scenario -s --speed --clock --namesrv-port --control-port --bind --token --at --idle-timeout --max-connections --max-frame-bytes --write-buffer-bytes --memory-bytes --request-timeout --output -o --help -h' ;;
     'V|emulator serve|--scenario') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|emulator serve|-s') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|emulator serve|--speed') _rmqctl_r='@none' ;;
@@ -235,6 +235,7 @@ _rmqctl_lookup() {
     'V|emulator serve|--max-connections') _rmqctl_r='@none' ;;
     'V|emulator serve|--max-frame-bytes') _rmqctl_r='@none' ;;
     'V|emulator serve|--write-buffer-bytes') _rmqctl_r='@none' ;;
+    'V|emulator serve|--memory-bytes') _rmqctl_r='@none' ;;
     'V|emulator serve|--request-timeout') _rmqctl_r='@none' ;;
     'V|emulator serve|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|emulator serve|-o') _rmqctl_r='table json jsonl csv' ;;
