@@ -166,7 +166,11 @@ class AdminClient:
         running: dict[asyncio.Task[T], int] = {}
 
         def ask(index: int) -> None:
-            remaining = max(0.001, deadline - loop.time())
+            remaining = deadline - loop.time()
+            if remaining <= 0:  # the deadline is over: a request now could only time out
+                failures.append(errors.TimeoutError(f"{self.namesrv[index]} not asked: the "
+                                                    f"{round(self.timeout, 2):g}s deadline had passed"))
+                return
             coro = self.fetch(self.namesrv[index], code, ext, parse, timeout=remaining)
             running[asyncio.ensure_future(coro)] = index
 
@@ -176,6 +180,8 @@ class AdminClient:
                 if order and (not running or loop.time() >= next_start):
                     ask(order.pop(0))
                     next_start = loop.time() + NAMESRV_STAGGER
+                    if not running:
+                        continue  # not asked (no time left): name the next one the same way
                 # every request carries what is left of the deadline, so this ends by then
                 wait = max(0.0, next_start - loop.time()) if order else None
                 done, _ = await asyncio.wait(running, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
