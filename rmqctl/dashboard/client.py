@@ -79,6 +79,11 @@ def _base_url(url: str) -> tuple[str, str | None, str | None]:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)).rstrip("/"), user, password
 
 
+#: What rocketmq-dashboard 1.0.0 answers, now and then, when a request reaches a thread whose admin
+#: client it has not set up yet (a race inside the dashboard, not a refusal of the request).
+ADMIN_NOT_READY = "defaultMQAdminExt should be init before use"
+
+
 class DashboardClient:
     """Requests to one dashboard; every reply's envelope checked, errors translated."""
 
@@ -204,7 +209,15 @@ class DashboardClient:
                     f"dashboard {self.url} sent {path} to its login page again right after a fresh login",
                     hint="the dashboard drops sessions at once; check its session settings or proxy",
                 )
-        return self._decode(response, path)
+        try:
+            return self._decode(response, path)
+        except wire.DashboardRefused as exc:
+            if ADMIN_NOT_READY not in (exc.remark or ""):
+                raise
+            # 1.0.0 answers a request now and then before its per-thread admin client is set up;
+            # the same request a moment later is served
+            log.debug("dashboard %s: admin client not ready on %s; asking once more", self.url, path)
+            return self._decode(await self._send("GET", path, params=params), path)
 
 
 def _reason(exc: BaseException) -> str:
