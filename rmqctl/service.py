@@ -40,7 +40,6 @@ from rmqctl.model import (
     GroupSummary,
     GroupView,
     MessageQueue,
-    ProcessQueueInfo,
     QueueProgress,
     TagSample,
     TopicOffset,
@@ -227,21 +226,7 @@ class ClusterService:
         )
         tps = sum(s.consume_tps for s in stats.values())
         version = min((c.version for c in clients.values()), default=None)
-        failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures}
-        subscribed = {t for cc in conns.values() for t in cc.subscriptions}
-        listed = {mq.topic for s in stats.values() for mq in s.offsets}
-        if subscribed - listed and self.backend.capabilities.queue_offsets:
-            # consume stats leave out a subscribed topic (never committed, or absent from the
-            # subscription table): only the full view, with its holders, can say what waits there
-            try:
-                view = await self.group_view(group)
-            except errors.RmqctlError as exc:
-                failures["view"] = exc
-            else:
-                diff = sum(p.diff for p in view.progress if p.known)
-                shown = {p.queue.topic for p in view.progress}
-                unlisted = sorted({p.queue.topic for p in view.progress if not p.known}
-                                  | (set(unlisted) - shown))
+        failures = {**stats_failures, **conn_failures}
         return GroupSummary(
             group=group,
             clients=len(clients),
@@ -310,7 +295,7 @@ class ClusterService:
             topic_queues[topic] = tuple(route.read_queues())
 
         progress = _merge_progress(stats_by_broker, owners)
-        extra = await self._fill_missing_rows(masters, group, stats_by_broker, topic_queues, owners, infos)
+        extra = await self._fill_missing_rows(masters, group, stats_by_broker, topic_queues, owners)
         if extra:
             progress = tuple(sorted((*progress, *extra), key=lambda r: r.queue))
 
@@ -383,28 +368,19 @@ class ClusterService:
     async def _fill_missing_rows(
         self, masters: Mapping[str, str], group: str, stats_by_broker: Mapping[str, ConsumeStats],
         topic_queues: Mapping[str, tuple[MessageQueue, ...]], owners: Mapping[MessageQueue, str],
-        infos: Mapping[str, ConsumerRunningInfo] | None = None,
     ) -> list[QueueProgress]:
         """Rows for the queues consume stats left out although the broker answered it.
 
         The broker drops a topic from ConsumeStats while the topic is absent from the group's
         subscription table, which, in a group whose clients subscribe different topics, flips
         with every heartbeat. The offsets are still there: the consumer offset comes from the
-        broker's offset table (per queue) and the broker offset from topic stats. A queue whose
+        broker's offset table (per queue) and the broker offset from topic stats. A topic none of
+        whose queues has a committed offset is left out, as ConsumeStats would; a queue whose
         offsets cannot be read gets a row marked ``unknown``.
-
-        A topic none of whose queues has a committed offset is one ConsumeStats leaves out for
-        good (mqadmin too), yet a client that holds its queues and hangs before its first commit
-        leaves every message there unconsumed. Such a held queue gets a ``no_commit`` row: its
-        consumer offset is the queue's min offset, or the holding client's own offset (its
-        running info) when that is further on; queues nobody holds stay out, as ConsumeStats
-        would leave them.
         """
         if not self.backend.capabilities.queue_offsets:
             return []
         backend = self.backend
-        held = {mq: info.mq_table[mq] for mq, cid in owners.items()
-                for info in [(infos or {}).get(cid)] if info is not None and mq in info.mq_table}
         listed = {mq for s in stats_by_broker.values() for mq in s.offsets}
         wanted: dict[tuple[str, str], list[MessageQueue]] = {}
         for topic, queues in topic_queues.items():
@@ -420,14 +396,9 @@ class ClusterService:
                     *(backend.query_consumer_offset(addr, group, topic, mq.queue_id) for mq in queues))
             except errors.RmqctlError:
                 return [QueueProgress(mq, 0, 0, None, 0, owners.get(mq), offsets_from="unknown") for mq in queues]
-            max_offsets = {o.queue.queue_id: o.max_offset for o in stats.offsets}
             if all(c is None for c in committed):
-                # never committed on this topic here: ConsumeStats leaves it out, but a held queue
-                # is read from the topic's offsets and the holder's own offset
-                min_offsets = {o.queue.queue_id: o.min_offset for o in stats.offsets}
-                return [_uncommitted_row(mq, owners[mq], min_offsets.get(mq.queue_id),
-                                         max_offsets.get(mq.queue_id), held.get(mq))
-                        for mq in queues if mq in owners]
+                return []  # the group never committed on this topic here: ConsumeStats would not list it
+            max_offsets = {o.queue.queue_id: o.max_offset for o in stats.offsets}
             rows = []
             for mq, offset in zip(queues, committed, strict=True):
                 if mq.queue_id not in max_offsets:
@@ -484,18 +455,6 @@ class ClusterService:
             else:
                 failures[f"sample:{mq.broker_name}"] = result
         return dataclasses.replace(view, tag_samples=samples, errors=failures)
-
-
-def _uncommitted_row(mq: MessageQueue, owner: str, min_offset: int | None, max_offset: int | None,
-                     pq: ProcessQueueInfo | None) -> QueueProgress:
-    """The row of a held queue the group never committed an offset for: everything from the
-    queue's min offset (or from the holder's own offset, when further on) is still to consume."""
-    if min_offset is None or max_offset is None:
-        return QueueProgress(mq, 0, 0, None, 0, owner, offsets_from="unknown")
-    consumer = min_offset
-    if pq is not None and min_offset < pq.commit_offset <= max_offset:
-        consumer = pq.commit_offset
-    return QueueProgress(mq, max_offset, consumer, None, 0, owner, offsets_from="no_commit")
 
 
 def _merge_progress(

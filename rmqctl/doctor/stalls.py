@@ -37,28 +37,13 @@ def _blocked(ctx: CheckContext, cid: str, info: ConsumerRunningInfo, mq: Message
     return None
 
 
-def _never_committed(ctx: CheckContext, cid: str, info: ConsumerRunningInfo, mq: MessageQueue,
-                     pq: ProcessQueueInfo, backlog: int) -> dict[str, Any] | None:
-    """Why one held queue the group never committed an offset for is blocked, or None: messages
-    wait beyond its min offset and its client consumed none of them (or none for over 60 s)."""
-    if info.consume_orderly or pq.dropped or backlog <= 0:
-        return None
-    if pq.last_consume_timestamp and ctx.now_ms - pq.last_consume_timestamp <= BLOCKED_AFTER_MS:
-        return None
-    return {**queue_dict(mq), "client": cid, "reason": "never committed", "backlog": backlog,
-            "cached_msg_count": pq.cached_msg_count}
-
-
 def blocked_queue(ctx: CheckContext) -> list[Finding]:
-    uncommitted = {p.queue: p.diff for p in ctx.view.progress if p.offsets_from == "no_commit"}
     rows = []
     for cid, info in sorted(ctx.view.running_infos.items()):
         if info.consume_type not in (None, "CONSUME_PASSIVELY"):
             continue
         for mq, pq in info.mq_table.items():
             row = _blocked(ctx, cid, info, mq, pq)
-            if row is None and mq in uncommitted:
-                row = _never_committed(ctx, cid, info, mq, pq, uncommitted[mq])
             if row is not None:
                 rows.append(row)
     if not rows:
@@ -66,10 +51,9 @@ def blocked_queue(ctx: CheckContext) -> list[Finding]:
     return [finding(
         ctx, "BLOCKED_QUEUE", "error",
         f"{n_of(len(rows), 'queue')} of {ctx.view.group} {are(len(rows))} blocked in their client",
-        "These queues hold pulled messages that have not been consumed for over 60 s, hold a "
-        "backlog the group never committed an offset for while their client consumes none of it, "
-        "or (orderly consumers) cannot get or release their broker lock; their committed offset "
-        "stays at the oldest unfinished message (or there is none).",
+        "These queues hold pulled messages that have not been consumed for over 60 s, or (orderly "
+        "consumers) cannot get or release their broker lock; their committed offset stays at the "
+        "oldest unfinished message.",
         {"queues": rows},
         "Take a thread dump of the client (mqadmin consumerStatus -s) to find the stuck listener; "
         "orderly queues recover once the old owner unlocks or its lock expires (60 s).",

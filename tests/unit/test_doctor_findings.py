@@ -16,7 +16,7 @@ import pytest
 
 from rmqctl.doctor import CODES, run_checks, skipped_checks
 from rmqctl.doctor.context import and_list, are, backlog_text, expression_of, n_of
-from rmqctl.model import ConsumeStatus, GroupView, MessageQueue, ProcessQueueInfo, QueueProgress, TopicOffset
+from rmqctl.model import ConsumeStatus, GroupView, MessageQueue, ProcessQueueInfo, TopicOffset
 from tests.unit.doctor_views import (
     CONFIG_CLASS,
     DLQ,
@@ -160,40 +160,6 @@ def blocked(pq: ProcessQueueInfo, *, orderly: bool = False, consume_type: str = 
                          orderly=True), None),
 ])
 def test_blocked_queue(c: Case) -> None:
-    check("BLOCKED_QUEUE", c)
-
-
-def never_committed(pq: ProcessQueueInfo, broker_offset: int, consumer_offset: int, *,
-                    offsets_from: str = "no_commit", orderly: bool = False) -> GroupView:
-    """One held queue whose row says the group has no committed offset for it (or, with
-    ``offsets_from``, where else its offsets came from)."""
-    p = QueueProgress(T[0], broker_offset, consumer_offset, None, 0, A, offsets_from)
-    return group([client(A, [S], pq={T[0]: pq}, orderly=orderly)], {"T": T[:1]}, progress=[p])
-
-
-@table([
-    Case("no commit, 125,000 messages waiting, nothing consumed ever: blocked",
-         lambda: never_committed(ProcessQueueInfo(cached_msg_count=1024), 125_000, 0), "error",
-         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "client": A,
-                      "reason": "never committed", "backlog": 125_000, "cached_msg_count": 1024}]}),
-    Case("no commit, backlog counted from the min offset 40 up to 50",
-         lambda: never_committed(ProcessQueueInfo(), 50, 40), "error",
-         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "client": A,
-                      "reason": "never committed", "backlog": 10, "cached_msg_count": 0}]}),
-    Case("no commit and nothing beyond the min offset: the client waits for messages",
-         lambda: never_committed(ProcessQueueInfo(), 40, 40), None),
-    Case("no commit, last consumed 60.001 s ago: blocked",
-         lambda: never_committed(ProcessQueueInfo(last_consume_timestamp=NOW - 60_001), 7, 0), "error"),
-    Case("no commit, last consumed exactly 60 s ago: its first commit may still come",
-         lambda: never_committed(ProcessQueueInfo(last_consume_timestamp=NOW - 60_000), 7, 0), None),
-    Case("the same numbers from consume stats are ordinary lag, not a missing commit",
-         lambda: never_committed(ProcessQueueInfo(), 7, 0, offsets_from="consume_stats"), None),
-    Case("unknown offsets are no backlog to report",
-         lambda: never_committed(ProcessQueueInfo(), 0, 0, offsets_from="unknown"), None),
-    Case("a dropped queue is being released: not blocked",
-         lambda: never_committed(ProcessQueueInfo(dropped=True), 7, 0), None),
-])
-def test_blocked_queue_never_committed(c: Case) -> None:
     check("BLOCKED_QUEUE", c)
 
 
