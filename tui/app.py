@@ -77,6 +77,9 @@ class RmqctlApp(App[None]):
         Binding(DEFAULT_KEYS["refresh"], "refresh", "Refresh", id="refresh"),
         Binding(DEFAULT_KEYS["emulator"], "emulator", "Emulator", id="emulator"),
         Binding(DEFAULT_KEYS["quit"], "quit", "Quit", id="quit"),
+        # k9s and every terminal program: ctrl+c ends it (Textual would only say how to quit, or
+        # copy when an input has focus)
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="interrupt"),
     ]
 
     #: the latest round as the screens show it (``None`` before the first one); screens watch it

@@ -1,9 +1,12 @@
-"""Key bindings by id: the defaults, which ``[tui.keys]`` in the config file remaps.
+"""Key bindings by id: the defaults, which ``[tui.keys]`` in the config file remaps, and how a
+binding's keys are shown to people (``?``, ``/``, ``:``, never Textual's key names).
 
-Imports nothing.
+Imports textual's key helpers only.
 """
 
 from __future__ import annotations
+
+from textual.keys import format_key
 
 #: binding id → default keys; ``[tui.keys]`` in the config file remaps them by id
 DEFAULT_KEYS: dict[str, str] = {
@@ -22,3 +25,9 @@ DEFAULT_KEYS: dict[str, str] = {
     "down": "j",
     "up": "k",
 }
+
+
+def key_display(keys: str) -> str:
+    """Textual key names as a person types them: ``question_mark,f1`` → ``?, f1``,
+    ``slash`` → ``/``, ``escape`` → ``esc``."""
+    return ", ".join(format_key(k.strip()) for k in keys.split(",") if k.strip())

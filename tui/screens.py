@@ -22,6 +22,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, ContentSwitcher, DataTable, Footer, Input, Label, Select, Static
 
@@ -40,7 +41,7 @@ from tui.columns import (
     Column,
     filter_rows,
 )
-from tui.keys import DEFAULT_KEYS
+from tui.keys import DEFAULT_KEYS, key_display
 from tui.messages import ControlRequested, ViewRequested
 from tui.state import (
     Board,
@@ -56,7 +57,11 @@ from tui.state import (
     queue_rows,
     whatif_rows,
 )
-from tui.widgets import KeyedTable, R, StatusLine, Timeline
+from tui.widgets import FieldSelect, KeyedTable, R, StatusLine, Timeline
+
+#: below this size the views cannot show a row's identity: a notice replaces them
+MIN_WIDTH, MIN_HEIGHT = 50, 12
+TOO_SMALL = "Terminal too small."
 
 
 class DashScreen(Screen[None]):
@@ -76,11 +81,35 @@ class DashScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.filter_text = ""
+        #: the title line's own text; the sort and the kept filter are shown after it
+        self.title_text = ""
         #: the latest board the app published (``None`` before the first round)
         self.board: Board | None = None
         self._stale = False
 
+    def title_line(self, text: str) -> Static:
+        """The title line, starting with ``text``."""
+        self.title_text = text
+        return Static(text, id="title")
+
+    def set_title(self, text: str) -> None:
+        self.title_text = text
+        self.show_title()
+
+    def show_title(self) -> None:
+        """The title with what shapes the rows: the sort column and direction, the filter."""
+        marks = []
+        table = self.main_table()
+        if table is not None and table.sort_column is not None:
+            label = next((c.label for c in table.all_columns if c.key == table.sort_column), table.sort_column)
+            marks.append(f"sort {label} {'▼' if table.sort_reverse else '▲'}")
+        if self.filter_text:
+            marks.append(f"filter /{self.filter_text}/")
+        text = self.title_text + ("".join(f" │ {m}" for m in marks))
+        self.query_one("#title", Static).update(Text(text))
+
     def compose_extras(self) -> ComposeResult:
+        yield Static(TOO_SMALL, id="too-small")
         yield Input(placeholder="filter (regex, ! inverts)", id="filter", classes="-hidden")
         yield Input(placeholder="view: groups queues clients findings whatif emulator help quit",
                     id="command", classes="-hidden")
@@ -90,6 +119,17 @@ class DashScreen(Screen[None]):
     def on_mount(self) -> None:
         self.prepare()
         self.watch(self.app, "board", self._board_changed)
+        self._fit(self.app.size.width, self.app.size.height)
+
+    def on_resize(self, event: Resize) -> None:
+        self._fit(event.size.width, event.size.height)
+
+    def _fit(self, width: int, height: int) -> None:
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
+        self.set_class(small, "-too-small")
+        if small:
+            self.query_one("#too-small", Static).update(
+                f"Terminal too small: {width}×{height}.\nrmqctl tui needs at least {MIN_WIDTH}×{MIN_HEIGHT}.")
 
     def prepare(self) -> None:
         """Get ready before the first board is shown (focus, …)."""
@@ -142,6 +182,7 @@ class DashScreen(Screen[None]):
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
         self.render_board()
+        self.show_title()
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
@@ -168,6 +209,7 @@ class DashScreen(Screen[None]):
                     self.filter_text = ""
                     box.value = ""
                     self.render_board()
+                    self.show_title()
                 box.add_class("-hidden")
                 table = self.main_table()
                 if table is not None:
@@ -189,8 +231,7 @@ class DashScreen(Screen[None]):
             table.sort_by(keys[(keys.index(current) + 1) % len(keys)] if current in keys else keys[0])
         else:
             table.sort_by(current)
-        self.notify(f"sorted by {table.sort_column}{' (descending)' if table.sort_reverse else ''}",
-                    timeout=1.5)
+        self.show_title()
 
     def show(self, table: KeyedTable[R], rows: Mapping[str, R], columns: Sequence[Column[R]]) -> None:
         table.sync(filter_rows(rows, self.filter_text, columns))
@@ -200,7 +241,7 @@ class GroupsScreen(DashScreen):
     """Every consumer group: health, clients, queues, lag, trend, consume TPS."""
 
     def compose(self) -> ComposeResult:
-        yield Static("Consumer groups", id="title")
+        yield self.title_line("Consumer groups")
         yield KeyedTable[GroupRow](GROUP_COLUMNS, id="groups-table")
         yield from self.compose_extras()
 
@@ -235,7 +276,7 @@ class GroupScreen(DashScreen):
         self.title_round = -1
 
     def compose(self) -> ComposeResult:
-        yield Static(f"Group {self.group}", id="title")
+        yield self.title_line(f"Group {self.group}")
         with ContentSwitcher(initial=self.view_layout, id="layouts"):
             yield KeyedTable[QueueRow](QUEUE_COLUMNS, id="queues")
             yield KeyedTable[ClientRow](CLIENT_COLUMNS, id="clients")
@@ -252,15 +293,14 @@ class GroupScreen(DashScreen):
     def render_board(self) -> None:
         board = self.board
         group = self.group or ""
-        title = self.query_one("#title", Static)
         number = board.number if board is not None else 0
         if number == self.title_round:
             pass  # the summary only changes with a new round (it sorts every queue: skip it)
         elif board is None or (view := board.view(group)) is None:
             err = board.group_error(group) if board is not None else None
-            title.update(f"Group {group}: " + (err.message if err else "no data yet"))
+            self.set_title(f"Group {group}: " + (err.message if err else "no data yet"))
         else:
-            title.update(group_summary(view))
+            self.set_title(group_summary(view))
         self.title_round = number
         if self.view_layout == "queues":
             self.show(self.query_one("#queues", KeyedTable),
@@ -288,6 +328,7 @@ class GroupScreen(DashScreen):
         self.query_one("#layouts", ContentSwitcher).current = self.view_layout
         self.render_board()
         self.query_one(f"#{self.view_layout}", KeyedTable).focus()
+        self.show_title()
 
     def action_findings(self) -> None:
         self.app.push_screen(FindingsScreen(self.group or ""))
@@ -304,7 +345,7 @@ class FindingsScreen(DashScreen):
         self.group = group
 
     def compose(self) -> ComposeResult:
-        yield Static(f"Findings for {self.group}", id="title")
+        yield self.title_line(f"Findings for {self.group}")
         yield KeyedTable[FindingRow](FINDING_COLUMNS, id="findings")
         with VerticalScroll(id="detail-box"):
             yield Static("", id="detail")
@@ -320,8 +361,7 @@ class FindingsScreen(DashScreen):
         findings = self._findings()
         table = self.query_one("#findings", KeyedTable)
         self.show(table, finding_rows(findings), FINDING_COLUMNS)
-        self.query_one("#title", Static).update(
-            f"Findings for {self.group}: {len(findings)} (the same checks as rmqctl doctor)")
+        self.set_title(f"Findings for {self.group}: {len(findings)} (the same checks as rmqctl doctor)")
         self._show_detail(table.current_key())
 
     def _show_detail(self, key: str | None) -> None:
@@ -364,10 +404,10 @@ class WhatIfScreen(DashScreen):
         self.strategy_chosen = False
 
     def compose(self) -> ComposeResult:
-        yield Static(f"What-if for {self.group}", id="title")
+        yield self.title_line(f"What-if for {self.group}")
         with Horizontal(id="whatif-controls"):
-            yield Select[str]([], prompt="topic", id="topic", allow_blank=True)
-            yield Select[str]([(s, s) for s in STRATEGY_NAMES], value="AVG", allow_blank=False, id="strategy")
+            yield FieldSelect([], prompt="topic", id="topic", allow_blank=True)
+            yield FieldSelect([(s, s) for s in STRATEGY_NAMES], value="AVG", allow_blank=False, id="strategy")
             yield Input(placeholder="add client id", id="add-client")
             yield Input(placeholder="remove client id", id="remove-client")
         yield KeyedTable[WhatIfRow](WHATIF_COLUMNS, id="whatif")
@@ -375,7 +415,8 @@ class WhatIfScreen(DashScreen):
         yield from self.compose_extras()
 
     def prepare(self) -> None:
-        self.query_one("#whatif", KeyedTable).focus()
+        # the form is what one comes here to use: focus its first field
+        self.query_one("#topic", Select).focus()
 
     def _view(self) -> Any:
         return self.board.view(self.group or "") if self.board is not None else None
@@ -462,7 +503,7 @@ class ControlsScreen(ModalScreen[None]):
                 yield Input(d["group"], placeholder="group", id="start-group")
                 yield Input(d["topic"], placeholder="topic", id="start-topic")
                 yield Input("*", placeholder="expression", id="start-expr")
-                yield Select[str]([(s, s) for s in STRATEGY_NAMES], value="AVG", allow_blank=False,
+                yield FieldSelect([(s, s) for s in STRATEGY_NAMES], value="AVG", allow_blank=False,
                                   id="start-strategy")
                 yield Button("Start", id="start", variant="success")
             yield Label("Stop or kill a consumer")
@@ -533,7 +574,8 @@ class HelpScreen(ModalScreen[None]):
             "findings": "doctor findings of the group", "whatif": "what-if rebalance",
             "emulator": "emulator controls (emulator sources only)", "down": "down", "up": "up",
         }
-        lines = [f"{keys[k]:>18}  {what[k]}  [{k}]" for k in DEFAULT_KEYS]
+        lines = [f"{key_display(keys[k]):>12}  {what[k]}  [{k}]" for k in DEFAULT_KEYS]
+        lines.append(f"{'ctrl+c':>12}  quit")
         lines += ["", "enter opens a group; arrows also move; views for ':' — "
                   "groups queues clients findings whatif emulator help quit",
                   "Read-only against real clusters: only an emulator source can be changed."]

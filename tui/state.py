@@ -27,6 +27,7 @@ from rmqctl import errors
 from rmqctl.doctor import SEVERITY_RANK, run_checks
 from rmqctl.model import Finding, GroupView, MessageQueue, QueueProgress, Subscription
 from rmqctl.rebalance.simulate import SimulationResult
+from rmqctl.report.common import consume_type
 from rmqctl.watch import Round, Sample, consume_rates
 
 #: polls a group's lag trend covers
@@ -217,7 +218,8 @@ def group_summary(view: GroupView) -> str:
     unknown = len(view.unknown_lag_queues)
     lag = f"lag {view.total_diff}" + (f" (unknown for {unknown} queue{'s' if unknown != 1 else ''})"
                                       if unknown else "")
-    return (f"Group {view.group} │ {view.consume_type or '?'} {view.message_model or ''} │ "
+    # the consume type as the CLI names it (PUSH, PULL, POP), not the broker's enum
+    return (f"Group {view.group} │ {consume_type(view.consume_type) or '?'} {view.message_model or ''} │ "
             f"{len(view.client_ids)} client(s), {idle} idle │ {len(queues)} queue(s), "
             f"{len(queues - held)} held by nobody │ {lag}")
 

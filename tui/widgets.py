@@ -18,8 +18,8 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.events import Resize
-from textual.widgets import DataTable, RichLog, Static
+from textual.events import Key, Resize
+from textual.widgets import DataTable, RichLog, Select, Static
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from tui.columns import Column, Shown
@@ -82,7 +82,7 @@ class KeyedTable(DataTable[Shown], Generic[R]):
         self.shown = wanted
         fixed = sum(c.width + 2 for c in wanted if c.width)
         for col in wanted:
-            self.add_column(col.label, key=col.key, width=col.width or max(12, width - fixed - 3))
+            self.add_column(self.label_of(col), key=col.key, width=col.width or max(12, width - fixed - 3))
         rows, self.rows_by_key = self.rows_by_key, {}
         self.sync(rows, cursor=keep)
 
@@ -191,12 +191,25 @@ class KeyedTable(DataTable[Shown], Generic[R]):
         orders = [c.order for c in self.shown]
         self.sort(key=lambda cells: tuple(order(cell.value) for order, cell in zip(orders, cells, strict=True)))
 
+    def label_of(self, col: Column[Any]) -> Text:
+        """A column's header: its label, and ▲ or ▼ on the column the rows are sorted by."""
+        if col.key != self.sort_column:
+            return Text(col.label)
+        return Text(col.label + ("▼" if self.sort_reverse else "▲"), style="bold")
+
     def sort_by(self, column: str) -> None:
         """Sort by ``column``; the same column again reverses the order."""
         if self.sort_column == column:
             self.sort_reverse = not self.sort_reverse
         else:
             self.sort_column, self.sort_reverse = column, False
+        column_keys = {key.value: key for key in self.columns}
+        for col in self.shown:
+            key = column_keys.get(col.key)
+            if key is not None:
+                self.columns[key].label = self.label_of(col)
+        self._clear_caches()
+        self.refresh()
         keep = self.current_key()
         self._apply_sort()
         if keep is not None:
@@ -208,6 +221,18 @@ class KeyedTable(DataTable[Shown], Generic[R]):
             return
         order = column.order
         self.sort(column.key, key=lambda cell: order(cell.value), reverse=self.sort_reverse)
+
+
+class FieldSelect(Select[str]):
+    """A form's drop-down that keeps the letters typed on it: while it has focus a printable key
+    never reaches the app's one-letter bindings (``e`` would open the emulator controls)."""
+
+    async def _on_key(self, event: Key) -> None:
+        if event.is_printable and event.key != "space":
+            event.stop()
+            event.prevent_default()
+            return
+        await super()._on_key(event)
 
 
 class Status(NamedTuple):

@@ -1,0 +1,108 @@
+"""The operator's surface of the dashboard, driven by Pilot: keys shown as keys, ctrl+c, the sort
+and the filter named in the header, focus where one types, the consume type as the CLI names it,
+and a notice when the terminal is too small."""
+
+from __future__ import annotations
+
+from textual.widgets import Select, Static
+
+from tests.tui.helpers import fake_app, make_view, wait_for
+from tui import TuiSettings
+from tui.screens import ControlsScreen, GroupScreen, GroupsScreen, HelpScreen, WhatIfScreen
+from tui.widgets import KeyedTable
+
+
+class NoControl:
+    """Stands in for an emulator's controls (the key test needs only that there are some)."""
+
+    label = "embedded"
+
+
+def text_of(widget: Static) -> str:
+    return str(widget.render())
+
+
+async def test_help_shows_keys_as_they_are_typed() -> None:
+    app, _, _ = fake_app([make_view("orders")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.polls_done == 1)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        shown = "\n".join(text_of(s) for s in app.screen.query(Static))
+        for name in ("question_mark", "slash", "colon", "escape"):
+            assert name not in shown
+        lines = shown.splitlines()
+        assert any(line.split()[:3] == ["?,", "f1", "this"] for line in lines)
+        assert any(line.split()[:2] == ["/", "filter"] for line in lines)
+        assert any(line.split()[:2] == [":", "switch"] for line in lines)
+        assert any(line.split()[:2] == ["esc", "back"] for line in lines)
+
+
+async def test_ctrl_c_quits() -> None:
+    app, _, _ = fake_app([make_view("orders")])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.polls_done == 1)
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: not app.is_running, what="quit on ctrl+c")
+
+
+async def test_the_group_header_names_the_consume_type_as_the_cli_does() -> None:
+    app, _, _ = fake_app([make_view("orders")], settings=TuiSettings(group="orders", interval=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        title = text_of(app.screen.query_one("#title", Static))
+        assert "│ PUSH CLUSTERING │" in title and "CONSUME_PASSIVELY" not in title
+
+
+async def test_the_header_shows_the_sort_column_its_direction_and_the_kept_filter() -> None:
+    app, _, _ = fake_app([make_view("orders"), make_view("payments")])
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: app.polls_done == 1)
+        table = app.screen.query_one("#groups-table", KeyedTable)
+        title = app.screen.query_one("#title", Static)
+        assert text_of(title) == "Consumer groups"
+        await pilot.press("s")
+        assert "sort GROUP ▲" in text_of(title)
+        assert [str(c.label) for c in table.ordered_columns][0] == "GROUP▲"
+        await pilot.press("s")
+        assert "sort GROUP ▼" in text_of(title)
+        assert [str(c.label) for c in table.ordered_columns][:2] == ["GROUP▼", "HEALTH"]
+        await pilot.press("slash", *"pay", "enter")
+        assert "filter /pay/" in text_of(title) and "sort GROUP ▼" in text_of(title)
+        await pilot.press("escape")  # clears the filter
+        assert "filter" not in text_of(title)
+
+
+async def test_what_if_focuses_its_first_field_and_letters_typed_there_fire_no_global_key() -> None:
+    app, _, _ = fake_app([make_view("orders")],
+                         settings=TuiSettings(group="orders", interval=3600, control=NoControl()))  # type: ignore[arg-type]
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: isinstance(app.screen, WhatIfScreen))
+        await pilot.pause()
+        focused = app.focused
+        assert isinstance(focused, Select) and focused.id == "topic"
+        # e opens the emulator controls, p pauses, q quits, s sorts: none of them from a select
+        await pilot.press("e", "p", "s", "q")
+        await pilot.pause()
+        assert isinstance(app.screen, WhatIfScreen) and not isinstance(app.screen, ControlsScreen)
+        assert app.is_running and not app.paused
+        # the same keys still work where nothing is typed
+        app.screen.query_one("#whatif", KeyedTable).focus()
+        await pilot.press("p")
+        assert app.paused
+
+
+async def test_a_terminal_too_small_says_so_instead_of_showing_an_empty_screen() -> None:
+    app, _, _ = fake_app([make_view("orders")])
+    async with app.run_test(size=(40, 10)) as pilot:
+        await wait_for(pilot, lambda: app.polls_done == 1)
+        screen = app.screen
+        assert isinstance(screen, GroupsScreen)
+        notice = screen.query_one("#too-small", Static)
+        assert notice.display and "Terminal too small: 40×10" in text_of(notice)
+        assert not screen.query_one("#groups-table", KeyedTable).display
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: not notice.display, what="the notice to go")
+        assert screen.query_one("#groups-table", KeyedTable).display
