@@ -3,10 +3,12 @@
 Each rule is a condition over a queue's facts in the window (its first and last answered snapshot,
 the start of the part under its current owner and of its frozen run, its highest committed offset,
 its last rewind); they are tried in the order of :data:`RULE_STATUS` and the first that holds gives
-the verdict. ``docs/snapshots.md`` describes them for users. :class:`Thresholds` holds the knobs.
+the verdict. ``docs/snapshots.md`` describes them for users. :class:`Thresholds` holds the knobs;
+their defaults, the status names and their order are :mod:`rmqctl.stuck`'s, the one definition of a
+stuck queue that the doctor uses too.
 
-Built-in Spark functions only (no Python UDFs). Imports only pyspark and the standard library
-(never rmqctl) so that it ships with spark-submit.
+Built-in Spark functions only (no Python UDFs). Imports only pyspark, the standard library and
+:mod:`rmqctl.stuck` (standard library only itself) so that it ships with spark-submit.
 """
 
 from __future__ import annotations
@@ -20,37 +22,36 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType
 
 from analysis.schema import QUEUE_KEY
+from rmqctl import stuck
 
 Transform = Callable[[DataFrame], DataFrame]
 
-STATUS_RANK = {
-    "OK": 0, "DLQ": 0, "IDLE": 1, "INSUFFICIENT_DATA": 2, "LAGGING": 3,
-    "REWOUND": 4, "ORPHANED": 5, "STALLED": 6,
-}
+STATUS_RANK = stuck.STATUS_RANK
 """Severity of each status; a group's status is its worst queue's."""
 
-STUCK_STATUSES = ("STALLED", "ORPHANED")
+STUCK_STATUSES = stuck.STUCK_STATUSES
 """Statuses that make the command exit 1."""
 
 @dataclass(frozen=True)
 class Thresholds:
     """The knobs of the rules; the defaults are the command's defaults."""
 
-    min_snapshots: int = 3
+    min_snapshots: int = stuck.MIN_SNAPSHOTS
     """Fewer snapshots than this (in the window, or since the owner changed) gives INSUFFICIENT_DATA."""
-    allowed_lag: int = 0
+    allowed_lag: int = stuck.ALLOWED_LAG
     """Lag at or below this counts as caught up (Burrow's ``allowed-lag``)."""
-    retry_allowed_lag: int = 10
+    retry_allowed_lag: int = stuck.RETRY_ALLOWED_LAG
     """The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
-    retry_min_stall_ms: int = 5 * 60_000
+    retry_min_stall_ms: int = stuck.RETRY_MIN_STALL_MS
     """A ``%RETRY%`` queue is STALLED only once frozen this long (redelivery is paced by delay levels)."""
-    consume_timeout_ms: int = 15 * 60_000
-    """The client's ``consumeTimeout``: a message pinning the committed offset is sent back after this."""
+    consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
+    """The client's ``consumeTimeout``: up to this, a committed offset held while pulls go on may be one
+    unfinished message; past it the client would have sent that message back."""
 
 
 def is_retry(topic: Column) -> Column:
     """``%RETRY%`` queues: redelivery waits there by design, so they get their own thresholds."""
-    return topic.startswith("%RETRY%")
+    return topic.startswith(stuck.RETRY_PREFIX)
 
 
 def allowed_lag(th: Thresholds) -> Column:
@@ -74,14 +75,14 @@ def _clock(ts: Column) -> Column:
 
 
 RULE_STATUS = {
-    "dlq": "DLQ", "min-snapshots": "INSUFFICIENT_DATA", "rewind": "REWOUND", "no-new-messages": "IDLE",
-    "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
-    "owner-not-subscribed": "ORPHANED", "offset-pinned": "LAGGING", "retry-threshold": "LAGGING",
-    "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
+    "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA, "rewind": stuck.REWOUND,
+    "no-new-messages": stuck.IDLE, "caught-up": stuck.OK, "owner-changed": stuck.INSUFFICIENT_DATA,
+    "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "retry-threshold": stuck.LAGGING,
+    "offset-pinned": stuck.STALLED, "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
 }
 """The status each rule gives; the rules are tried in this order and the first that holds fires."""
 
-_ON_RUN = ("no-owner", "owner-not-subscribed", "offset-pinned", "retry-threshold", "frozen")
+_ON_RUN = ("no-owner", "owner-not-subscribed", "retry-threshold", "offset-pinned", "frozen")
 _ON_SEGMENT = ("owner-changed", "lag-growing", "moving")
 
 
@@ -112,7 +113,7 @@ def judge(th: Thresholds) -> Transform:
         pulled_while_frozen = F.coalesce(last["pull"] > run["pull"], F.lit(False))
         rules: list[tuple[str, Column]] = [
             ("min-snapshots", c("last").isNull()),  # the broker failed every round of the window
-            ("dlq", c("topic").startswith("%DLQ%")),
+            ("dlq", c("topic").startswith(stuck.DLQ_PREFIX)),
             ("min-snapshots", c("n_window") < th.min_snapshots),
             ("rewind", c("co_max") > last["co"]),
             ("no-new-messages", (last["bo"] == first["bo"]) & (last["lag"] <= c("allowed"))),
@@ -120,8 +121,8 @@ def judge(th: Thresholds) -> Transform:
             ("owner-changed", c("seg_n") < th.min_snapshots),
             ("no-owner", stuck_shape & last["owner"].isNull()),
             ("owner-not-subscribed", stuck_shape & (last["subscribed"] == F.lit(False))),
-            ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
             ("retry-threshold", stuck_shape & is_retry(c("topic")) & (c("frozen_ms") < th.retry_min_stall_ms)),
+            ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
             ("frozen", stuck_shape),
             ("lag-growing", (c("caught_up_rn").isNull() | (c("caught_up_rn") < seg["rn"]))
              & (last["lag"] > seg["lag"])),
@@ -164,10 +165,11 @@ def judge(th: Thresholds) -> Transform:
                 owner_text, c("topic"), last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"],
                 last["lag"], behind),
             "offset-pinned": F.format_string(
-                "committed offset held at %d since %s by an in-flight message while pulls go on "
-                "(pull offset %d -> %d); lag %d; heals within consumeTimeout %s",
-                last["co"], _clock(run["ts"]), run["pull"], last["pull"], last["lag"],
-                _duration(F.lit(th.consume_timeout_ms))),
+                "committed offset held at %d since %s (%d snapshots, %s) while its owner %s keeps pulling "
+                "(pull offset %d -> %d); lag %d: one unfinished message or a hung listener, the offsets "
+                "cannot tell which (a concurrent consumer sends a message back after consumeTimeout %s)",
+                last["co"], _clock(run["ts"]), c("frozen_n"), _duration(c("frozen_ms")), owner_text,
+                run["pull"], last["pull"], last["lag"], _duration(F.lit(th.consume_timeout_ms))),
             "retry-threshold": F.format_string(
                 "retry queue frozen at %d for %s (under the %s retry threshold); lag %d",
                 last["co"], _duration(c("frozen_ms")), _duration(F.lit(th.retry_min_stall_ms)), last["lag"]),

@@ -7,10 +7,11 @@ numbers, plus a summary per group:
 
 ``OK``                consumer moving, or caught up
 ``IDLE``              no new messages in the window and nothing left to consume: never stuck
-``LAGGING``           consumer moving but never caught up and lag grew; or its committed offset is held
-                      by one in-flight message while pulls continue (heals within consumeTimeout)
+``LAGGING``           consumer moving but never caught up and lag grew; or a ``%RETRY%`` queue frozen for
+                      less than its 5 minutes
 ``STALLED``           owner present, committed offset frozen while there was something to consume
-                      (the broker offset advanced, or a backlog stayed untouched)
+                      (the broker offset advanced, or a backlog stayed untouched), whether or not the
+                      owner keeps pulling
 ``ORPHANED``          same, but nobody owns the queue or the owner does not subscribe the topic
 ``REWOUND``           the committed offset went back and has not caught up again
 ``INSUFFICIENT_DATA`` fewer snapshots than ``--min-snapshots`` (in the window, or since the owner changed)
@@ -22,7 +23,8 @@ whole or not, which schema version). This module parses the options, builds the 
 judges and writes: only ``main()`` builds a session. Runs as ``python -m analysis.stuck`` or
 ``spark-submit analysis/stuck.py``.
 
-Imports only pyspark and the standard library (never rmqctl) so that it ships with spark-submit.
+Imports only pyspark and the standard library (of rmqctl at most :mod:`rmqctl.stuck`, standard
+library only) so that it ships with spark-submit.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Pure ``DataFrame -> DataFrame`` functions of built-in Spark functions (no Python
 snapshot, one summary per queue, gaps counted, then :func:`analysis.rules.judge`. They read and write
 nothing; :mod:`analysis.files` and :mod:`analysis.stuck` do.
 
-Imports only pyspark and the standard library (never rmqctl) so that it ships with spark-submit.
+Imports only pyspark and the standard library (of rmqctl at most :mod:`rmqctl.stuck`, standard
+library only) so that it ships with spark-submit.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """``rmqctl analyze …``: batch analyses of recorded offset snapshots with Spark.
 
 ``analyze stuck DIR`` runs the PySpark job ``analysis.stuck`` as its own process (``python -m
-analysis.stuck``: the job ships with spark-submit and must not import rmqctl, and rmqctl must not
-import it), hands it the options, forwards its ``rmqctl:`` messages, renders its JSON document with
-the one renderer and exits with its code: 0 nothing stuck, 1 a queue is STALLED or ORPHANED, 2 bad
-input (no snapshots in the window, a schema newer than the job, pyspark missing).
+analysis.stuck``: the job ships with spark-submit and imports nothing of rmqctl but the shared
+definition :mod:`rmqctl.stuck`, and rmqctl must not import it), hands it the options, forwards its
+``rmqctl:`` messages, renders its JSON document with the one renderer and exits with its code: 0
+nothing stuck, 1 a queue is STALLED or ORPHANED, 2 bad input (no snapshots in the window, a schema
+newer than the job, pyspark missing).
 
 Must not import pyspark or textual (nor the ``analysis`` package).
 """
@@ -27,6 +28,7 @@ from typing import Annotated, Any
 import typer
 
 from rmqctl import errors
+from rmqctl import stuck as stuck_definition
 from rmqctl.cli.common import console, settings
 from rmqctl.cli.durations import DURATION, duration_parser, format_duration
 from rmqctl.cli.render import OutputFormat, Table, View, emit
@@ -73,9 +75,9 @@ class JobOptions:
     window: str = "10m"
     since: str | None = None
     until: str | None = None
-    min_snapshots: int = 3
-    allowed_lag: int = 0
-    retry_allowed_lag: int = 10
+    min_snapshots: int = stuck_definition.MIN_SNAPSHOTS
+    allowed_lag: int = stuck_definition.ALLOWED_LAG
+    retry_allowed_lag: int = stuck_definition.RETRY_ALLOWED_LAG
     master: str = "local[*]"
     driver_memory: str = "512m"
 
@@ -185,10 +187,13 @@ def stuck(
     until: Annotated[str | None, typer.Option("--until", help="Window end (default: the newest snapshot).",
                                               show_default=False)] = None,
     min_snapshots: Annotated[int, typer.Option("--min-snapshots", min=1,
-                                               help="Fewer snapshots than this gives INSUFFICIENT_DATA.")] = 3,
-    allowed_lag: Annotated[int, typer.Option("--allowed-lag", min=0, help="Lag counted as caught up.")] = 0,
+                                               help="Fewer snapshots than this gives INSUFFICIENT_DATA.")]
+    = stuck_definition.MIN_SNAPSHOTS,
+    allowed_lag: Annotated[int, typer.Option("--allowed-lag", min=0, help="Lag counted as caught up.")]
+    = stuck_definition.ALLOWED_LAG,
     retry_allowed_lag: Annotated[int, typer.Option("--retry-allowed-lag", min=0,
-                                                   help="The same for %RETRY% queues.")] = 10,
+                                                   help="The same for %RETRY% queues.")]
+    = stuck_definition.RETRY_ALLOWED_LAG,
     master: Annotated[str, typer.Option("--master", help="Spark master: local[*] or spark://HOST:PORT.")]
     = "local[*]",
     driver_memory: Annotated[str, typer.Option("--driver-memory",

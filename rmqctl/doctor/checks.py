@@ -23,7 +23,7 @@ from rmqctl.doctor.allocation import (
 from rmqctl.doctor.clients import duplicate_client_id, mixed_consumer_settings
 from rmqctl.doctor.context import Check, CheckContext
 from rmqctl.doctor.failures import RETRY_WARNING_DIFF, consume_failures, dlq_backlog, retry_backlog
-from rmqctl.doctor.stalls import BLOCKED_AFTER_MS, blocked_queue, lag_not_advancing, offline_group_backlog
+from rmqctl.doctor.stalls import blocked_queue, lag_not_advancing, offline_group_backlog
 from rmqctl.doctor.subscriptions import (
     OTHER_TAGS,
     broker_subscription_divergence,
@@ -32,6 +32,7 @@ from rmqctl.doctor.subscriptions import (
     tag_conflict_topics,
 )
 from rmqctl.model import SEVERITY_RANK, Finding, GroupView
+from rmqctl.stuck import BLOCKED_AFTER_MS
 
 __all__ = [
     "ALLOCATION_CODES", "BLOCKED_AFTER_MS", "CHECKS", "CODES", "NEEDS", "OTHER_TAGS", "RETRY_WARNING_DIFF",

@@ -13,9 +13,7 @@ from typing import Any
 
 from rmqctl.doctor.context import CheckContext, are, finding, n_of, progress_by_queue, queue_dict
 from rmqctl.model import ConsumerRunningInfo, Finding, MessageQueue, ProcessQueueInfo
-
-#: a held queue with cached messages and no consumption for longer than this is blocked (ms)
-BLOCKED_AFTER_MS = 60_000
+from rmqctl.stuck import BLOCKED_AFTER_MS
 
 
 def _blocked(ctx: CheckContext, cid: str, info: ConsumerRunningInfo, mq: MessageQueue,

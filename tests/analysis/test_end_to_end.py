@@ -42,9 +42,9 @@ async def test_the_stalled_consumer_and_the_queues_it_inherited_are_stalled_and_
         spark: Any, tmp_path: Path) -> None:
     # stall-and-leave: pay-2 hangs at 7 min, pay-4 leaves at 17 min and pay-2 inherits two of its
     # queues, whose offsets then freeze too. A hung listener keeps pulling (pull offsets advance)
-    # while nothing is committed, which the job first reads as one slow message pinning the
-    # offset (it heals within the client's 15 min consumeTimeout); 36 minutes of snapshots from
-    # the end of the warm-up (2 min) give the inherited queues 20 minutes frozen.
+    # while nothing is committed (one slow message pinning the offset would look the same: both
+    # are stalled); 36 minutes of snapshots from the end of the warm-up (2 min) give the inherited
+    # queues 20 minutes frozen.
     holders = await export_and_hold("stall-and-leave", tmp_path / "snaps", 36)
     judged = verdicts(spark, tmp_path / "snaps", 36)
     stalled_client = "10.0.0.2@pay-2"

@@ -121,13 +121,18 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
     ("subscription not known", frozen(3, subscribed=None), ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
     # offset-pinned
     ("pulling, frozen for exactly consumeTimeout", pinned(31),
-     ("LAGGING", "offset-pinned", "committed offset held at 100 since 12:00:00 by an in-flight message while pulls "
-      "go on (pull offset 100 -> 130); lag 310; heals within consumeTimeout 15m00s", 31, 0, 10, 310, None)),
+     ("STALLED", "offset-pinned", "committed offset held at 100 since 12:00:00 (31 snapshots, 15m00s) while its "
+      "owner c1 keeps pulling (pull offset 100 -> 130); lag 310: one unfinished message or a hung listener, the "
+      "offsets cannot tell which (a concurrent consumer sends a message back after consumeTimeout 15m00s)",
+      31, 0, 10, 310, None)),
     ("pulling, frozen a round longer than consumeTimeout", pinned(32),
      ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 (32 snapshots, 15m30s) while broker offset "
       "rose 110 -> 420 under owner c1; lag 10 -> 320, unknown behind", 32, 0, 10, 320, None)),
     ("pull offset not moving", frozen(3, pull_offset=100), ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
-    # retry-threshold
+    # retry-threshold (before offset-pinned: a retry queue gets its 5 minutes whether pulls go on or not)
+    ("retry queue pulling, frozen 4m00s", pinned(10, topic="%RETRY%g"),
+     ("LAGGING", "retry-threshold", "retry queue frozen at 100 for 4m00s (under the 5m00s retry threshold); lag 100",
+      9, 1, 20, 100, None)),
     # (lag 20 from the first snapshot: above the retry allowance of 10, so the frozen run starts there)
     ("retry queue frozen 4m30s", offsets(RISING[1:11], FIXED[:10], topic="%RETRY%g"),
      ("LAGGING", "retry-threshold", "retry queue frozen at 100 for 4m30s (under the 5m00s retry threshold); lag 110",
@@ -224,7 +229,7 @@ def test_rules_give_the_documented_statuses() -> None:
     assert RULE_STATUS == {
         "min-snapshots": "INSUFFICIENT_DATA", "dlq": "DLQ", "rewind": "REWOUND", "no-new-messages": "IDLE",
         "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
-        "owner-not-subscribed": "ORPHANED", "offset-pinned": "LAGGING", "retry-threshold": "LAGGING",
+        "owner-not-subscribed": "ORPHANED", "retry-threshold": "LAGGING", "offset-pinned": "STALLED",
         "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
     }
     assert STUCK_STATUSES == ("STALLED", "ORPHANED")

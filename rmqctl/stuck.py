@@ -1,0 +1,83 @@
+"""The one definition of a stuck queue, shared by ``rmqctl doctor`` and the ``analyze stuck`` job.
+
+A queue is *frozen* while its committed offset does not move, its owner stays the same and messages
+wait beyond the allowed lag; a frozen queue is *stuck* when nobody holds it or its holder does not
+subscribe the topic (``ORPHANED``), or when someone holds it (``STALLED``). A ``%RETRY%`` queue gets
+:data:`RETRY_MIN_STALL_MS` before it counts, because redelivery there is paced by delay levels. A
+verdict says what was seen and never promises what comes next: a committed offset held while the
+owner keeps pulling is one unfinished message or a hung listener, and the offsets cannot tell which,
+so it is stuck like any other. ``docs/snapshots.md`` (the job's rules) and ``docs/findings.md`` (the
+doctor's ``LAG_NOT_ADVANCING``) describe this once, the latter by linking to the former.
+
+This module holds the names, their order and the thresholds, and :func:`frozen_verdict`, the verdict
+of one frozen queue as the doctor computes it; ``analysis/rules.py`` builds the same decision out of
+Spark columns from these constants. Standard library only and nothing of rmqctl: the Spark job
+imports it beside pyspark (it ships with spark-submit next to ``analysis``).
+"""
+
+from __future__ import annotations
+
+OK = "OK"
+IDLE = "IDLE"
+DLQ = "DLQ"
+INSUFFICIENT_DATA = "INSUFFICIENT_DATA"
+LAGGING = "LAGGING"
+REWOUND = "REWOUND"
+ORPHANED = "ORPHANED"
+STALLED = "STALLED"
+
+STATUS_RANK = {OK: 0, DLQ: 0, IDLE: 1, INSUFFICIENT_DATA: 2, LAGGING: 3, REWOUND: 4, ORPHANED: 5, STALLED: 6}
+"""Severity of each verdict; a group's verdict is its worst queue's."""
+
+STUCK_STATUSES = (STALLED, ORPHANED)
+"""The verdicts of a stuck queue: ``analyze stuck`` exits 1 on them, the doctor reports them as errors."""
+
+MIN_SNAPSHOTS = 3
+"""Answered snapshots a verdict needs (in the window, or since the owner changed); fewer: INSUFFICIENT_DATA."""
+
+ALLOWED_LAG = 0
+"""Lag at or below this counts as caught up (Burrow's ``allowed-lag``)."""
+
+RETRY_ALLOWED_LAG = 10
+"""The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
+
+RETRY_MIN_STALL_MS = 5 * 60_000
+"""A ``%RETRY%`` queue counts as stuck only once frozen this long (redelivery is paced by delay levels)."""
+
+CONSUME_TIMEOUT_MS = 15 * 60_000
+"""The Java push consumer's default ``consumeTimeout``: a concurrently consumed message still unfinished
+after this is sent back by its client, which lets the committed offset move on if the client works."""
+
+BLOCKED_AFTER_MS = 60_000
+"""A held queue whose client has cached messages and consumed none for longer than this is blocked
+(the threshold of mqadmin ``consumerStatus``'s process-queue analysis)."""
+
+RUN_LOOKBACK_MS = 60 * 60_000
+"""How far before its window the job reads to find where a frozen run began; a run frozen already at
+the first snapshot read is reported as begun at or before it, never as shorter."""
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+
+
+def is_retry(topic: str) -> bool:
+    """``%RETRY%<group>`` queues: redelivery waits there by design, so they get their own thresholds."""
+    return topic.startswith(RETRY_PREFIX)
+
+
+def allowed_lag(topic: str) -> int:
+    """The lag at or below which a queue of ``topic`` counts as caught up."""
+    return RETRY_ALLOWED_LAG if is_retry(topic) else ALLOWED_LAG
+
+
+def frozen_verdict(topic: str, owner: str | None, owner_subscribes: bool | None, frozen_ms: int) -> str:
+    """The verdict of a queue frozen for at least ``frozen_ms`` with messages waiting beyond the allowed lag.
+
+    ``owner`` is the client holding the queue (None: nobody); ``owner_subscribes`` is False when that
+    client does not subscribe ``topic`` (None: not known, which never makes the verdict milder).
+    """
+    if owner is None or owner_subscribes is False:
+        return ORPHANED
+    if is_retry(topic) and frozen_ms < RETRY_MIN_STALL_MS:
+        return LAGGING
+    return STALLED
