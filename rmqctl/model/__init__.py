@@ -4,9 +4,9 @@ Wire formats never cross a layer boundary; these objects do. Derived numbers (la
 owner lookups, Java ordering) are properties here, never recomputed in a command or widget.
 The package is cut by concern: ``names`` (reserved topics and groups), ``java`` (Java string and
 version semantics), ``cluster`` (brokers, topics, queues), ``consumer`` (subscriptions, clients,
-running info), ``group`` (the group view), ``finding`` (doctor verdicts) and ``formatting``
-(display text for people). Every public name is re-exported here, so ``from rmqctl.model import
-X`` is the way to reach them.
+running info), ``group`` (the group view), ``finding`` (doctor verdicts), ``sql92`` (the
+broker's SQL92 message filters) and ``formatting`` (display text for people). Every public name
+is re-exported here, so ``from rmqctl.model import X`` is the way to reach them.
 
 Must not import anything that does I/O, and nothing from the rest of rmqctl but ``errors``.
 """
@@ -52,15 +52,17 @@ from rmqctl.model.names import (
     SYSTEM_GROUPS,
     SYSTEM_TOPICS,
 )
+from rmqctl.model.sql92 import SQL92_MAX_CHARS, SQL92_MAX_DEPTH, Selector, Sql92Error, compile_sql92
 
 __all__ = [
     "BROKER_BUILTIN_GROUPS", "DEFAULT_STRATEGY", "DLQ_PREFIX", "RETRY_PREFIX", "SEVERITY_RANK",
-    "STRATEGY_CLASSES", "SUB_ALL", "SYSTEM_GROUPS", "SYSTEM_TOPICS",
+    "SQL92_MAX_CHARS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL", "SYSTEM_GROUPS", "SYSTEM_TOPICS",
     "BrokerData", "BrokerRuntime", "ClientConnection", "ClusterInfo", "ConsumeStats",
     "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Finding", "GroupSummary",
     "GroupView", "MessageQueue", "OffsetEntry", "ProcessQueueInfo", "QueueData", "QueueProgress",
-    "SampledMessage", "Severity", "Subscription", "SubscriptionGroupConfig", "TagSample",
+    "SampledMessage", "Selector", "Severity", "Sql92Error", "Subscription",
+    "SubscriptionGroupConfig", "TagSample",
     "TopicKind", "TopicOffset", "TopicRoute", "TopicStats",
-    "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
+    "compile_sql92", "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
     "sort_queues", "topic_kind", "version_desc", "version_ordinal",
 ]
