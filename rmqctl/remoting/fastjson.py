@@ -19,7 +19,6 @@ Must not import anything from rmqctl but ``errors``.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -41,9 +40,11 @@ MAX_INT_DIGITS = 4300
 MAX_KEY_DEPTH = 4
 
 _WS = re.compile(r"[ \t\n\r]*")
+_WS_CHARS = (" ", "\t", "\n", "\r")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _NON_FINITE = ("NaN", "Infinity", "-Infinity")
+_INT_KEY = re.compile(r"(-?(?:0|[1-9][0-9]{0,18})):")
 _IDENT = re.compile(r"-?[A-Za-z_$][A-Za-z0-9_$]*")
 
 
@@ -76,6 +77,18 @@ def _order(item: tuple[Any, Any]) -> tuple[int, Any]:
     return (0, name) if isinstance(name, str) else (1, hash(name))
 
 
+def _freeze_text_keyed(value: dict[str, Any]) -> Any:
+    """:func:`_freeze` for an object the C decoder read (its names are all text, and distinct,
+    so sorting never compares two values); the common key, a Java ``MessageQueue``, holds
+    scalars only and is hashable as it is."""
+    key = ObjectKey(sorted(value.items()))
+    try:
+        hash(key)
+    except TypeError:  # a value is an object or array
+        return _freeze(value)
+    return key
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, dict):
         return ObjectKey(sorted(((_name(k), _freeze(v)) for k, v in value.items()), key=_order))
@@ -85,12 +98,19 @@ def _freeze(value: Any) -> Any:
 
 
 class _Parser:
-    __slots__ = ("text", "pos", "depth", "key_depth")
+    """Reads the dialect in one pass: every array or object is first handed to the C decoder,
+    which reads plain JSON (most of a body) at C speed and stops at the first key it cannot read;
+    only the containers holding such keys are walked here. The characters the C decoder read
+    before stopping are charged to :attr:`budget`, so however the keys are placed, at most about
+    the body's length is read twice before the rest is walked here alone (linear time)."""
+
+    __slots__ = ("text", "pos", "depth", "key_depth", "budget")
 
     def __init__(self, text: str, key_depth: int = 0) -> None:
         self.text = text
         self.pos = 0
         self.depth = 0
+        self.budget = len(text) + 64
         #: how many map keys that are objects or arrays enclose the current position
         self.key_depth = key_depth
 
@@ -102,17 +122,25 @@ class _Parser:
         )
 
     def skip_ws(self) -> None:
-        self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+        if self.text.startswith(_WS_CHARS, self.pos):
+            self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
 
     def value(self) -> Any:
         self.skip_ws()
         if self.pos >= len(self.text):
             raise self.fail("unexpected end of body")
         ch = self.text[self.pos]
-        if ch == "{":
-            return self.obj()
-        if ch == "[":
-            return self.arr()
+        if ch == "{" or ch == "[":
+            if self.budget > 0:
+                start = self.pos
+                try:
+                    value, self.pos = _scan_once(self.text, start)
+                    return value
+                except _json_decoder.JSONDecodeError as exc:
+                    self.budget -= exc.pos - start + 1
+                except (StopIteration, RecursionError, ValueError, ProtocolError):
+                    self.budget = 0  # not the C decoder's to judge: walked here, errors named here
+            return self.obj() if ch == "{" else self.arr()
         if ch == '"':
             try:
                 text, self.pos = scanstring(self.text, self.pos + 1, True)
@@ -182,12 +210,13 @@ class _Parser:
             self.depth -= 1
             return out
         while True:
-            key = self.key()
-            self.skip_ws()
-            if not self.text.startswith(":", self.pos):
-                raise self.fail("expected ':'")
-            self.pos += 1
-            out[key] = self.value()
+            if not self.entries(out):
+                key = self.key()
+                self.skip_ws()
+                if not self.text.startswith(":", self.pos):
+                    raise self.fail("expected ':'")
+                self.pos += 1
+                out[key] = self.value()
             self.skip_ws()
             if self.text.startswith(",", self.pos):
                 self.pos += 1
@@ -202,6 +231,53 @@ class _Parser:
                 self.depth -= 1
                 return out
             raise self.fail("expected ',' or '}'")
+
+    def entries(self, out: dict[Any, Any]) -> bool:
+        """Read the run of entries ahead written as fastjson writes them (``"name":value``,
+        ``{…}:value`` or ``0:value``, separated by bare commas), the C decoder reading keys and
+        values, and stop after the last value read. False when the next entry is not of that
+        shape: the general loop then reads it (and names any error)."""
+        text, pos = self.text, self.pos
+        if self.key_depth >= MAX_KEY_DEPTH:
+            return False
+        scan = _scan_once
+        read = False
+        while self.budget > 0:
+            start = -1
+            try:
+                if text.startswith("{", pos):
+                    key, end = scan(text, pos)
+                    if not isinstance(key, dict) or not text.startswith(":", end):
+                        break
+                    key = _freeze_text_keyed(key)
+                elif text.startswith('"', pos):
+                    key, end = scanstring(text, pos + 1, True)
+                    if key.startswith("{") or not text.startswith(":", end):
+                        break  # an object key written as text: the general loop decodes it
+                else:
+                    number = _INT_KEY.match(text, pos)
+                    if number is None:
+                        break
+                    key, end = int(number.group(1)), number.end() - 1
+                start = end + 1
+                value, end = scan(text, start)
+            except _json_decoder.JSONDecodeError as exc:
+                if start < 0 or not text.startswith(("{", "["), start):
+                    break
+                # the value holds what the C decoder cannot read: walk it here, once
+                self.budget -= exc.pos - start
+                self.pos = start
+                value = self.obj() if text.startswith("{", start) else self.arr()
+                end = self.pos
+            except (StopIteration, RecursionError, ValueError, ProtocolError):
+                break
+            out[key] = value
+            self.pos = end
+            read = True
+            if not text.startswith(",", end):
+                break
+            pos = end + 1
+        return read
 
     def arr(self) -> list[Any]:
         self.enter()
@@ -253,16 +329,6 @@ def loads(data: bytes | str) -> Any:
         raise ProtocolError(f"malformed body: {exc}", raw) from exc
 
 
-def check_depth(text: str, limit: int = MAX_DEPTH) -> None:
-    """Raise ProtocolError if ``text`` nests arrays/objects deeper than ``limit`` (linear time)."""
-    if text.count("[") + text.count("{") <= limit:
-        return  # cannot nest deeper than it has openers
-    brackets = _BRACKETS.findall(_STRINGS.sub("", text))
-    deepest = max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
-    if deepest > limit:
-        raise ProtocolError(f"malformed body: nested deeper than {limit} levels", text.encode("utf-8", "replace"))
-
-
 def _reject_constant(name: str) -> Any:
     raise ProtocolError(f"malformed body: {name} is not a finite number")
 
@@ -275,59 +341,34 @@ def _finite_float(token: str) -> float:
 
 
 def _loads(text: str) -> Any:
-    check_depth(text)
-    # Most bodies with string keys only are plain JSON; the C decoder is much faster.
-    try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except ValueError:
-        pass
-    # Next try quoting the non-string keys (outside strings) and let the C decoder run again;
-    # anything this rewrite cannot express falls through to the full tolerant parser.
-    try:
-        return json.loads(_KEY_TOKENS.sub(_quote_key, text), object_pairs_hook=_unquote_keys,
-                          parse_constant=_reject_constant, parse_float=_finite_float)
-    except ValueError:
-        pass
-    return _Parser(text).document()
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return _Parser(text).document()  # cannot nest deeper than it has openers
+    document = _Parser(text).document()
+    _check_nesting(document, text)
+    return document
 
 
-# A string, matched possessively and to the end of the text when it is unterminated, so a lone
-# quote never makes the scanner retry from every later position (that was quadratic).
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*+"?', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
-_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
-
-# A string token (skipped as a whole, so nothing inside a string is ever rewritten), or a map key
-# that is a number or a flat object literal, right after "{" or ",".
-_KEY_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*+"?|([{,])(\s*+)(\{[^{}]*+\}|-?\d++)(\s*+):', re.DOTALL)
-_NUMBER_KEY = "\x00N:"
-_OBJECT_KEY = "\x00O:"
-
-
-def _quote_key(match: re.Match[str]) -> str:
-    if match.group(1) is None:
-        return match.group(0)
-    key = match.group(3)
-    marker = _OBJECT_KEY if key.startswith("{") else _NUMBER_KEY
-    return match.group(1) + match.group(2) + json.dumps(marker + key) + match.group(4) + ":"
-
-
-def _unquote_keys(pairs: list[tuple[str, Any]]) -> dict[Any, Any]:
-    out: dict[Any, Any] = {}
-    for key, value in pairs:
-        if key.startswith(_NUMBER_KEY):
-            out[int(key[len(_NUMBER_KEY) :])] = value
-        elif key.startswith(_OBJECT_KEY):
-            out[_freeze(json.loads(key[len(_OBJECT_KEY) :]))] = value
-        elif key.startswith("{") and key.endswith("}"):
-            # as the tolerant parser does with BrowserCompatible object keys
-            try:
-                out[_freeze(json.loads(key))] = value
-            except ValueError:
-                out[key] = value
+def _check_nesting(document: Any, text: str) -> None:
+    """What the C decoder read nests as deep as the interpreter lets it; hold the result to
+    :data:`MAX_DEPTH` (the walk visits each container once, without recursion)."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
         else:
-            out[key] = value
-    return out
+            continue
+        if depth > MAX_DEPTH:
+            raise ProtocolError(f"malformed body: nested deeper than {MAX_DEPTH} levels",
+                                text.encode("utf-8", "replace"))
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+
+
+#: The C decoder's value scanner, with the dialect's rules for numbers.
+_scan_once = json.JSONDecoder(  # type: ignore[attr-defined]
+    parse_constant=_reject_constant, parse_float=_finite_float).scan_once
 
 
 # ---------------------------------------------------------------------------------------------

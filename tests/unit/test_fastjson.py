@@ -32,13 +32,15 @@ def test_object_keys_become_hashable_message_queues() -> None:
 
 def test_browser_compatible_string_keys_are_decoded() -> None:
     key_text = '"{\\"brokerName\\":\\"b\\",\\"queueId\\":2,\\"topic\\":\\"T\\"}"'
-    # standard JSON elsewhere: the C decoder path keeps the key a string
+    # in a map that is plain JSON the C decoder keeps the key a string, even beside a sibling
+    # map that is not plain JSON
     (plain,) = fastjson.loads('{"t":{' + key_text + ":1}}")["t"]
-    # a non-standard sibling forces the tolerant parser, which decodes it at once
-    mixed = fastjson.loads('{"t":{' + key_text + ':1}, "u":{0:1}}')
-    (parsed,) = mixed["t"]
-    assert isinstance(parsed, ObjectKey)
-    for key in (plain, parsed):
+    (beside,) = fastjson.loads('{"t":{' + key_text + ':1}, "u":{0:1}}')["t"]
+    assert isinstance(plain, str) and isinstance(beside, str)
+    # in a map the tolerant parser walks (a number key beside it), it is decoded at once
+    parsed, number = fastjson.loads('{"t":{' + key_text + ':1, 0:2}}')["t"]
+    assert isinstance(parsed, ObjectKey) and number == 0
+    for key in (plain, beside, parsed):
         assert bodies.message_queue(key) == MessageQueue("T", "b", 2)
 
 
