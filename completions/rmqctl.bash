@@ -8,7 +8,7 @@ _rmqctl_lookup() {
   # A|path: positional arguments). Sets _rmqctl_r; status 1 when there is no such entry.
   _rmqctl_r=
   case "$1" in
-    'S|') _rmqctl_r='doctor demo tui cluster topic group config rebalance emulator snapshot analyze completion' ;;
+    'S|') _rmqctl_r='doctor demo tui cluster topic group msg config rebalance emulator snapshot analyze completion' ;;
     'O|') _rmqctl_r='--namesrv -n --context --output -o --timeout --emulator --at --dashboard --debug --version --help -h' ;;
     'V||--namesrv') _rmqctl_r='@none' ;;
     'V||-n') _rmqctl_r='@none' ;;
@@ -165,6 +165,27 @@ _rmqctl_lookup() {
     'V|group assignment|--at') _rmqctl_r='@none' ;;
     'V|group assignment|--table') _rmqctl_r='@none' ;;
     'A|group assignment') _rmqctl_r='@groups' ;;
+    'S|msg') _rmqctl_r='show' ;;
+    'O|msg') _rmqctl_r='--help -h' ;;
+    'O|msg show') _rmqctl_r='--topic -t --key -k --queue -q --offset --body --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
+    'V|msg show|--topic') _rmqctl_r='@topics' ;;
+    'V|msg show|-t') _rmqctl_r='@topics' ;;
+    'V|msg show|--key') _rmqctl_r='@none' ;;
+    'V|msg show|-k') _rmqctl_r='@none' ;;
+    'V|msg show|--queue') _rmqctl_r='@none' ;;
+    'V|msg show|-q') _rmqctl_r='@none' ;;
+    'V|msg show|--offset') _rmqctl_r='@none' ;;
+    'V|msg show|--namesrv') _rmqctl_r='@none' ;;
+    'V|msg show|-n') _rmqctl_r='@none' ;;
+    'V|msg show|--context') _rmqctl_r='@contexts' ;;
+    'V|msg show|--output') _rmqctl_r='table json jsonl csv' ;;
+    'V|msg show|-o') _rmqctl_r='table json jsonl csv' ;;
+    'V|msg show|--timeout') _rmqctl_r='@none' ;;
+    'V|msg show|--dashboard') _rmqctl_r='@none' ;;
+    'V|msg show|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|msg show|--at') _rmqctl_r='@none' ;;
+    'V|msg show|--table') _rmqctl_r='@none' ;;
+    'A|msg show') _rmqctl_r='@none' ;;
     'S|config') _rmqctl_r='view use-context set-context' ;;
     'O|config') _rmqctl_r='--help -h' ;;
     'O|config view') _rmqctl_r='--output -o --help -h' ;;

@@ -30,7 +30,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rmqctl.clock import Clock
-    from rmqctl.model import BrokerRuntime, ClusterInfo, GroupSummary, GroupView, TopicRoute, TopicStats
+    from rmqctl.model import (
+        BrokerRuntime,
+        ClusterInfo,
+        GroupSummary,
+        GroupView,
+        Message,
+        MessageRef,
+        TopicRoute,
+        TopicStats,
+    )
     from rmqctl.source import ClusterSource, Partial
 
 #: First line of every cache file; a file without it is ignored.
@@ -193,6 +202,12 @@ class RecordingSource:
 
     async def sample_messages(self, view: GroupView, topics: Iterable[str]) -> GroupView:
         return await self.inner.sample_messages(view, topics)
+
+    async def find_messages(self, ref: MessageRef) -> Partial[list[Message]]:
+        return await self.inner.find_messages(ref)
+
+    async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
+        return await self.inner.message_copies(group, message)
 
     async def close(self) -> None:
         await self.inner.close()

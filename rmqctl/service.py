@@ -39,12 +39,15 @@ from rmqctl.model import (
     ConsumeStats,
     GroupSummary,
     GroupView,
+    Message,
     MessageQueue,
+    MessageRef,
     QueueProgress,
     TagSample,
     TopicOffset,
     TopicRoute,
     TopicStats,
+    decode_offset_message_id,
     version_desc,
 )
 
@@ -455,6 +458,123 @@ class ClusterService:
             else:
                 failures[f"sample:{mq.broker_name}"] = result
         return dataclasses.replace(view, tag_samples=samples, errors=failures)
+
+    # -- one message --------------------------------------------------------------------------
+
+    def _lookups(self) -> None:
+        why = self.backend.capabilities.message_lookups_unavailable
+        if why:
+            raise errors.UsageError(f"this source cannot look messages up: {why}")
+
+    def _reads(self) -> None:
+        if not self.backend.capabilities.message_reads:
+            raise errors.UsageError("this source cannot read messages back by offset",
+                                    hint="read them with -n and the cluster's name servers")
+
+    async def find_messages(self, ref: MessageRef) -> Partial[list[Message]]:
+        """The messages ``ref`` names, oldest first, with the errors of brokers that failed.
+
+        An id is tried as the broker's offset id first (its store host named a broker of the
+        cluster: VIEW_MESSAGE_BY_ID there), then as a unique key through the index of
+        ``ref.topic`` on every broker of the topic, like mqadmin's queryMsgById. A key is
+        looked up in the index of its topic on every broker; a position is read back by offset
+        (nothing committed). Raises NotFound when nothing answers to ``ref``."""
+        if ref.position is not None:
+            found: Partial[list[Message]] = await self._message_at(ref.position, ref.offset or 0)
+        elif ref.msg_id is not None:
+            found = await self._message_by_id(ref.msg_id, ref.topic)
+        elif ref.key is not None and ref.topic is not None:
+            self._lookups()
+            found = await self._query_topic(ref.topic, ref.key, unique_key=False)
+        else:
+            raise errors.UsageError("name a message by id, by --key and --topic, or by topic, --queue and --offset")
+        if not found.value and not found.errors:
+            raise errors.NotFound(f"no message found for {ref.describe()}", hint=_not_found_hint(ref))
+        if not found.value:
+            raise all_failed(dict(found.errors), f"no message found for {ref.describe()}")
+        return found
+
+    async def _message_at(self, mq: MessageQueue, offset: int) -> Partial[list[Message]]:
+        self._reads()
+        route = await self.topic_route(mq.topic)
+        addr = route.master_addrs().get(mq.broker_name)
+        if addr is None:
+            raise errors.NotFound(f"topic {mq.topic!r} has no queue on broker {mq.broker_name!r}",
+                                  hint=f"list its queues with: rmqctl topic status {mq.topic}")
+        messages = await self.backend.pull_messages(addr, mq.broker_name, mq.topic, mq.queue_id, offset, 1)
+        return Partial([m for m in messages if m.queue_offset == offset and m.queue.queue_id == mq.queue_id])
+
+    async def _message_by_id(self, msg_id: str, topic: str | None) -> Partial[list[Message]]:
+        self._lookups()
+        decoded = decode_offset_message_id(msg_id.upper())
+        failures: dict[str, errors.RmqctlError] = {}
+        if decoded is not None:
+            host, port, physical = decoded
+            wanted = f"{host}:{port}"
+            info = await self.cluster()
+            for _, broker_name, _, addr in info.broker_addresses():
+                if addr != wanted:
+                    continue
+                try:
+                    message = await self.backend.view_message(addr, broker_name, physical, topic)
+                except errors.RmqctlError as exc:
+                    failures[broker_name] = exc
+                    break
+                if message is not None and message.offset_msg_id == msg_id.upper():
+                    return Partial([message])
+                break
+        if topic is None:
+            if failures:
+                return Partial([], failures)
+            raise errors.NotFound(
+                f"message id {msg_id} names no message on a broker of this cluster",
+                hint="a producer's id (UNIQ_KEY) is found through its topic's index: add --topic TOPIC")
+        found = await self._query_topic(topic, msg_id, unique_key=True)
+        return Partial(found.value, {**failures, **found.errors})
+
+    async def _query_topic(self, topic: str, key: str, *, unique_key: bool) -> Partial[list[Message]]:
+        route = await self.topic_route(topic)
+        backend = self.backend
+        results, failures = await self._fan_out(
+            route.master_addrs(),
+            lambda addr: backend.query_messages(addr, _broker_of(route, addr), topic, key, unique_key=unique_key))
+        messages = [m for found in results.values() for m in found]
+        return Partial(sorted(messages, key=_message_order), failures)
+
+    async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
+        """The copies of ``message`` the group's consumers sent back: in ``%RETRY%<group>`` after
+        each failed consumption and in ``%DLQ%<group>`` once they gave up, found by its unique
+        key through those topics' indexes. Empty when the message has no unique key or the
+        group never sent anything back (the topics do not exist until then)."""
+        key = message.unique_key
+        if key is None or self.backend.capabilities.message_lookups_unavailable:
+            return Partial([])
+        found: list[Message] = []
+        failures: dict[str, errors.RmqctlError] = {}
+        for topic in (RETRY_PREFIX + group, DLQ_PREFIX + group):
+            try:
+                part = await self._query_topic(topic, key, unique_key=True)
+            except errors.NotFound:
+                continue  # no such topic: nothing was ever sent back there
+            found.extend(m for m in part.value if m.origin_topic == message.queue.topic)
+            failures.update({f"{topic}:{b}": e for b, e in part.errors.items()})
+        return Partial(sorted(found, key=_message_order), failures)
+
+
+def _broker_of(route: TopicRoute, addr: str) -> str:
+    return next((name for name, a in route.master_addrs().items() if a == addr), addr)
+
+
+def _message_order(message: Message) -> tuple[int, str, int, int]:
+    return (message.store_timestamp, message.queue.broker_name, message.queue.queue_id, message.queue_offset)
+
+
+def _not_found_hint(ref: MessageRef) -> str:
+    if ref.position is not None:
+        return f"read the queue's offsets with: rmqctl topic status {ref.topic}"
+    if ref.key is not None:
+        return "keys are found through the broker's index, which a broker may keep off (messageIndexEnable)"
+    return "an id is either the broker's offset id or the producer's unique key (give its --topic)"
 
 
 def _merge_progress(

@@ -22,6 +22,8 @@ from rmqctl.model import (
     ClusterInfo,
     GroupSummary,
     GroupView,
+    Message,
+    MessageRef,
     TopicRoute,
     TopicStats,
 )
@@ -62,6 +64,14 @@ class ClusterSource(Protocol):
     async def sample_messages(self, view: GroupView, topics: Iterable[str]) -> GroupView:
         """``view`` with the recent messages of ``topics`` read back by offset (read-only), for
         counting what each tag went through; unchanged when the back end cannot read messages."""
+        ...
+
+    async def find_messages(self, ref: MessageRef) -> Partial[list[Message]]:
+        """The messages ``ref`` names (by id, key or position), oldest first; NotFound when none."""
+        ...
+
+    async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
+        """The retry and dead-letter copies of ``message`` that ``group`` sent back."""
         ...
 
     async def close(self) -> None: ...

@@ -28,6 +28,7 @@ from rmqctl.model import (
     ConsumerRunningInfo,
     ConsumeStats,
     GroupSummary,
+    Message,
     SampledMessage,
     SubscriptionGroupConfig,
     TopicRoute,
@@ -59,6 +60,9 @@ class Capabilities:
     lists_group_topics: bool = False
     #: ``pull_by_offset``: recent messages are read back (read-only) to count real tags
     message_reads: bool = True
+    #: why, when the back end cannot look one message up by its id or a key (``view_message``,
+    #: ``query_messages``); ``None`` when it can
+    message_lookups_unavailable: str | None = None
     #: errors that end the whole command rather than one broker's read (a dashboard's shared
     #: deadline, a failed re-login): the service's fan-out re-raises them
     fatal: tuple[type[errors.RmqctlError], ...] = ()
@@ -128,4 +132,24 @@ class Backend(Protocol):
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[SampledMessage]:
         """Messages from ``offset`` on, read without committing (only when ``message_reads``)."""
+        ...
+
+    async def pull_messages(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[Message]:
+        """Like :meth:`pull_by_offset`, each message whole (only when ``message_reads``)."""
+        ...
+
+    # -- one message --------------------------------------------------------------------------
+
+    async def view_message(self, address: str, broker_name: str, physical_offset: int,
+                           topic: str | None = None) -> Message | None:
+        """The message at one commit-log offset of one broker, ``None`` when there is none
+        (unless ``message_lookups_unavailable``)."""
+        ...
+
+    async def query_messages(self, address: str, broker_name: str, topic: str, key: str, *,
+                             unique_key: bool = False) -> list[Message]:
+        """Messages of ``topic`` on one broker found through its index by a key, or by a unique
+        key (unless ``message_lookups_unavailable``)."""
         ...

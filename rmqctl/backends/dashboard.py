@@ -34,6 +34,7 @@ from rmqctl.model import (
     ConsumerRunningInfo,
     ConsumeStats,
     GroupSummary,
+    Message,
     SampledMessage,
     SubscriptionGroupConfig,
     TopicRoute,
@@ -48,6 +49,8 @@ ONE_BROKER_ONLY = ("dashboard 1.x reports the connections and stored subscriptio
 #: the 2.x group list is a cache the dashboard builds on first use; callers racing it get this
 CACHE_BUSY = "Cache is being built"
 NO_PERMISSION = "no permission"
+NO_MESSAGE_LOOKUPS = ("messages are not looked up through a dashboard: its message pages answer no commit-log "
+                      "or queue offsets, and no retry or dead-letter copies by id; use -n with the name servers")
 TOPIC_NOT_EXIST = 17
 CONSUMER_NOT_ONLINE = 206
 
@@ -70,6 +73,7 @@ class DashboardBackend:
             unavailable={"pull_offset": NO_PULL_OFFSET, "inflight": NO_PULL_OFFSET},
             connections_of_one_broker=None if self._v2 else ONE_BROKER_ONLY,
             lists_groups=True, lists_subscription_groups=False, queue_offsets=False, message_reads=False,
+            message_lookups_unavailable=NO_MESSAGE_LOOKUPS,
             # the command shares one deadline, and a failed re-login ends it
             fatal=(errors.TimeoutError, errors.ConfigError),
         )
@@ -235,6 +239,19 @@ class DashboardBackend:
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[SampledMessage]:
         raise errors.UsageError("the dashboard cannot read messages back by offset")
+
+    async def pull_messages(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[Message]:
+        raise errors.UsageError("the dashboard cannot read messages back by offset")
+
+    async def view_message(self, address: str, broker_name: str, physical_offset: int,
+                           topic: str | None = None) -> Message | None:
+        raise errors.UsageError(NO_MESSAGE_LOOKUPS)
+
+    async def query_messages(self, address: str, broker_name: str, topic: str, key: str, *,
+                             unique_key: bool = False) -> list[Message]:
+        raise errors.UsageError(NO_MESSAGE_LOOKUPS)
 
 
 @contextlib.asynccontextmanager

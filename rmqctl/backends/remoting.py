@@ -18,6 +18,7 @@ from rmqctl.model import (
     ConsumerRunningInfo,
     ConsumeStats,
     GroupSummary,
+    Message,
     SampledMessage,
     SubscriptionGroupConfig,
     TopicRoute,
@@ -88,3 +89,16 @@ class RemotingBackend:
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[SampledMessage]:
         return await self.admin.pull_by_offset(address, broker_name, topic, queue_id, offset, max_nums)
+
+    async def pull_messages(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[Message]:
+        return await self.admin.pull_messages(address, broker_name, topic, queue_id, offset, max_nums)
+
+    async def view_message(self, address: str, broker_name: str, physical_offset: int,
+                           topic: str | None = None) -> Message | None:
+        return await self.admin.view_message(address, broker_name, physical_offset, topic)
+
+    async def query_messages(self, address: str, broker_name: str, topic: str, key: str, *,
+                             unique_key: bool = False) -> list[Message]:
+        return await self.admin.query_messages(address, broker_name, topic, key, unique_key=unique_key)

@@ -46,6 +46,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "rmqctl.cli.cluster:app",
     "topic": "rmqctl.cli.topic:app",
     "group": "rmqctl.cli.group:app",
+    "msg": "rmqctl.cli.msg_cmd:app",
     "config": "rmqctl.cli.config_cmd:app",
     "rebalance": "rmqctl.cli.rebalance_cmd:app",
     "emulator": "rmqctl.cli.emulator_cmd:app",

@@ -62,6 +62,8 @@ class BrokerState:
         self.store_timestamp = store.store_timestamp
         self.search_offset = store.search_offset
         self.put_message = store.put_message
+        self.message_at = store.message_at
+        self.query_messages = store.query_messages
         self.topic_put_tps = store.topic_put_tps
         self.commit_offset = store.commit_offset
         self.stored_offset = store.stored_offset

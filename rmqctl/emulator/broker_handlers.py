@@ -20,9 +20,16 @@ from rmqctl.emulator.client import InProcessChannel
 from rmqctl.emulator.groups import Channel, ClientChannelInfo
 from rmqctl.emulator.handlers import Handler, Result, ext_bool, ext_int, respond
 from rmqctl.emulator.pulls import PullRequestHeader, PullResult
-from rmqctl.emulator.store import MAX_QUEUES_PER_TOPIC, StoredMessage
+from rmqctl.emulator.store import MAX_QUEUES_PER_TOPIC, PHYSICAL_STRIDE, StoredMessage
 from rmqctl.emulator.world import EmulatedCluster
-from rmqctl.model import ClientConnection, ConsumerConnection, ConsumeStats, TopicStats, version_desc
+from rmqctl.model import (
+    ClientConnection,
+    ConsumerConnection,
+    ConsumeStats,
+    TopicStats,
+    encode_offset_message_id,
+    version_desc,
+)
 from rmqctl.remoting import bodies
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.frame import RemotingCommand
@@ -52,12 +59,30 @@ def message_record(message: StoredMessage, store_host: tuple[str, int],
     props["WAIT"] = "true"
     if message.origin_topic:
         props["RETRY_TOPIC"] = message.origin_topic  # the client restores the original topic
+    if message.origin_seq is not None:
+        # ``consumerSendMsgBack`` names the first message by the broker's id (its copies, on
+        # the same broker, share its store host)
+        props["ORIGIN_MESSAGE_ID"] = offset_message_id(store_host, message.origin_seq * PHYSICAL_STRIDE)
     return MessageRecord(
         topic=message.topic, queue_id=message.queue_id, queue_offset=message.queue_offset,
-        physical_offset=message.seq * 256, born_timestamp=message.born_timestamp,
+        physical_offset=message.physical_offset, born_timestamp=message.born_timestamp,
         store_timestamp=message.store_timestamp, body=message.body, properties=props,
         born_host=born_host, store_host=store_host, reconsume_times=message.reconsume_times,
     )
+
+
+def offset_message_id(store_host: tuple[str, int], physical_offset: int) -> str:
+    """The broker's id of a message stored at ``physical_offset`` by a broker at ``store_host``
+    (a host that is not an IP address is written as loopback, as in the records)."""
+    host, port = store_host
+    try:
+        return encode_offset_message_id(host, port, physical_offset)
+    except ValueError:
+        return encode_offset_message_id("127.0.0.1", port, physical_offset)
+
+
+#: ``Long.MAX_VALUE``, the end of a query's time range when none is sent
+_END_OF_TIME = 2**63 - 1
 
 
 class BrokerService:
@@ -98,6 +123,8 @@ class BrokerService:
             RequestCode.SEND_MESSAGE: self.send_message,
             RequestCode.SEND_MESSAGE_V2: self.send_message,
             RequestCode.PULL_MESSAGE: self.pull_message,
+            RequestCode.VIEW_MESSAGE_BY_ID: self.view_message,
+            RequestCode.QUERY_MESSAGE: self.query_message,
         }
 
     # -- clients -------------------------------------------------------------------------------
@@ -340,7 +367,7 @@ class BrokerService:
                                           keys=props.get("KEYS"), producer=ext.get("producerGroup", ""))
         self.cluster.record_send(message)
         return respond(cmd, ResponseCode.SUCCESS, ext={
-            "msgId": f"7F000001{seq:024X}", "queueId": str(queue_id),
+            "msgId": offset_message_id(self._store_host(), message.physical_offset), "queueId": str(queue_id),
             "queueOffset": str(message.queue_offset), "MSG_REGION": "DefaultRegion", "TRACE_ON": "true",
         })
 
@@ -356,8 +383,7 @@ class BrokerService:
         )
         loop = asyncio.get_running_loop()
         future: asyncio.Future[RemotingCommand] = loop.create_future()
-        host, _, port = self.broker.addr.rpartition(":")
-        store_host = (host, int(port or 0))
+        store_host = self._store_host()
 
         def done(result: PullResult) -> None:
             if future.done():
@@ -371,3 +397,29 @@ class BrokerService:
 
         self.broker.pull(conn, header, done)
         return future
+
+    def _store_host(self) -> tuple[str, int]:
+        host, _, port = self.broker.addr.rpartition(":")
+        return host, int(port or 0)
+
+    def view_message(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        """``QueryMessageProcessor.viewMessageById``: the record at one commit-log offset."""
+        offset = ext_int(cmd.ext_fields, "offset", -1)
+        message = self.broker.message_at(offset)
+        if message is None:
+            return respond(cmd, ResponseCode.SYSTEM_ERROR, remark=f"can not find message by the offset, {offset}")
+        return respond(cmd, ResponseCode.SUCCESS, body=encode_message(message_record(message, self._store_host())))
+
+    def query_message(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        """``QueryMessageProcessor.queryMessage``: messages found through the index, in one body."""
+        ext = cmd.ext_fields
+        found = self.broker.query_messages(
+            ext.get("topic", ""), ext.get("key", ""), ext_int(ext, "maxNum", 32), ext_int(ext, "beginTimestamp"),
+            ext_int(ext, "endTimestamp", _END_OF_TIME), unique_key=ext.get("_UNIQUE_KEY_QUERY") == "true")
+        header = {"indexLastUpdateTimestamp": str(self.cluster.now_ms), "indexLastUpdatePhyoffset": "0"}
+        if not found:
+            return respond(cmd, ResponseCode.QUERY_NOT_FOUND,
+                           remark="can not find message, maybe time range not correct", ext=header)
+        store_host = self._store_host()
+        body = b"".join(encode_message(message_record(m, store_host)) for m in found)
+        return respond(cmd, ResponseCode.SUCCESS, body=body, ext=header)

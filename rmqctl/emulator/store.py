@@ -9,6 +9,9 @@ What is mirrored (class names are the Java ones):
   pulls (:attr:`MessageStore.on_message_arriving`, set by :mod:`~rmqctl.emulator.pulls`).
 - ``ConsumerOffsetManager``: offsets per ``topic@group`` plus the 5.x pull-offset table, and
   ``whichTopicByConsumer``.
+- ``IndexService``: every message is found by ``topic#key`` for each of its keys and its unique key
+  (``queryMessage``), and by its commit-log offset (``selectOneMessageByOffset``); the emulator's
+  commit-log offset of a message is its cluster-wide sequence number times :data:`PHYSICAL_STRIDE`.
 - ``SendMessageProcessor.consumerSendMsgBack`` + the schedule service: a failed message goes to
   ``%RETRY%group`` after its delay level, or to ``%DLQ%group`` after too many attempts.
 
@@ -35,6 +38,14 @@ DELAY_LEVELS_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600,
 #: stalled a served emulator for seconds. Real topics use a few to a few hundred.
 MAX_QUEUES_PER_TOPIC = 1024
 
+#: bytes of commit log the emulator counts per message: a message's commit-log offset is its
+#: sequence number times this (unique in the cluster, growing with every message like the real one)
+PHYSICAL_STRIDE = 256
+#: ``MessageStoreConfig.defaultQueryMaxNum``: what a unique-key query answers at most
+DEFAULT_QUERY_MAX_NUM = 32
+#: ``MessageStoreConfig.maxMsgsNumBatch``: what a key query answers at most
+MAX_MSGS_NUM_BATCH = 64
+
 
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
@@ -58,6 +69,11 @@ class StoredMessage:
     #: for a retry or dead-letter copy: the topic and emulator sequence number of the original
     origin_topic: str | None = None
     origin_seq: int | None = None
+
+    @property
+    def physical_offset(self) -> int:
+        """The message's commit-log offset (what its offset message id encodes)."""
+        return self.seq * PHYSICAL_STRIDE
 
 
 class MinuteRate:
@@ -101,6 +117,10 @@ class MessageStore:
         self.put_bytes = 0
         self.put_rate = MinuteRate()
         self._topic_put_rate: dict[str, MinuteRate] = {}
+        #: ``IndexService``: ``(topic, key)`` → messages, for each key and the unique key
+        self._index: dict[tuple[str, str], list[StoredMessage]] = {}
+        #: commit-log offset → message
+        self._by_physical: dict[int, StoredMessage] = {}
 
     # -- topics and messages ----------------------------------------------------------------
 
@@ -166,6 +186,9 @@ class MessageStore:
                                 born_ms if born_ms is not None else now, msg_id, seq, body, keys,
                                 producer, reconsume_times, origin_topic, origin_seq)
         queue.append(message)
+        self._by_physical[message.physical_offset] = message
+        for key in {*(keys or "").split(" "), msg_id} - {""}:
+            self._index.setdefault((topic, key), []).append(message)
         self.put_total += 1
         self.put_bytes += 200 + len(body)
         self.put_rate.add(now, 1)
@@ -173,6 +196,21 @@ class MessageStore:
         if self.on_message_arriving is not None:
             self.on_message_arriving(message)
         return message
+
+    def message_at(self, physical_offset: int) -> StoredMessage | None:
+        """``selectOneMessageByOffset``: the message stored at one commit-log offset."""
+        return self._by_physical.get(physical_offset)
+
+    def query_messages(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int,
+                       *, unique_key: bool) -> list[StoredMessage]:
+        """``queryMessage`` through the index: messages of ``topic`` stored within
+        ``[begin_ms, end_ms]`` whose keys or unique key is ``key``, the newest ``max_num`` (a
+        unique-key query answers up to :data:`DEFAULT_QUERY_MAX_NUM`, a key query up to
+        :data:`MAX_MSGS_NUM_BATCH`). Like the broker's hash index, the answer does not say which
+        of the two matched: the asker filters."""
+        limit = DEFAULT_QUERY_MAX_NUM if unique_key else min(max(0, max_num), MAX_MSGS_NUM_BATCH)
+        hits = [m for m in self._index.get((topic, key), ()) if begin_ms <= m.store_timestamp <= end_ms]
+        return hits[-limit:] if limit else []
 
     def topic_put_tps(self, topic: str) -> float:
         rate = self._topic_put_rate.get(topic)

@@ -44,6 +44,12 @@ from rmqctl.model.finding import SEVERITY_RANK, Finding, Severity
 from rmqctl.model.formatting import format_millis, unpullable_reason
 from rmqctl.model.group import GroupSummary, GroupView, QueueProgress, SampledMessage, TagSample
 from rmqctl.model.java import java_str_key, java_string_hash, version_desc, version_ordinal
+from rmqctl.model.message import (
+    Message,
+    MessageRef,
+    decode_offset_message_id,
+    encode_offset_message_id,
+)
 from rmqctl.model.names import (
     BROKER_BUILTIN_GROUPS,
     DLQ_PREFIX,
@@ -59,10 +65,11 @@ __all__ = [
     "SQL92_MAX_CHARS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL", "SYSTEM_GROUPS", "SYSTEM_TOPICS",
     "BrokerData", "BrokerRuntime", "ClientConnection", "ClusterInfo", "ConsumeStats",
     "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Finding", "GroupSummary",
-    "GroupView", "MessageQueue", "OffsetEntry", "ProcessQueueInfo", "QueueData", "QueueProgress",
-    "SampledMessage", "Selector", "Severity", "Sql92Error", "Subscription",
+    "GroupView", "Message", "MessageQueue", "MessageRef", "OffsetEntry", "ProcessQueueInfo", "QueueData",
+    "QueueProgress", "SampledMessage", "Selector", "Severity", "Sql92Error", "Subscription",
     "SubscriptionGroupConfig", "TagSample",
     "TopicKind", "TopicOffset", "TopicRoute", "TopicStats",
-    "compile_sql92", "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
+    "compile_sql92", "decode_offset_message_id", "encode_offset_message_id",
+    "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
     "sort_queues", "topic_kind", "version_desc", "version_ordinal",
 ]

@@ -27,6 +27,7 @@ from rmqctl.model import (
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    Message,
     SampledMessage,
     SubscriptionGroupConfig,
     TopicRoute,
@@ -37,7 +38,7 @@ from rmqctl.remoting.acl import Credentials
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.connection import ConnectionPool, RequestHandler, split_address
 from rmqctl.remoting.frame import RemotingCommand
-from rmqctl.remoting.messages import decode_messages
+from rmqctl.remoting.messages import decode_full_messages, decode_messages
 
 _KNOWN_CODES = frozenset(int(c) for c in ResponseCode)
 
@@ -48,6 +49,10 @@ DEFAULT_TIMEOUT = 5.0
 TOOLS_GROUP = "TOOLS_CONSUMER"
 #: ``PullSysFlag.SUBSCRIPTION``: the pull carries its own expression (no commit, no suspend)
 _PULL_FLAG_SUBSCRIPTION = 0x4
+#: ``MixAll.UNIQUE_MSG_QUERY_FLAG``: an ext field saying the key of QUERY_MESSAGE is a unique key
+UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+#: ``Long.MAX_VALUE``: the end of an index query's time range when none is given
+_END_OF_TIME = 2**63 - 1
 DEFAULT_CONCURRENCY = 16
 #: Seconds to wait for the preferred name server before asking the next one as well.
 NAMESRV_STAGGER = 0.5
@@ -348,6 +353,60 @@ class AdminClient:
         if response.code != ResponseCode.SUCCESS:
             return []
         return decode_messages(response.body, broker_name)[:max_nums]
+
+    async def pull_messages(
+        self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
+    ) -> list[Message]:
+        """:meth:`pull_by_offset` keeping everything of each message (properties, body, hosts)."""
+        response = await self.call(
+            address, RequestCode.PULL_MESSAGE,
+            {"consumerGroup": TOOLS_GROUP, "topic": topic, "queueId": queue_id, "queueOffset": offset,
+             "maxMsgNums": max_nums, "sysFlag": _PULL_FLAG_SUBSCRIPTION, "commitOffset": 0,
+             "suspendTimeoutMillis": 0, "subscription": "*", "subVersion": 0, "expressionType": "TAG"},
+            accept=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
+                    ResponseCode.PULL_OFFSET_MOVED),
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return []
+        return decode_full_messages(response.body, broker_name)[:max_nums]
+
+    async def view_message(self, address: str, broker_name: str, physical_offset: int,
+                           topic: str | None = None) -> Message | None:
+        """VIEW_MESSAGE_BY_ID (33): the message at one commit-log offset of the broker at
+        ``address`` (what an offset message id names); ``None`` when the broker has none there
+        (it answers SYSTEM_ERROR "can not find message by the offset")."""
+        ext: dict[str, object] = {"offset": physical_offset}
+        if topic:
+            ext["topic"] = topic  # 5.x brokers check ACL permissions on it
+        response = await self.call(address, RequestCode.VIEW_MESSAGE_BY_ID, ext,
+                                   accept=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
+        if response.code != ResponseCode.SUCCESS or not response.body:
+            return None
+        found = decode_full_messages(response.body, broker_name)
+        return found[0] if found else None
+
+    async def query_messages(
+        self, address: str, broker_name: str, topic: str, key: str, *, unique_key: bool = False,
+        max_num: int = 32, begin_ms: int = 0, end_ms: int | None = None,
+    ) -> list[Message]:
+        """QUERY_MESSAGE (12) through the broker's index: messages of ``topic`` whose ``KEYS``
+        hold ``key``, or whose unique key is ``key`` (``unique_key``: the broker then ignores
+        ``max_num`` and answers up to its own ``defaultQueryMaxNum``). The index is a hash
+        index, so the broker may return other keys' messages: they are left out here, as
+        mqadmin leaves them out. An empty list when nothing was found (QUERY_NOT_FOUND)."""
+        response = await self.call(
+            address, RequestCode.QUERY_MESSAGE,
+            {"topic": topic, "key": key, "maxNum": max_num, "beginTimestamp": begin_ms,
+             "endTimestamp": _END_OF_TIME if end_ms is None else end_ms,
+             UNIQUE_KEY_QUERY: "true" if unique_key else "false"},
+            accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        )
+        if response.code != ResponseCode.SUCCESS:
+            return []
+        found = decode_full_messages(response.body, broker_name)
+        if unique_key:
+            return [m for m in found if m.unique_key == key and m.queue.topic == topic]
+        return [m for m in found if key in m.keys and m.queue.topic == topic]
 
 
 def _as_is(response: RemotingCommand) -> RemotingCommand:

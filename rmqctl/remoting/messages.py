@@ -3,7 +3,10 @@
 :func:`encode_message` writes one :class:`MessageRecord` the way a broker does (magic v1, one-byte
 topic length, IPv4 hosts; v2 with a two-byte length for a longer topic) and :func:`decode_records`
 reads every record of a body back, v1 or v2, IPv4 or IPv6 hosts; ``decode(encode(r)) == r``.
-:func:`decode_messages` keeps only what rmqctl reads back (queue, offset, tag, reconsume count).
+:func:`decode_messages` keeps only what rmqctl reads back (queue, offset, tag, reconsume count);
+:func:`record_message` turns a record into the model's :class:`~rmqctl.model.Message` (its offset
+message id computed from the store host and commit-log offset, as the Java decoder does) and
+:func:`message_record` turns it back.
 The properties string (``name\\x01value\\x02``…) has its own pair, which a SEND_MESSAGE header
 carries too. Sans-I/O: bytes in, model objects out. Must not import the connection layer, the
 emulator, the CLI, the TUI or pyspark.
@@ -18,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rmqctl import errors
-from rmqctl.model import MessageQueue, SampledMessage
+from rmqctl.model import Message, MessageQueue, SampledMessage, encode_offset_message_id
 
 #: ``MessageDecoder.MESSAGE_MAGIC_CODE`` (1-byte topic length) and ``_V2`` (2-byte topic length)
 MAGIC_V1 = -626843481
@@ -166,3 +169,40 @@ def decode_messages(body: bytes, broker_name: str) -> list[SampledMessage]:
                        r.properties.get("TAGS") or None, r.reconsume_times)
         for r in decode_records(body)
     ]
+
+
+def record_message(record: MessageRecord, broker_name: str) -> Message:
+    """The model's view of one record; the offset message id is the store host's and the
+    commit-log offset's (``MessageDecoder.createMessageId``)."""
+    host, port = record.store_host
+    return Message(
+        queue=MessageQueue(record.topic, broker_name, record.queue_id), queue_offset=record.queue_offset,
+        physical_offset=record.physical_offset,
+        offset_msg_id=encode_offset_message_id(host, port, record.physical_offset),
+        born_timestamp=record.born_timestamp, store_timestamp=record.store_timestamp,
+        born_host=f"{record.born_host[0]}:{record.born_host[1]}", store_host=f"{host}:{port}",
+        properties=dict(record.properties), body=record.body, reconsume_times=record.reconsume_times,
+        sys_flag=record.sys_flag, flag=record.flag, prepared_transaction_offset=record.prepared_transaction_offset,
+    )
+
+
+def _split_host(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port or 0)
+
+
+def message_record(message: Message) -> MessageRecord:
+    """The record a broker would send for ``message`` (the inverse of :func:`record_message`)."""
+    return MessageRecord(
+        topic=message.queue.topic, queue_id=message.queue.queue_id, queue_offset=message.queue_offset,
+        physical_offset=message.physical_offset, born_timestamp=message.born_timestamp,
+        store_timestamp=message.store_timestamp, body=message.body, properties=dict(message.properties),
+        born_host=_split_host(message.born_host), store_host=_split_host(message.store_host),
+        reconsume_times=message.reconsume_times, flag=message.flag, sys_flag=message.sys_flag,
+        prepared_transaction_offset=message.prepared_transaction_offset,
+    )
+
+
+def decode_full_messages(body: bytes, broker_name: str) -> list[Message]:
+    """Every message of a pull, view or query response body, with all it carries."""
+    return [record_message(r, broker_name) for r in decode_records(body)]

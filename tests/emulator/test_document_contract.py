@@ -41,6 +41,7 @@ EMBEDDED: dict[str, tuple[str, ...]] = {
     "group progress": (*E, "group", "progress", "test-consumer"),
     "group assignment": (*E, "group", "assignment", "test-consumer"),
     "doctor": (*E, "doctor", "--all", "--fail-on", "never"),
+    "msg show": (*E, "msg", "show", "TopicTest2", "--queue", "broker-a/0", "--offset", "0"),
     "demo": ("demo",),
     "rebalance simulate": (*E, "rebalance", "simulate", "-g", "test-consumer"),
     "emulator scenarios": ("emulator", "scenarios"),

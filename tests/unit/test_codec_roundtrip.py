@@ -34,6 +34,8 @@ from rmqctl.model import (
     TopicOffset,
     TopicRoute,
     TopicStats,
+    decode_offset_message_id,
+    encode_offset_message_id,
 )
 from rmqctl.remoting import bodies, fastjson, frame, messages
 from rmqctl.remoting.bodies import ConsumerData, HeartbeatData, TopicConfig
@@ -258,6 +260,35 @@ def test_message_records(recs: list[MessageRecord]) -> None:
         SampledMessage(MessageQueue(r.topic, "b", r.queue_id), r.queue_offset, r.properties.get("TAGS") or None,
                        r.reconsume_times) for r in recs
     ]
+
+
+@PROPERTIES
+@given(st.lists(records(), max_size=4), NAME)
+def test_whole_messages(recs: list[MessageRecord], broker: str) -> None:
+    body = b"".join(messages.encode_message(r) for r in recs)
+    decoded = messages.decode_full_messages(body, broker)
+    assert [messages.message_record(m) for m in decoded] == recs
+    for message, record in zip(decoded, recs, strict=True):
+        assert message.queue == MessageQueue(record.topic, broker, record.queue_id)
+        # the broker's id names the store host and the commit-log offset
+        assert decode_offset_message_id(message.offset_msg_id) == (*record.store_host, record.physical_offset)
+
+
+@PROPERTIES
+@given(V4 | V6, INT, LONG)
+def test_offset_message_ids(host: str, port: int, physical: int) -> None:
+    msg_id = encode_offset_message_id(host, port, physical)
+    assert len(msg_id) == (32 if ":" not in host else 56) and msg_id == msg_id.upper()
+    assert decode_offset_message_id(msg_id) == (host, port, physical)
+    assert decode_offset_message_id(msg_id.lower()) == (host, port, physical)
+
+
+def test_an_offset_message_id_is_the_store_host_then_the_commit_log_offset() -> None:
+    # MessageDecoder.createMessageId: 4 address bytes, the port as an int, the offset as a long
+    assert encode_offset_message_id("192.168.0.10", 10911, 0x1234) == (
+        "C0A8000A" + "00002A9F" + "0000000000001234")
+    assert decode_offset_message_id("not an id") is None
+    assert decode_offset_message_id("Z" * 32) is None
 
 
 @PROPERTIES

@@ -29,13 +29,14 @@ CANNOT_RUN = {
     "rmqctl snapshot export --out /data/snaps --all --every 30s": "runs until Ctrl-C (no --duration)",
     "rmqctl group progress GROUP --watch": "redraws until Ctrl-C",
     "rmqctl doctor --all --interval 30": "sleeps 30 s of wall-clock time between its two samples",
+    "rmqctl msg show TOPIC --key": "the built-in scenarios send no keys (tests/emulator/test_messages.py finds keys)",
 }
 
 #: the documents' placeholders → names the emulated scenario has
 PLACEHOLDERS = {"GROUP": "test-consumer", "GROUP1": "test-consumer", "GROUP2": "test-consumer",
                 "TOPIC": "TopicTest2", "T": "TopicTest2"}
 CLUSTER_OPTIONS = {"-n", "--namesrv", "--context", "--dashboard"}
-CLUSTER_COMMANDS = {"group", "doctor", "topic", "cluster", "snapshot", "rebalance"}
+CLUSTER_COMMANDS = {"group", "doctor", "topic", "cluster", "snapshot", "rebalance", "msg"}
 SHELL_OPERATORS = {"&&", "||", "|", ">", ">>", ";", "<"}
 
 

@@ -1,0 +1,84 @@
+"""``rmqctl msg …``: one message looked up by id, key or position, and what became of it.
+
+Reaches the core through its public modules; must not import textual, pyspark or another
+command module.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from rmqctl import errors
+from rmqctl.cli.common import Failures, Settings, cluster_options, execute
+from rmqctl.cli.render import Table, View
+from rmqctl.model import MessageRef
+from rmqctl.source import ClusterSource
+
+app = typer.Typer(help="Look messages up: by id, key or queue offset.", no_args_is_help=True)
+
+WhatArg = Annotated[str, typer.Argument(
+    metavar="ID|TOPIC", show_default=False,
+    help="A message id (the broker's offset id, or the producer's unique key with --topic); with --key, "
+         "or with --queue and --offset, the topic.")]
+TopicOpt = Annotated[str | None, typer.Option("--topic", "-t", show_default=False,
+                                              help="The topic (a unique key is found through its index).")]
+KeyOpt = Annotated[str | None, typer.Option("--key", "-k", show_default=False,
+                                            help="Find messages by one of their keys (KEYS), through the index.")]
+QueueOpt = Annotated[str | None, typer.Option("--queue", "-q", show_default=False, metavar="BROKER/ID",
+                                              help="With --offset: the queue, as broker/queue-id.")]
+OffsetOpt = Annotated[int | None, typer.Option("--offset", show_default=False, min=0,
+                                               help="With --queue: the message's offset in its queue.")]
+BodyOpt = Annotated[bool, typer.Option("--body", help="Print each message's whole body.")]
+
+
+def parse_queue(text: str) -> tuple[str, int]:
+    """``broker-a/3`` → ``("broker-a", 3)``."""
+    broker, sep, queue_id = text.rpartition("/")
+    if not sep or not broker or not queue_id.isdigit():
+        raise errors.UsageError(f"--queue {text!r} is not BROKER/QUEUE_ID", hint="for example: --queue broker-a/3")
+    return broker, int(queue_id)
+
+
+def message_ref(what: str, *, topic: str | None, key: str | None, queue: str | None,
+                offset: int | None) -> MessageRef:
+    """What ``ID|TOPIC`` and the options name, checked."""
+    if (queue is None) != (offset is None):
+        raise errors.UsageError("--queue and --offset go together", hint="for example: --queue broker-a/3 --offset 42")
+    if queue is not None:
+        if key is not None:
+            raise errors.UsageError("name a message by --key or by --queue/--offset, not both")
+        broker, queue_id = parse_queue(queue)
+        return MessageRef(topic=topic or what, broker=broker, queue_id=queue_id, offset=offset)
+    if key is not None:
+        return MessageRef(key=key, topic=topic or what)
+    return MessageRef(msg_id=what.strip(), topic=topic)
+
+
+@app.command("show")
+@cluster_options
+def show(
+    ctx: typer.Context,
+    opts: Settings,
+    what: WhatArg,
+    topic: TopicOpt = None,
+    key: KeyOpt = None,
+    queue: QueueOpt = None,
+    offset: OffsetOpt = None,
+    body: BodyOpt = False,
+) -> None:
+    """One message with its times, tags, keys and properties (like mqadmin queryMsgById / ByKey)."""
+    from rmqctl.report.message import detail_rows, message_rows, message_show
+
+    ref = message_ref(what, topic=topic, key=key, queue=queue, offset=offset)
+
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
+        found = await source.find_messages(ref)
+        doc = message_show(ref, found.value, found.errors, body=body)
+        tables = [Table(["field", "value"], detail_rows(m, body=body), flexible=("value",),
+                        title=f"{m['topic']} {m['broker']}/{m['queue_id']} offset {m['queue_offset']}")
+                  for m in doc["messages"]]
+        return View(doc, tables, records=message_rows(doc)), dict(found.errors)
+
+    execute(opts, run)

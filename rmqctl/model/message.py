@@ -1,0 +1,147 @@
+"""Messages as operators look them up: a stored message with everything the broker keeps of it,
+the two kinds of message id, and what a look-up names.
+
+RocketMQ shows two ids for one message. The *offset message id* is the broker's: the store host's
+address (IPv4 or IPv6) and port, then the message's commit-log offset, as upper-case hex — 32
+characters for IPv4, 56 for IPv6 (``MessageDecoder.createMessageId``); it says where to read the
+message (``VIEW_MESSAGE_BY_ID``). The *unique key* (``UNIQ_KEY`` property) is the producer's
+(``MessageClientIDSetter``) and is what a ``SendResult``'s ``msgId`` and the client's
+``MessageExt.getMsgId()`` show; the broker finds it only through its index, per topic. Both are 32
+hex characters for IPv4 hosts, so an id that decodes as an offset id may still be a unique key:
+like mqadmin, try the decoded broker first and the index after.
+
+Frozen dataclasses and pure functions; must not import anything from rmqctl outside this package.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rmqctl.model.cluster import MessageQueue
+from rmqctl.model.names import DLQ_PREFIX, RETRY_PREFIX
+
+#: property names the broker and clients write (``MessageConst``)
+PROPERTY_TAGS = "TAGS"
+PROPERTY_KEYS = "KEYS"
+PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+#: keys in ``KEYS`` are separated by one space (``MessageConst.KEY_SEPARATOR``)
+KEY_SEPARATOR = " "
+
+
+def encode_offset_message_id(host: str, port: int, physical_offset: int) -> str:
+    """The broker's message id: host bytes, port (4 bytes), commit-log offset (8 bytes), in hex.
+    ``host`` is an IPv4 or IPv6 address (a name raises ``ValueError``)."""
+    packed = ipaddress.ip_address(host).packed
+    return (packed + struct.pack(">iq", port, physical_offset)).hex().upper()
+
+
+def decode_offset_message_id(msg_id: str) -> tuple[str, int, int] | None:
+    """``(host, port, commit-log offset)`` of an offset message id, or ``None`` when ``msg_id``
+    cannot be one (not 32 or 56 hex characters). A unique key of an IPv4 producer also decodes:
+    the address it names is then no broker's."""
+    if len(msg_id) not in (32, 56):
+        return None
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError:
+        return None
+    ip_len = 4 if len(raw) == 16 else 16
+    host = str(ipaddress.ip_address(raw[:ip_len]))
+    port, offset = struct.unpack(">iq", raw[ip_len:])
+    return host, port, offset
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One stored message with everything the broker returns for it."""
+
+    queue: MessageQueue
+    #: offset in its consume queue
+    queue_offset: int
+    #: commit-log offset (where the broker's id points)
+    physical_offset: int
+    #: the broker's id (store host and commit-log offset), see :func:`encode_offset_message_id`
+    offset_msg_id: str
+    born_timestamp: int
+    store_timestamp: int
+    born_host: str
+    store_host: str
+    properties: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    reconsume_times: int = 0
+    #: ``MessageSysFlag`` bits (compression, transaction state, IPv6 hosts)
+    sys_flag: int = 0
+    flag: int = 0
+    prepared_transaction_offset: int = 0
+
+    @property
+    def unique_key(self) -> str | None:
+        """The producer's id (``UNIQ_KEY``), what clients show as the message id."""
+        return self.properties.get(PROPERTY_UNIQ_KEY) or None
+
+    @property
+    def msg_id(self) -> str:
+        """The id a Java client shows: the unique key when the producer set one, else the
+        broker's offset id."""
+        return self.unique_key or self.offset_msg_id
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(PROPERTY_TAGS) or None
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(k for k in self.properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k)
+
+    @property
+    def body_size(self) -> int:
+        return len(self.body)
+
+    @property
+    def origin_topic(self) -> str:
+        """The topic the message was first sent to: a retry or dead-letter copy names it in
+        ``RETRY_TOPIC``; any other message is on it."""
+        return self.properties.get(PROPERTY_RETRY_TOPIC) or self.queue.topic
+
+    @property
+    def is_retry_copy(self) -> bool:
+        return self.queue.topic.startswith(RETRY_PREFIX)
+
+    @property
+    def is_dead_letter(self) -> bool:
+        return self.queue.topic.startswith(DLQ_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """What a look-up names: an id (offset id or unique key), a key of a topic, or a position.
+
+    Exactly one way is set: ``msg_id`` (with ``topic`` for a unique key), ``key`` with ``topic``,
+    or ``topic`` with ``broker``, ``queue_id`` and ``offset``."""
+
+    msg_id: str | None = None
+    key: str | None = None
+    topic: str | None = None
+    broker: str | None = None
+    queue_id: int | None = None
+    offset: int | None = None
+
+    @property
+    def position(self) -> MessageQueue | None:
+        if self.topic is None or self.broker is None or self.queue_id is None or self.offset is None:
+            return None
+        return MessageQueue(self.topic, self.broker, self.queue_id)
+
+    def describe(self) -> str:
+        """The look-up in words, for errors and headers."""
+        if self.msg_id is not None:
+            return f"message id {self.msg_id}" + (f" on topic {self.topic}" if self.topic else "")
+        if self.key is not None:
+            return f"key {self.key!r} on topic {self.topic}"
+        return f"{self.topic} {self.broker}/{self.queue_id} offset {self.offset}"
