@@ -24,14 +24,12 @@ from rmqctl.model.cluster import MessageQueue
 from rmqctl.model.names import DLQ_PREFIX, RETRY_PREFIX
 
 #: property names the broker and clients write (``MessageConst``)
-PROPERTY_TAGS = "TAGS"
-PROPERTY_KEYS = "KEYS"
-PROPERTY_UNIQ_KEY = "UNIQ_KEY"
-PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
-PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-PROPERTY_REAL_TOPIC = "REAL_TOPIC"
-#: keys in ``KEYS`` are separated by one space (``MessageConst.KEY_SEPARATOR``)
-KEY_SEPARATOR = " "
+_PROPERTY_TAGS = "TAGS"
+_PROPERTY_KEYS = "KEYS"
+_PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+_PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+#: keys in ``KEYS`` are separated by one space (``MessageConst._KEY_SEPARATOR``)
+_KEY_SEPARATOR = " "
 
 
 def encode_offset_message_id(host: str, port: int, physical_offset: int) -> str:
@@ -83,7 +81,7 @@ class Message:
     @property
     def unique_key(self) -> str | None:
         """The producer's id (``UNIQ_KEY``), what clients show as the message id."""
-        return self.properties.get(PROPERTY_UNIQ_KEY) or None
+        return self.properties.get(_PROPERTY_UNIQ_KEY) or None
 
     @property
     def msg_id(self) -> str:
@@ -93,11 +91,11 @@ class Message:
 
     @property
     def tags(self) -> str | None:
-        return self.properties.get(PROPERTY_TAGS) or None
+        return self.properties.get(_PROPERTY_TAGS) or None
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(k for k in self.properties.get(PROPERTY_KEYS, "").split(KEY_SEPARATOR) if k)
+        return tuple(k for k in self.properties.get(_PROPERTY_KEYS, "").split(_KEY_SEPARATOR) if k)
 
     @property
     def body_size(self) -> int:
@@ -107,7 +105,7 @@ class Message:
     def origin_topic(self) -> str:
         """The topic the message was first sent to: a retry or dead-letter copy names it in
         ``RETRY_TOPIC``; any other message is on it."""
-        return self.properties.get(PROPERTY_RETRY_TOPIC) or self.queue.topic
+        return self.properties.get(_PROPERTY_RETRY_TOPIC) or self.queue.topic
 
     @property
     def is_retry_copy(self) -> bool:
