@@ -16,6 +16,7 @@ Imports textual and rmqctl; rmqctl never imports this package.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -156,7 +157,16 @@ class RmqctlApp(App[None]):
         except Exception as exc:  # noqa: BLE001 - a broken source must not take the TUI down
             self.post_message(PollFailed(errors.RmqctlError(f"{type(exc).__name__}: {exc}")))
             return
-        self.post_message(RoundLoaded(rnd, self.watcher.list_errors))
+        list_errors = self.watcher.list_errors
+        try:
+            # what costs time in proportion to the queues (what changed, the doctor's checks,
+            # the queue indexes) is worked out here, off the UI thread; the app only commits it
+            prepared = await asyncio.to_thread(self.dashboard.prepare, rnd, list_errors,
+                                               check=self.settings.checks)
+        except Exception as exc:  # noqa: BLE001 - odd data from one round must not end the session
+            self.post_message(RoundLoaded(rnd, list_errors, error=exc))
+            return
+        self.post_message(RoundLoaded(rnd, list_errors, prepared))
 
     def _poll_finished(self) -> None:
         self.polling = False
@@ -177,7 +187,11 @@ class RmqctlApp(App[None]):
             return
         shown, board = self.dashboard.round, self.board
         try:
-            self.dashboard.apply(message.round, message.list_errors, check=self.settings.checks)
+            if message.error is not None:
+                raise message.error
+            prepared = message.prepared or self.dashboard.prepare(message.round, message.list_errors,
+                                                                  check=self.settings.checks)
+            self.dashboard.commit(prepared)
             self.last_updated = message.round.current.taken_at
             self.last_failure = None
             self.publish()

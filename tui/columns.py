@@ -3,7 +3,7 @@ the function that shows its value, and the key it sorts by.
 
 Rows (:mod:`tui.state`) carry values — lag as ``int | None``, age in milliseconds, a trend as
 numbers — and are compared, diffed and sorted as values; a value is turned into text only here,
-when a table draws it (:class:`Shown`). Unknown numbers show as ``unknown`` and sort after every
+when a table draws it (:class:`Live`). Unknown numbers show as ``unknown`` and sort after every
 known one. Also the row filter (``/``), which matches the rows' shown text.
 
 Imports rich and tui.state; never textual, so it is tested and benchmarked without a terminal.
@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from rich.text import Text
 
@@ -124,37 +124,47 @@ class Column(Generic[R]):
         object.__setattr__(self, "value", attrgetter(*(self.fields or (self.key,))))
 
 
-class Shown(tuple[Any, "Column[Any]"]):
-    """One table cell: a row's value and the column that shows it. The text is made when the
-    table draws the cell (``__rich__``) or prints it (``str``); sorting reads :attr:`value`.
-    (A tuple: a refresh of 10,000 rows makes tens of thousands of them.)"""
+class RowSource(Protocol):
+    """What a :class:`Live` cell reads its row from (a table)."""
 
-    __slots__ = ()
+    rows_by_key: Mapping[str, Any]
+
+
+class Live:
+    """One table cell: the row key and the column, nothing else. Its value is read from the
+    table's current rows when the cell is drawn (``__rich__``), printed (``str``) or sorted
+    (:attr:`value`), so a refresh only swaps the table's rows and redraws what is on screen:
+    a cell is made once, when its row first appears."""
+
+    __slots__ = ("source", "key", "column")
+
+    def __init__(self, source: RowSource, key: str, column: Column[Any]) -> None:
+        self.source = source
+        self.key = key
+        self.column = column
 
     @property
     def value(self) -> Any:
-        return self[0]
-
-    @property
-    def column(self) -> Column[Any]:
-        return self[1]
+        row = self.source.rows_by_key.get(self.key)
+        return None if row is None else self.column.value(row)
 
     def cell(self) -> Cell:
         """What the column shows for this value (plain text or styled text)."""
-        return self[1].show(self[0])
+        row = self.source.rows_by_key.get(self.key)
+        return "" if row is None else self.column.show(self.column.value(row))
 
     def __rich__(self) -> Text:
-        shown = self[1].show(self[0])
+        shown = self.cell()
         if isinstance(shown, Text):
             return shown
         # as DataTable shows a one-line string cell, but never read as markup
         return Text(shown, end="", no_wrap=True)
 
     def __str__(self) -> str:
-        return plain(self[1].show(self[0]))
+        return plain(self.cell())
 
     def __repr__(self) -> str:
-        return f"Shown({self[0]!r}, {self[1].key!r})"
+        return f"Live({self.key!r}, {self.column.key!r})"
 
 
 def row_text(row: Any, columns: Sequence[Column[Any]]) -> str:
@@ -162,11 +172,11 @@ def row_text(row: Any, columns: Sequence[Column[Any]]) -> str:
     return " ".join(plain(c.show(c.value(row))) for c in columns)
 
 
-def filter_rows(rows: Mapping[str, R], pattern: str, columns: Sequence[Column[R]]) -> dict[str, R]:
+def filter_rows(rows: Mapping[str, R], pattern: str, columns: Sequence[Column[R]]) -> Mapping[str, R]:
     """Rows whose shown text matches the regex ``pattern``; a leading ``!`` keeps those that do
     not. A pattern that is not a valid regex matches as plain text."""
     if not pattern or pattern == "!":
-        return dict(rows)
+        return rows  # as given: rows built on demand stay so
     invert = pattern.startswith("!")
     body = pattern[1:] if invert else pattern
     try:

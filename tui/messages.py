@@ -2,7 +2,7 @@
 tell it what the user asked for (state flows down as the app's reactive attributes; requests
 flow up as these messages, so no screen imports the app).
 
-Imports textual's Message and rmqctl's model; no widgets.
+Imports textual's Message, rmqctl's model and tui.state; no widgets.
 """
 
 from __future__ import annotations
@@ -15,15 +15,21 @@ from textual.message import Message
 from rmqctl import errors
 from rmqctl.emulator.control_client import ControlAction
 from rmqctl.watch import Round
+from tui.state import Prepared
 
 
 class RoundLoaded(Message):
-    """A poll finished: the round and the errors of listing the groups."""
+    """A poll finished: the round and the errors of listing the groups, and the round worked
+    out for the dashboard (``prepared``; ``None`` when it could not be, with ``error`` saying
+    why)."""
 
-    def __init__(self, round: Round, list_errors: Mapping[str, errors.RmqctlError]) -> None:  # noqa: A002
+    def __init__(self, round: Round, list_errors: Mapping[str, errors.RmqctlError],  # noqa: A002
+                 prepared: Prepared | None = None, error: Exception | None = None) -> None:
         super().__init__()
         self.round = round
         self.list_errors = dict(list_errors)
+        self.prepared = prepared
+        self.error = error
 
 
 class PollFailed(Message):

@@ -53,7 +53,6 @@ from tui.state import (
     client_rows,
     finding_rows,
     group_rows,
-    group_summary,
     queue_rows,
     whatif_rows,
 )
@@ -295,12 +294,12 @@ class GroupScreen(DashScreen):
         group = self.group or ""
         number = board.number if board is not None else 0
         if number == self.title_round:
-            pass  # the summary only changes with a new round (it sorts every queue: skip it)
-        elif board is None or (view := board.view(group)) is None:
+            pass  # the summary only changes with a new round
+        elif board is None or (index := board.index(group)) is None:
             err = board.group_error(group) if board is not None else None
             self.set_title(f"Group {group}: " + (err.message if err else "no data yet"))
         else:
-            self.set_title(group_summary(view))
+            self.set_title(index.summary)
         self.title_round = number
         if self.view_layout == "queues":
             self.show(self.query_one("#queues", KeyedTable),

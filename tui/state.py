@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
@@ -28,7 +28,7 @@ from rmqctl.doctor import SEVERITY_RANK, run_checks
 from rmqctl.model import Finding, GroupView, MessageQueue, QueueProgress, Subscription
 from rmqctl.rebalance.simulate import SimulationResult
 from rmqctl.report.common import consume_type
-from rmqctl.watch import Round, Sample, consume_rates
+from rmqctl.watch import GroupChange, Round, Sample, consume_rates
 
 #: polls a group's lag trend covers
 TREND_LENGTH = 30
@@ -92,14 +92,69 @@ class TimelineEntry:
         return f"{clock_text(self.at)} {self.text}"
 
 
+def queue_order(mq: MessageQueue) -> tuple[str, str, int]:
+    """Where a queue's row sits before any sort: by topic, broker and queue id."""
+    return (mq.topic.lower(), mq.broker_name.lower(), mq.queue_id)
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class QueueIndex:
+    """One group's queues as a round left them, for rows built on demand: a table asks only for
+    the rows it draws, so what is off screen costs nothing per refresh. Built by
+    :meth:`Dashboard.prepare` (off the UI thread); never changed after."""
+
+    #: the view it was built from
+    view: GroupView
+    #: row key → position in :attr:`queues`; the same object from round to round while the set
+    #: of queues is unchanged (a table compares it by identity to skip its key diff)
+    keys: Mapping[str, int]
+    #: every queue of the group (progress rows and routed queues), in :func:`queue_order`
+    queues: tuple[MessageQueue, ...]
+    progress: Mapping[MessageQueue, QueueProgress]
+    #: the previous round's progress of the same group (for ``moving`` / ``stalled``)
+    before: Mapping[MessageQueue, QueueProgress]
+    owners: Mapping[MessageQueue, Sequence[str]]
+    #: queue → its last lags, oldest first (only queues whose lag was ever known)
+    trends: Mapping[MessageQueue, tuple[int, ...]]
+    #: the known queues' total lag, and how many queues' lag is known / unknown
+    total_lag: int
+    known: int
+    unknown: int
+    #: the source cannot read pull offsets: inflight is unknown in every row
+    no_inflight: bool
+    #: the line over the group's tables
+    summary: str
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Prepared:
+    """A round with everything that costs time in proportion to its queues already worked out
+    (what changed, the doctor's findings, rates, the queue indexes): :meth:`Dashboard.commit`
+    takes it in at a cost that does not grow with the queue count."""
+
+    round: Round
+    list_errors: Mapping[str, errors.RmqctlError]
+    changes: Mapping[str, GroupChange]
+    #: ``None``: the checks were not run (the previous findings stay)
+    findings: Mapping[str, list[Finding]] | None
+    tps: Mapping[str, float | None]
+    indexes: Mapping[str, QueueIndex]
+
+
 @dataclass
 class Dashboard:
-    """Everything the views show, updated one round at a time."""
+    """Everything the views show, updated one round at a time.
+
+    A round comes in two steps: :meth:`prepare` (pure, reads the dashboard, changes nothing; the
+    poll worker runs it off the UI thread) and :meth:`commit` (cheap, on the UI thread).
+    :meth:`apply` does both."""
 
     trend_length: int = TREND_LENGTH
     round: Round | None = None
     group_lag: dict[str, deque[int]] = field(default_factory=dict)
-    queue_lag: dict[str, dict[MessageQueue, deque[int]]] = field(default_factory=dict)
+    #: group → queue → its last lags (a new mapping each round; never changed in place)
+    queue_lag: dict[str, Mapping[MessageQueue, tuple[int, ...]]] = field(default_factory=dict)
+    indexes: dict[str, QueueIndex] = field(default_factory=dict)
     moved_at: dict[str, dict[MessageQueue, float]] = field(default_factory=dict)
     timeline: deque[TimelineEntry] = field(default_factory=lambda: deque(maxlen=TIMELINE_LENGTH))
     findings: dict[str, list[Finding]] = field(default_factory=dict)
@@ -124,38 +179,90 @@ class Dashboard:
     def apply(self, rnd: Round, list_errors: Mapping[str, errors.RmqctlError] | None = None,
               *, check: bool = True) -> None:
         """Take one round in: trends, moves, timeline, findings, rates."""
-        self.round = rnd
-        self.rounds_applied += 1
-        self.list_errors = dict(list_errors or {})
+        self.commit(self.prepare(rnd, list_errors, check=check))
+
+    def prepare(self, rnd: Round, list_errors: Mapping[str, errors.RmqctlError] | None = None,
+                *, check: bool = True) -> Prepared:
+        """Work out what a round changes, without changing anything (safe off the UI thread
+        while the screens read the dashboard)."""
         current = rnd.current
         seconds = current.taken_at - rnd.previous.taken_at if rnd.previous else 0.0
-        for group, change in rnd.changes().items():
+        findings: dict[str, list[Finding]] = {}
+        tps: dict[str, float | None] = {}
+        indexes: dict[str, QueueIndex] = {}
+        for group, view in current.views.items():
+            before = rnd.previous.views.get(group) if rnd.previous is not None else None
+            tps[group] = consume_tps(before, view, seconds)
+            if check:
+                findings[group] = run_checks(view, before)
+            indexes[group] = self._index(group, view, before)
+        for group in current.errors:  # unreadable this round: keep what was known
+            if group in self.indexes:
+                indexes[group] = self.indexes[group]
+        return Prepared(rnd, dict(list_errors or {}), rnd.changes(), findings if check else None, tps, indexes)
+
+    def _index(self, group: str, view: GroupView, before: GroupView | None) -> QueueIndex:
+        old = self.indexes.get(group)
+        old_trends = self.queue_lag.get(group, {})
+        keep = 1 - QUEUE_TREND_LENGTH
+        progress: dict[MessageQueue, QueueProgress] = {}
+        trends: dict[MessageQueue, tuple[int, ...]] = {}
+        total = unknown = 0
+        for p in view.progress:
+            mq = p.queue
+            progress[mq] = p
+            lag = p.lag
+            trend = old_trends.get(mq, ())
+            if lag is None:
+                unknown += 1
+            else:
+                total += p.diff
+                trend = (*trend[keep:], lag)
+            if trend:
+                trends[mq] = trend
+        if old is not None and old.view is before:
+            previous: Mapping[MessageQueue, QueueProgress] = old.progress
+        else:
+            previous = {p.queue: p for p in before.progress} if before is not None else {}
+        queues = set(progress)
+        for routed in view.topic_queues.values():
+            queues.update(routed)
+        if old is not None and len(old.queues) == len(queues) and queues.issuperset(old.queues):
+            keys, ordered = old.keys, old.queues
+        else:
+            ordered = tuple(sorted(queues, key=queue_order))
+            keys = {queue_key(mq): n for n, mq in enumerate(ordered)}
+        no_inflight = "inflight" in view.unavailable or "pull_offset" in view.unavailable
+        return QueueIndex(view, keys, ordered, progress, previous, view.owners(), trends, total,
+                          len(progress) - unknown, unknown, no_inflight, group_summary(view))
+
+    def commit(self, prepared: Prepared) -> None:
+        """Take a prepared round in (cheap: no pass over the queues)."""
+        rnd = prepared.round
+        self.round = rnd
+        self.rounds_applied += 1
+        self.list_errors = prepared.list_errors
+        current = rnd.current
+        for group, change in prepared.changes.items():
             moved = self.moved_at.setdefault(group, {})
             for move in change.moves:
                 moved[move.queue] = current.taken_at
             self.timeline.append(TimelineEntry(current.taken_at, group, _timeline_text(change.describe())))
-        for group, view in current.views.items():
+        self.indexes = dict(prepared.indexes)
+        self.queue_lag = {group: index.trends for group, index in self.indexes.items()}
+        for group in current.views:
+            index = self.indexes[group]
             # the known queues' total: an unknown lag is left out, never counted as 0
-            self.group_lag.setdefault(group, deque(maxlen=self.trend_length)).append(view.total_diff)
-            trends = self.queue_lag.setdefault(group, {})
-            present = set()
-            for p in view.progress:
-                present.add(p.queue)
-                lag = p.lag
-                if lag is not None:
-                    trends.setdefault(p.queue, deque(maxlen=QUEUE_TREND_LENGTH)).append(lag)
-            for gone in set(trends) - present:
-                del trends[gone]
+            self.group_lag.setdefault(group, deque(maxlen=self.trend_length)).append(index.total_lag)
             lit = self.moved_at.get(group)
             if lit:
                 for mq in [mq for mq, at in lit.items() if current.taken_at - at > HIGHLIGHT_SECONDS]:
                     del lit[mq]
-            before = self.previous_view(group)
-            self.tps[group] = consume_tps(before, view, seconds)
-            if check:
-                self.findings[group] = run_checks(view, before)
+        self.tps.update(prepared.tps)
+        if prepared.findings is not None:
+            self.findings.update(prepared.findings)
         # forget groups that vanished (bounded memory over a long session)
-        for store in (self.group_lag, self.queue_lag, self.moved_at, self.findings, self.tps):
+        for store in (self.group_lag, self.queue_lag, self.indexes, self.moved_at, self.findings, self.tps):
             for group in [g for g in store if g not in current.views and g not in current.errors]:
                 del store[group]
 
@@ -189,6 +296,10 @@ class Board:
 
     def view(self, group: str) -> GroupView | None:
         return self.dashboard.view(group)
+
+    def index(self, group: str) -> QueueIndex | None:
+        """The group's queue index of this round (``None`` before its first view)."""
+        return self.dashboard.indexes.get(group) if self.dashboard.view(group) is not None else None
 
     def group_error(self, group: str) -> errors.RmqctlError | None:
         sample = self.dashboard.sample
@@ -329,10 +440,10 @@ def group_rows(board: Board) -> dict[str, GroupRow]:
         return {}
     rows: dict[str, GroupRow] = {}
     for group, view in sample.views.items():
-        unknown = len(view.unknown_lag_queues)
+        index = dash.indexes[group]
         rows[group] = GroupRow(
-            group, worst_health(dash.findings.get(group, [])), len(view.client_ids), len(queue_set(view)),
-            GroupLag(view.total_diff, len(view.progress) - unknown, unknown),
+            group, worst_health(dash.findings.get(group, [])), len(view.client_ids), len(index.queues),
+            GroupLag(index.total_lag, index.known, index.unknown),
             tuple(dash.group_lag.get(group, ())), dash.tps.get(group))
     for group, err in sample.errors.items():
         rows[group] = GroupRow(group, "unreadable", None, None, GroupLag(0, 0, 0, unreadable=True), (), None,
@@ -340,55 +451,70 @@ def group_rows(board: Board) -> dict[str, GroupRow]:
     return dict(sorted(rows.items()))
 
 
-def queue_rows(board: Board, group: str) -> dict[str, QueueRow]:
-    """Queue → owner, by ``topic|broker|queue id``; the owner is lit for a few seconds after it
-    changed."""
-    dash = board.dashboard
-    view = dash.view(group)
-    if view is None:
-        return {}
-    before = dash.previous_view(group)
-    old = {p.queue: p for p in before.progress} if before else {}
-    owners = view.owners()
-    trends = dash.queue_lag.get(group, {})
-    lit = dash.highlighted(group, board.now)
-    now_ms = board.now * 1000
-    # a number this source cannot supply is unknown in every row (as in ``group progress``)
-    no_inflight = "inflight" in view.unavailable or "pull_offset" in view.unavailable
-    # most rows share an owner with many others: one Owner per client holding queues alone
-    alone: dict[str, Owner] = {}
-    nobody = Owner(())
-    rows: dict[str, QueueRow] = {}
-    seen: set[MessageQueue] = set()
-    for p in view.progress:
-        mq = p.queue
-        seen.add(mq)
-        holders = owners.get(mq) or ()
-        if lit and mq in lit:
-            owner = Owner(tuple(holders), True)
-        elif len(holders) == 1:
-            owner = alone.get(holders[0]) or alone.setdefault(holders[0], Owner((holders[0],)))
-        else:
-            owner = Owner(tuple(holders)) if holders else nobody
+class QueueRows(Mapping[str, QueueRow]):
+    """Queue → owner rows of one group, by ``topic|broker|queue id``, built when asked for: a
+    table reads the rows it draws (and all of them only to sort or filter by their values)."""
+
+    __slots__ = ("index", "lit", "now_ms", "_built")
+
+    def __init__(self, index: QueueIndex, lit: set[MessageQueue], now: float) -> None:
+        self.index = index
+        self.lit = lit
+        self.now_ms = now * 1000
+        self._built: dict[str, QueueRow] = {}
+
+    @property
+    def key_token(self) -> object:
+        """The same object as long as the group's set of queues is the same."""
+        return self.index.keys
+
+    @property
+    def built(self) -> int:
+        """How many rows have been built so far (those drawn, sorted or filtered)."""
+        return len(self._built)
+
+    def __getitem__(self, key: str) -> QueueRow:
+        row = self._built.get(key)
+        if row is None:
+            index = self.index
+            row = self._built[key] = self._row(index.queues[index.keys[key]])
+        return row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.index.keys)
+
+    def __len__(self) -> int:
+        return len(self.index.keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.index.keys
+
+    def _row(self, mq: MessageQueue) -> QueueRow:
+        index = self.index
+        holders = tuple(index.owners.get(mq, ()))
+        owner = Owner(holders, mq in self.lit)
+        p = index.progress.get(mq)
+        if p is None:
+            # routed but never consumed by this group: no offsets on the broker yet
+            return QueueRow(mq.topic, mq.broker_name, mq.queue_id, owner, NOT_YET, NOT_YET, NOT_YET,
+                            NOT_YET, NOT_YET, (), "held twice" if len(holders) > 1 else "idle")
         known = p.known
-        trend = trends.get(mq)
-        rows[f"{mq.topic}|{mq.broker_name}|{mq.queue_id}"] = QueueRow(
+        return QueueRow(
             mq.topic, mq.broker_name, mq.queue_id, owner,
             p.broker_offset if known else None, p.consumer_offset if known else None, p.lag,
-            p.inflight if known and not no_inflight else None, p.age_ms(now_ms),
-            tuple(trend) if trend else (), queue_status(p, old.get(mq), holders),
+            # a number this source cannot supply is unknown in every row (as in ``group progress``)
+            p.inflight if known and not index.no_inflight else None, p.age_ms(self.now_ms),
+            index.trends.get(mq, ()), queue_status(p, index.before.get(mq), holders),
         )
-    for queues in view.topic_queues.values():
-        for mq in queues:
-            if mq in seen:
-                continue
-            seen.add(mq)
-            # routed but never consumed by this group: no offsets on the broker yet
-            routed = tuple(owners.get(mq, ()))
-            rows[queue_key(mq)] = QueueRow(
-                mq.topic, mq.broker_name, mq.queue_id, Owner(routed, mq in lit), NOT_YET, NOT_YET, NOT_YET,
-                NOT_YET, NOT_YET, (), "held twice" if len(routed) > 1 else "idle")
-    return rows
+
+
+def queue_rows(board: Board, group: str) -> Mapping[str, QueueRow]:
+    """Queue → owner, by ``topic|broker|queue id`` (built on demand); the owner is lit for a few
+    seconds after it changed."""
+    index = board.index(group)
+    if index is None:
+        return {}
+    return QueueRows(index, board.dashboard.highlighted(group, board.now), board.now)
 
 
 def stored_subscription(view: GroupView, topic: str) -> Subscription | None:

@@ -2,9 +2,10 @@
 the timeline.
 
 :class:`KeyedTable` is the one way rows reach the screen: :meth:`KeyedTable.sync` removes rows
-whose key is gone, updates only the cells whose value changed and adds new rows, then puts the
-cursor back on the row it was on — so cursor, sort and filter survive every refresh. Cells keep
-the row's values and sort by them; :mod:`tui.columns` turns them into text when they are drawn.
+whose key is gone and adds new rows, swaps in the new rows and redraws what is on screen, then
+puts the cursor back on the row it was on — so cursor, sort and filter survive every refresh.
+Cells name their row and column and read the value when they are drawn or sorted
+(:class:`~tui.columns.Live`), so a refresh costs what is on screen, not what the group holds.
 Columns carry a priority: when the terminal is narrow the least important ones are dropped first.
 :class:`StatusLine` watches the app's ``status``.
 
@@ -20,9 +21,8 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.events import Key, Resize
 from textual.widgets import DataTable, RichLog, Select, Static
-from textual.widgets.data_table import ColumnKey, RowKey
 
-from tui.columns import Column, Shown
+from tui.columns import Column, Live
 from tui.keys import DEFAULT_KEYS
 
 R = TypeVar("R", bound=tuple[Any, ...])
@@ -43,10 +43,12 @@ def visible_columns(columns: Sequence[Column[Any]], width: int) -> list[Column[A
     return chosen
 
 
-class KeyedTable(DataTable[Shown], Generic[R]):
-    """A DataTable of typed rows updated by row key, with priority-dropped columns and a sort
-    that sticks. Cells hold each row's values (:class:`~tui.columns.Shown`); they become text
-    only when drawn, and sorting compares the values."""
+class KeyedTable(DataTable[Live], Generic[R]):
+    """A DataTable of typed rows kept by row key, with priority-dropped columns and a sort that
+    sticks. A cell is a :class:`~tui.columns.Live`: the row key and the column; it reads its
+    value from :attr:`rows_by_key` when drawn, so a refresh that keeps the set of rows only swaps
+    the rows and redraws what is on screen, whatever the number of rows (rows may be built on
+    demand, as :class:`~tui.state.QueueRows` are)."""
 
     BINDINGS = [
         Binding(DEFAULT_KEYS["down"], "cursor_down", "Down", show=False, id="down"),
@@ -58,12 +60,10 @@ class KeyedTable(DataTable[Shown], Generic[R]):
         self.all_columns = list(columns)
         self.shown: list[Column[R]] = []
         #: the rows the table shows, by key, as given to :meth:`sync`
-        self.rows_by_key: dict[str, R] = {}
+        self.rows_by_key: Mapping[str, R] = {}
         self.sort_column: str | None = None
         self.sort_reverse = False
         self.cursor_key: str | None = None
-        #: the table's own key object of each row (see :meth:`_write_changes`)
-        self._row_keys: dict[str, RowKey] = {}
 
     def on_mount(self) -> None:
         self._layout_columns(self.size.width or 80)
@@ -78,7 +78,6 @@ class KeyedTable(DataTable[Shown], Generic[R]):
             return
         keep = self.current_key()
         self.clear(columns=True)
-        self._row_keys = {}
         self.shown = wanted
         fixed = sum(c.width + 2 for c in wanted if c.width)
         for col in wanted:
@@ -94,6 +93,12 @@ class KeyedTable(DataTable[Shown], Generic[R]):
                 if column is not None:
                     column.width = max(12, width - fixed - 3)
                     self.refresh()
+
+    def _update_column_widths(self, updated_cells: set[Any]) -> None:
+        # Every column is given its width, so there is nothing to measure; measuring would draw
+        # every new cell of every row (all 10,000 of a large group) just to throw it away.
+        if any(column.auto_width for column in self.columns.values()):
+            super()._update_column_widths(updated_cells)
 
     def current_key(self) -> str | None:
         """The key of the row under the cursor."""
@@ -111,85 +116,53 @@ class KeyedTable(DataTable[Shown], Generic[R]):
         return self.rows_by_key.get(key) if key is not None else None
 
     def sync(self, rows: Mapping[str, R], *, cursor: str | None = None) -> None:
-        """Make the table show ``rows`` (key → typed row) with the fewest changes: a row equal to
-        the one shown is left alone, and of a changed row only the cells whose value changed are
-        written."""
+        """Make the table show ``rows`` (key → typed row): rows whose key is gone are removed,
+        new keys added (in the order of ``rows``, or by the sort), and what is on screen is
+        redrawn from the new rows. When ``rows`` says its keys are the ones shown (the same
+        ``key_token``), nothing is compared at all."""
         keep = cursor if cursor is not None else self.current_key()
-        shown = self.shown
         old = self.rows_by_key
-        for gone in [k for k in old if k not in rows]:
-            self.remove_row(gone)
-            self._row_keys.pop(gone, None)
+        token = getattr(rows, "key_token", None)
+        same_keys = token is not None and token is getattr(old, "key_token", None) and self.row_count == len(rows)
         added = False
-        changed: list[tuple[str, R, R]] = []
-        for key, row in rows.items():
-            before = old.get(key)
-            if before is None:
-                self._row_keys[key] = self.add_row(*(Shown((col.value(row), col)) for col in shown), key=key)
-                added = True
-            elif before is not row and before != row:
-                changed.append((key, row, before))
-        if changed:
-            self._write_changes(changed)
-        self.rows_by_key = dict(rows)
-        if self.sort_column is not None and (added or changed):
+        if not same_keys:
+            for gone in [k for k in old if k not in rows]:
+                self.remove_row(gone)
+            shown = self.shown
+            for key in rows:
+                if key not in old:
+                    self.add_row(*(Live(self, key, col) for col in shown), key=key)
+                    added = True
+        self.rows_by_key = rows
+        if self.sort_column is not None:
             self._apply_sort()
-        elif added and self.sort_column is None:
+        elif added:
             self._apply_key_order()
+        self._redraw_cells()
         if keep is not None and keep in self.rows_by_key:
             self.move_cursor(row=self.get_row_index(keep), animate=False, scroll=False)
         self.cursor_key = self.current_key()
 
-    def _write_changes(self, changed: list[tuple[str, R, R]]) -> None:
-        """Write the cells whose value changed, and redraw once.
+    def _redraw_cells(self) -> None:
+        """Every cell reads the new rows: drop what was drawn from the old ones, and redraw.
 
-        ``update_cell`` marks the widget dirty on every call, which is most of the cost of a
-        refresh of 10,000 rows; for many rows this does what it does (store the value, bump the
-        update count that keys the row render cache) for every cell, then refreshes once. A
-        column whose value is one field of the row is compared by index (a refresh compares
-        every cell of every changed row); the table's own key objects are used, so the row
-        dicts find them by identity without calling their (Python) ``__eq__``.
-        """
-        fields: tuple[str, ...] = getattr(type(changed[0][1]), "_fields", ())
-        column_keys = {key.value: key for key in self.columns}
-        single: list[tuple[ColumnKey, Column[R], int]] = []
-        several: list[tuple[ColumnKey, Column[R]]] = []
-        for col in self.shown:
-            names = col.fields or (col.key,)
-            ckey = column_keys.get(col.key) or ColumnKey(col.key)
-            if len(names) == 1 and names[0] in fields:
-                single.append((ckey, col, fields.index(names[0])))
-            else:
-                several.append((ckey, col))
-        data: dict[RowKey, dict[ColumnKey, Shown]] | None = getattr(self, "_data", None)
-        if data is None or not hasattr(self, "_update_count") or len(changed) < 32:
-            for key, row, before in changed:
-                for ckey, col, i in single:
-                    if row[i] != before[i]:
-                        self.update_cell(key, ckey, Shown((row[i], col)))
-                for ckey, col in several:
-                    if col.value(row) != col.value(before):
-                        self.update_cell(key, ckey, Shown((col.value(row), col)))
-            return
-        own = self._row_keys
-        for key, row, before in changed:
-            cells = data[own.get(key) or RowKey(key)]
-            for ckey, col, i in single:
-                value = row[i]
-                if value != before[i]:
-                    cells[ckey] = Shown((value, col))
-            for ckey, col in several:
-                value = col.value(row)
-                if value != col.value(before):
-                    cells[ckey] = Shown((value, col))
-        self._update_count += 1
+        Only the caches of drawn cells and lines are cleared: DataTable keys its row order and
+        row offsets on its update count too, and recomputes both over every row when it moves,
+        which for 10,000 rows would cost more than drawing the screen."""
+        caches = [getattr(self, name, None) for name in
+                  ("_row_render_cache", "_cell_render_cache", "_row_renderable_cache", "_line_cache")]
+        if any(cache is None for cache in caches):
+            self._update_count += 1
+        else:
+            for cache in caches:
+                cache.clear()  # type: ignore[union-attr]
         self.refresh()
 
     def _apply_key_order(self) -> None:
-        # New rows land at the bottom; put them where they belong: by every visible value in
-        # turn (topic, broker, queue id sort naturally).
-        orders = [c.order for c in self.shown]
-        self.sort(key=lambda cells: tuple(order(cell.value) for order, cell in zip(orders, cells, strict=True)))
+        # New rows land at the bottom; put every row where the rows put it (their own order:
+        # groups by name, queues by topic, broker and queue id).
+        position = {key: n for n, key in enumerate(self.rows_by_key)}
+        self.sort(key=lambda cells: position.get(cells[0].key, 0))
 
     def label_of(self, col: Column[Any]) -> Text:
         """A column's header: its label, and ▲ or ▼ on the column the rows are sorted by."""

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from textual.widgets import Select, Static
 
-from tests.tui.helpers import fake_app, make_view, wait_for
+from rmqctl.model import GroupView
+from tests.tui.helpers import fake_app, make_view, poll_now, wait_for
 from tui import TuiSettings
 from tui.screens import ControlsScreen, GroupScreen, GroupsScreen, HelpScreen, WhatIfScreen
+from tui.state import QueueRows
 from tui.widgets import KeyedTable
 
 
@@ -106,3 +108,34 @@ async def test_a_terminal_too_small_says_so_instead_of_showing_an_empty_screen()
         await pilot.resize_terminal(80, 24)
         await wait_for(pilot, lambda: not notice.display, what="the notice to go")
         assert screen.query_one("#groups-table", KeyedTable).display
+
+
+async def test_a_refresh_builds_only_the_rows_on_screen_and_a_sort_still_sees_every_row() -> None:
+    queues = 2_000
+    held = {"10.0.0.1@a": list(range(0, queues, 2)), "10.0.0.2@b": list(range(1, queues, 2))}
+
+    def view(step: int) -> GroupView:
+        return make_view("orders", queues=queues, held=held,
+                         offsets={q: (1_000 + step * (q % 17), 1_000) for q in range(queues)})
+
+    app, source, clock = fake_app([view(0)], settings=TuiSettings(group="orders", interval=3600))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        table = app.screen.query_one("#queues", KeyedTable)
+        await wait_for(pilot, lambda: table.row_count == queues)
+        source.set_view(view(5))
+        clock.advance(2)
+        await poll_now(pilot, app)
+        await pilot.pause()
+        rows = table.rows_by_key
+        assert isinstance(rows, QueueRows) and rows.built <= table.size.height
+        lag = [c.key for c in table.shown].index("lag")
+        assert str(table.get_row("Orders|broker-a|16")[lag]) == "80"  # drawn from the latest round
+        # sorting reads every row's value: the largest lag comes from far off screen
+        table.sort_by("lag")
+        table.sort_by("lag")
+        assert table.ordered_rows[0].key.value in {f"Orders|broker-a|{q}" for q in range(16, queues, 17)}
+        source.set_view(view(9))
+        clock.advance(2)
+        await poll_now(pilot, app)
+        assert str(table.get_row(table.ordered_rows[0].key)[lag]) == str(9 * 16)
