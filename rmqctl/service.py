@@ -42,6 +42,7 @@ from rmqctl.model import (
     Message,
     MessageQueue,
     MessageRef,
+    ProcessQueueInfo,
     QueueProgress,
     TagSample,
     TopicOffset,
@@ -56,6 +57,12 @@ T = TypeVar("T")
 #: messages read back per queue when sampling tags (one pull: the broker answers at most 32)
 SAMPLE_PER_QUEUE = 32
 
+#: why a back end's own group list cannot count the backlog of a topic never committed
+UNCOMMITTED_NOT_COUNTED = (
+    "the back end's group list sums the brokers' consume stats, which leave out a topic the group "
+    "never committed an offset for (a listener that hangs before its first commit): total_diff "
+    "does not count such a topic's messages")
+
 
 @dataclass(frozen=True, slots=True)
 class Partial(Generic[T]):
@@ -63,6 +70,9 @@ class Partial(Generic[T]):
 
     value: T
     errors: Mapping[str, errors.RmqctlError] = field(default_factory=dict)
+    #: what the back end could not supply for this answer, each with why (``unavailable`` in
+    #: the document)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
 
 def all_failed(failures: Mapping[str, errors.RmqctlError], message: str) -> errors.RmqctlError:
@@ -186,7 +196,9 @@ class ClusterService:
     ) -> Partial[list[GroupSummary]]:
         if self.backend.capabilities.lists_groups:
             summaries, failures = await self.backend.group_summaries(include_system=include_system)
-            return Partial(summaries, failures)
+            # asking every group's topics and holders would cost a full view per group: say
+            # what the list cannot know instead
+            return Partial(summaries, failures, {"uncommitted_topics": UNCOMMITTED_NOT_COUNTED})
         listed = await self.groups(include_system=include_system)
         masters = await self.masters()
         rows = await asyncio.gather(
@@ -206,7 +218,13 @@ class ClusterService:
         rows from the offset table, queue by queue. That costs too much for every group of a
         list, so the summary asks each broker which topics the group has offsets for (one read,
         alongside the others) and names the ones consume stats left out: its total is then
-        partial, never a smaller number passed off as the whole."""
+        partial, never a smaller number passed off as the whole.
+
+        A subscribed topic the group never committed is left out of consume stats for good (and
+        of mqadmin's); a listener that hangs before its first commit would read as a total of 0.
+        Where the back end reads topic stats and the offset table itself (not a dashboard, whose
+        group list is its own), the row adds the backlog of such topics' held queues, as
+        ``group progress`` counts them, without assembling the group's whole view."""
         lists_topics = self.backend.capabilities.lists_group_topics
 
         async def offset_topics(addr: str) -> list[str]:
@@ -229,7 +247,15 @@ class ClusterService:
         )
         tps = sum(s.consume_tps for s in stats.values())
         version = min((c.version for c in clients.values()), default=None)
-        failures = {**stats_failures, **conn_failures}
+        failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures}
+        caps = self.backend.capabilities
+        # a subscribed topic the group never committed on a broker: consume stats leave it out
+        never = sorted({(b, t) for b, cc in conns.items() if b in stats and b in topics and b in masters
+                        for t in cc.subscriptions if t not in topics[b]})
+        if never and caps.queue_offsets and lists_topics:
+            backlog, unknown = await self._uncommitted_backlog(masters, group, conns, never)
+            diff += backlog
+            unlisted = sorted(set(unlisted) | unknown)
         return GroupSummary(
             group=group,
             clients=len(clients),
@@ -241,6 +267,47 @@ class ClusterService:
             error="; ".join(f"{b}: {e}" for b, e in failures.items()) or None,
             unknown_diff_topics=tuple(unlisted),
         )
+
+    async def _uncommitted_backlog(
+        self, masters: Mapping[str, str], group: str, conns: Mapping[str, ConsumerConnection],
+        never: Sequence[tuple[str, str]],
+    ) -> tuple[int, set[str]]:
+        """The lag of subscribed topics the group never committed on a broker (``never``: broker
+        and topic), counted as ``group progress`` counts its ``no_commit`` rows, and the topics
+        whose lag could not be read (their stats failed, or a client that may hold a queue with
+        messages did not answer).
+
+        Cheap first: one topic-stats read per broker and topic. Only when a queue there holds
+        messages (a listener hung before its first commit; a healthy client commits even an idle
+        queue) are the clients' running infos asked, for which client holds which queue."""
+
+        async def one(key: tuple[str, str]) -> TopicStats | errors.RmqctlError:
+            try:
+                return await self.backend.topic_stats(masters[key[0]], key[1])
+            except errors.RmqctlError as exc:
+                fatal = self.backend.capabilities.fatal
+                if fatal and isinstance(exc, fatal):
+                    raise
+                return exc
+
+        results = await asyncio.gather(*(one(k) for k in never))
+        unknown = {t for (_, t), r in zip(never, results, strict=True)
+                   if isinstance(r, errors.RmqctlError) and not isinstance(r, errors.TopicNotExist)}
+        waiting = [o for r in results if isinstance(r, TopicStats) for o in r.offsets
+                   if o.max_offset > o.min_offset]
+        if not waiting:
+            return 0, unknown
+        _, relay, _ = merge_connections(conns, masters)
+        infos, failures = await self._running_infos(relay, group)
+        owners = _owners(infos)
+        backlog = 0
+        for o in waiting:
+            if o.queue in owners:
+                pq = infos[owners[o.queue]].mq_table.get(o.queue)
+                backlog += _uncommitted_row(o.queue, owners[o.queue], o.min_offset, o.max_offset, pq).diff
+            elif failures:
+                unknown.add(o.queue.topic)  # held, perhaps, by a client that did not answer
+        return backlog, unknown
 
     async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
         """Everything about ``group``, stamped with the clock's time; raises NotFound when no
@@ -278,11 +345,7 @@ class ClusterService:
         failures.update(info_failures)
         failures.update(dlq_failures)
 
-        owners: dict[MessageQueue, str] = {}
-        for cid in sorted(infos):
-            for mq, pq in infos[cid].mq_table.items():
-                if not pq.dropped:
-                    owners.setdefault(mq, cid)
+        owners = _owners(infos)
 
         topics = set(known_topics)
         for ri in infos.values():
@@ -298,7 +361,7 @@ class ClusterService:
             topic_queues[topic] = tuple(route.read_queues())
 
         progress = _merge_progress(stats_by_broker, owners)
-        extra = await self._fill_missing_rows(masters, group, stats_by_broker, topic_queues, owners)
+        extra = await self._fill_missing_rows(masters, group, stats_by_broker, topic_queues, owners, infos)
         if extra:
             progress = tuple(sorted((*progress, *extra), key=lambda r: r.queue))
 
@@ -371,20 +434,33 @@ class ClusterService:
     async def _fill_missing_rows(
         self, masters: Mapping[str, str], group: str, stats_by_broker: Mapping[str, ConsumeStats],
         topic_queues: Mapping[str, tuple[MessageQueue, ...]], owners: Mapping[MessageQueue, str],
+        infos: Mapping[str, ConsumerRunningInfo] | None = None,
     ) -> list[QueueProgress]:
         """Rows for the queues consume stats left out although the broker answered it.
 
         The broker drops a topic from ConsumeStats while the topic is absent from the group's
         subscription table, which, in a group whose clients subscribe different topics, flips
         with every heartbeat. The offsets are still there: the consumer offset comes from the
-        broker's offset table (per queue) and the broker offset from topic stats. A topic none of
-        whose queues has a committed offset is left out, as ConsumeStats would; a queue whose
+        broker's offset table (per queue) and the broker offset from topic stats. A queue whose
         offsets cannot be read gets a row marked ``unknown``.
+
+        A topic none of whose queues has a committed offset is one ConsumeStats leaves out for
+        good (mqadmin too), yet a client that holds its queues and hangs before its first commit
+        leaves every message there unconsumed. Such a held queue gets a ``no_commit`` row: its
+        consumer offset is the queue's min offset, or the holding client's own offset (its
+        running info) when that is further on; queues nobody holds stay out, as ConsumeStats
+        would leave them.
         """
-        if not self.backend.capabilities.queue_offsets:
-            return []
-        backend = self.backend
         listed = {mq for s in stats_by_broker.values() for mq in s.offsets}
+        if not self.backend.capabilities.queue_offsets:
+            # the offset table cannot be asked here: a held queue consume stats left out has
+            # offsets this back end cannot read, which is unknown, never a blank healthy row
+            return [QueueProgress(mq, 0, 0, None, 0, cid, offsets_from="unknown")
+                    for mq, cid in sorted(owners.items())
+                    if mq not in listed and mq.broker_name in stats_by_broker]
+        backend = self.backend
+        held = {mq: info.mq_table[mq] for mq, cid in owners.items()
+                for info in [(infos or {}).get(cid)] if info is not None and mq in info.mq_table}
         wanted: dict[tuple[str, str], list[MessageQueue]] = {}
         for topic, queues in topic_queues.items():
             for mq in queues:
@@ -399,9 +475,14 @@ class ClusterService:
                     *(backend.query_consumer_offset(addr, group, topic, mq.queue_id) for mq in queues))
             except errors.RmqctlError:
                 return [QueueProgress(mq, 0, 0, None, 0, owners.get(mq), offsets_from="unknown") for mq in queues]
-            if all(c is None for c in committed):
-                return []  # the group never committed on this topic here: ConsumeStats would not list it
             max_offsets = {o.queue.queue_id: o.max_offset for o in stats.offsets}
+            if all(c is None for c in committed):
+                # never committed on this topic here: ConsumeStats leaves it out, but a held queue
+                # is read from the topic's offsets and the holder's own offset
+                min_offsets = {o.queue.queue_id: o.min_offset for o in stats.offsets}
+                return [_uncommitted_row(mq, owners[mq], min_offsets.get(mq.queue_id),
+                                         max_offsets.get(mq.queue_id), held.get(mq))
+                        for mq in queues if mq in owners]
             rows = []
             for mq, offset in zip(queues, committed, strict=True):
                 if mq.queue_id not in max_offsets:
@@ -575,6 +656,29 @@ def _not_found_hint(ref: MessageRef) -> str:
     if ref.key is not None:
         return "keys are found through the broker's index, which a broker may keep off (messageIndexEnable)"
     return "an id is either the broker's offset id or the producer's unique key (give its --topic)"
+
+
+def _owners(infos: Mapping[str, ConsumerRunningInfo]) -> dict[MessageQueue, str]:
+    """The client holding each queue by its own running info (the first by client id when two
+    claim one; a queue being dropped is not held)."""
+    owners: dict[MessageQueue, str] = {}
+    for cid in sorted(infos):
+        for mq, pq in infos[cid].mq_table.items():
+            if not pq.dropped:
+                owners.setdefault(mq, cid)
+    return owners
+
+
+def _uncommitted_row(mq: MessageQueue, owner: str, min_offset: int | None, max_offset: int | None,
+                     pq: ProcessQueueInfo | None) -> QueueProgress:
+    """The row of a held queue the group never committed an offset for: everything from the
+    queue's min offset (or from the holder's own offset, when further on) is still to consume."""
+    if min_offset is None or max_offset is None:
+        return QueueProgress(mq, 0, 0, None, 0, owner, offsets_from="unknown")
+    consumer = min_offset
+    if pq is not None and min_offset < pq.commit_offset <= max_offset:
+        consumer = pq.commit_offset
+    return QueueProgress(mq, max_offset, consumer, None, 0, owner, offsets_from="no_commit")
 
 
 def _merge_progress(

@@ -65,6 +65,17 @@ def queue_dict(mq: MessageQueue) -> dict[str, Any]:
     return {"topic": mq.topic, "broker": mq.broker_name, "queue_id": mq.queue_id}
 
 
+def queues_text(queues: list[MessageQueue]) -> str:
+    """Queues in words, grouped by topic and broker in queue order: ``T@broker-a queue 0``,
+    ``T@broker-a queues 0, 1 and 2; U@broker-b queue 3``."""
+    by_place: dict[tuple[str, str], list[int]] = {}
+    for mq in sort_queues(queues):
+        by_place.setdefault((mq.topic, mq.broker_name), []).append(mq.queue_id)
+    return "; ".join(
+        f"{topic}@{broker} {'queue' if len(ids) == 1 else 'queues'} {and_list([str(i) for i in ids])}"
+        for (topic, broker), ids in by_place.items())
+
+
 def finding(ctx: CheckContext, code: str, severity: Severity, title: str, detail: str,
             evidence: Mapping[str, Any], fix: str) -> Finding:
     return Finding(code, severity, ctx.view.group, title, detail, dict(evidence), fix)

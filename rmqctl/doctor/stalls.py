@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rmqctl.doctor.context import CheckContext, are, finding, n_of, progress_by_queue, queue_dict
+from rmqctl.doctor.context import (
+    CheckContext,
+    and_list,
+    are,
+    finding,
+    n_of,
+    progress_by_queue,
+    queue_dict,
+    queues_text,
+)
 from rmqctl.model import ConsumerRunningInfo, Finding, MessageQueue, ProcessQueueInfo
 from rmqctl.stuck import BLOCKED_AFTER_MS
 
@@ -35,26 +44,75 @@ def _blocked(ctx: CheckContext, cid: str, info: ConsumerRunningInfo, mq: Message
     return None
 
 
+def _never_committed(ctx: CheckContext, cid: str, info: ConsumerRunningInfo, mq: MessageQueue,
+                     pq: ProcessQueueInfo, backlog: int) -> dict[str, Any] | None:
+    """Why one held queue the group never committed an offset for is blocked, or None: messages
+    wait beyond its min offset and its client consumed none of them (or none for over 60 s)."""
+    if info.consume_orderly or pq.dropped or backlog <= 0:
+        return None
+    if pq.last_consume_timestamp and ctx.now_ms - pq.last_consume_timestamp <= BLOCKED_AFTER_MS:
+        return None
+    return {**queue_dict(mq), "client": cid, "reason": "never committed", "backlog": backlog,
+            "cached_msg_count": pq.cached_msg_count}
+
+
+def _why_blocked(rows: list[dict[str, Any]]) -> str:
+    """What one client's blocked queues (rows of one reason) have in common, in words."""
+    queues = queues_text([MessageQueue(r["topic"], r["broker"], r["queue_id"]) for r in rows])
+    reason = rows[0]["reason"]
+    if reason == "never committed":
+        backlog = sum(r["backlog"] for r in rows)
+        return (f"{queues}, with {n_of(backlog, 'message')} waiting beyond an offset the group never "
+                f"committed, none of them consumed")
+    if reason == "no consumption":
+        cached = sum(r["cached_msg_count"] for r in rows)
+        idle = max(r["idle_ms"] for r in rows) // 1000
+        return f"{queues}, with {n_of(cached, 'cached message')} unconsumed for up to {idle} s"
+    if reason == "not locked":
+        return f"{queues}, orderly, without the broker lock it needs to consume"
+    return f"{queues}, orderly, whose broker lock it could not release ({reason})"
+
+
 def blocked_queue(ctx: CheckContext) -> list[Finding]:
+    uncommitted = {p.queue: p.diff for p in ctx.view.progress if p.offsets_from == "no_commit"}
     rows = []
     for cid, info in sorted(ctx.view.running_infos.items()):
         if info.consume_type not in (None, "CONSUME_PASSIVELY"):
             continue
         for mq, pq in info.mq_table.items():
             row = _blocked(ctx, cid, info, mq, pq)
+            if row is None and mq in uncommitted:
+                row = _never_committed(ctx, cid, info, mq, pq, uncommitted[mq])
             if row is not None:
                 rows.append(row)
     if not rows:
         return []
+    group = ctx.view.group
+    by_client: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in rows:
+        kind = r["reason"] if not r["reason"].startswith("unlock failed") else "unlock failed"
+        by_client.setdefault(r["client"], {}).setdefault(kind, []).append(r)
+    parts = [f"{cid} holds " + "; and ".join(_why_blocked(rs) for rs in kinds.values())
+             for cid, kinds in by_client.items()]
+    reasons = {r["reason"] for r in rows}
+    clients = and_list(list(by_client))
+    fix = (f"Take a thread dump of {clients} (mqadmin consumerStatus -g {group} -i <client id> -s) and "
+           f"find the listener thread stuck in consumeMessage; fix it, or restart the client to release "
+           f"its queues.")
+    if "never committed" in reasons:
+        fix += (" A queue the group never committed restarts from the consumer's consumeFromWhere: with "
+                "CONSUME_FROM_LAST_OFFSET that can skip its backlog, so set an offset first (mqadmin "
+                f"resetOffsetByTime -g {group} -t <topic> -s <time>) if those messages must be consumed.")
+    if any(r.startswith(("not locked", "unlock failed")) for r in reasons):
+        fix += " Orderly queues recover once the old owner unlocks them or its lock expires (60 s)."
     return [finding(
         ctx, "BLOCKED_QUEUE", "error",
-        f"{n_of(len(rows), 'queue')} of {ctx.view.group} {are(len(rows))} blocked in their client",
-        "These queues hold pulled messages that have not been consumed for over 60 s, or (orderly "
-        "consumers) cannot get or release their broker lock; their committed offset stays at the "
-        "oldest unfinished message.",
+        f"{n_of(len(rows), 'queue')} of {group} {are(len(rows))} blocked in "
+        f"{clients if len(by_client) == 1 else 'their clients'}",
+        ". ".join(parts) + ". A blocked queue's committed offset stays at its oldest unfinished "
+        "message (or, never committed, there is none), so its lag only grows.",
         {"queues": rows},
-        "Take a thread dump of the client (mqadmin consumerStatus -s) to find the stuck listener; "
-        "orderly queues recover once the old owner unlocks or its lock expires (60 s).",
+        fix,
     )]
 
 

@@ -29,7 +29,9 @@ class QueueProgress:
     owner: str | None = None
     #: where the offsets come from: ``consume_stats`` (208), ``offset_table`` (the broker's offset
     #: table and topic stats, read per queue because consume stats left the topic out while it
-    #: was absent from the group's subscription table) or ``unknown`` (neither could be read)
+    #: was absent from the group's subscription table), ``no_commit`` (a held queue the group never
+    #: committed: consumer offset from the queue's min offset or its holder's running info) or
+    #: ``unknown`` (neither could be read)
     offsets_from: str = "consume_stats"
 
     @property

@@ -368,10 +368,16 @@ def group_summary(summary: GroupSummary) -> dict[str, Any]:
 class GroupListDoc(TypedDict):
     groups: list[dict[str, Any]]
     errors: Errors
+    unavailable: NotRequired[dict[str, str]]
 
 
-def group_list(summaries: Iterable[GroupSummary], errors: Mapping[str, RmqctlError]) -> GroupListDoc:
-    return GroupListDoc(groups=[group_summary(s) for s in summaries], errors=errors_doc(errors))
+def group_list(summaries: Iterable[GroupSummary], errors: Mapping[str, RmqctlError],
+               unavailable: Mapping[str, str] | None = None) -> GroupListDoc:
+    """``group list``; what the source cannot count (``unavailable``) is named with why."""
+    doc = GroupListDoc(groups=[group_summary(s) for s in summaries], errors=errors_doc(errors))
+    if unavailable:
+        doc["unavailable"] = dict(unavailable)
+    return doc
 
 
 def group_list_rows(doc: GroupListDoc) -> list[RowSet]:

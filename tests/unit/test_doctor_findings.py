@@ -16,7 +16,7 @@ import pytest
 
 from rmqctl.doctor import CODES, run_checks, skipped_checks
 from rmqctl.doctor.context import and_list, are, backlog_text, expression_of, n_of
-from rmqctl.model import ConsumeStatus, GroupView, MessageQueue, ProcessQueueInfo, TopicOffset
+from rmqctl.model import ConsumeStatus, GroupView, MessageQueue, ProcessQueueInfo, QueueProgress, TopicOffset
 from tests.unit.doctor_views import (
     CONFIG_CLASS,
     DLQ,
@@ -161,6 +161,62 @@ def blocked(pq: ProcessQueueInfo, *, orderly: bool = False, consume_type: str = 
 ])
 def test_blocked_queue(c: Case) -> None:
     check("BLOCKED_QUEUE", c)
+
+
+def never_committed(pq: ProcessQueueInfo, broker_offset: int, consumer_offset: int, *,
+                    offsets_from: str = "no_commit", orderly: bool = False) -> GroupView:
+    """One held queue whose row says the group has no committed offset for it (or, with
+    ``offsets_from``, where else its offsets came from)."""
+    p = QueueProgress(T[0], broker_offset, consumer_offset, None, 0, A, offsets_from)
+    return group([client(A, [S], pq={T[0]: pq}, orderly=orderly)], {"T": T[:1]}, progress=[p])
+
+
+@table([
+    Case("no commit, 125,000 messages waiting, nothing consumed ever: blocked",
+         lambda: never_committed(ProcessQueueInfo(cached_msg_count=1024), 125_000, 0), "error",
+         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "client": A,
+                      "reason": "never committed", "backlog": 125_000, "cached_msg_count": 1024}]}),
+    Case("no commit, backlog counted from the min offset 40 up to 50",
+         lambda: never_committed(ProcessQueueInfo(), 50, 40), "error",
+         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "client": A,
+                      "reason": "never committed", "backlog": 10, "cached_msg_count": 0}]}),
+    Case("no commit and nothing beyond the min offset: the client waits for messages",
+         lambda: never_committed(ProcessQueueInfo(), 40, 40), None),
+    Case("no commit, last consumed 60.001 s ago: blocked",
+         lambda: never_committed(ProcessQueueInfo(last_consume_timestamp=NOW - 60_001), 7, 0), "error"),
+    Case("no commit, last consumed exactly 60 s ago: its first commit may still come",
+         lambda: never_committed(ProcessQueueInfo(last_consume_timestamp=NOW - 60_000), 7, 0), None),
+    Case("the same numbers from consume stats are ordinary lag, not a missing commit",
+         lambda: never_committed(ProcessQueueInfo(), 7, 0, offsets_from="consume_stats"), None),
+    Case("unknown offsets are no backlog to report",
+         lambda: never_committed(ProcessQueueInfo(), 0, 0, offsets_from="unknown"), None),
+    Case("a dropped queue is being released: not blocked",
+         lambda: never_committed(ProcessQueueInfo(dropped=True), 7, 0), None),
+])
+def test_blocked_queue_never_committed(c: Case) -> None:
+    check("BLOCKED_QUEUE", c)
+
+
+def test_blocked_queue_text_names_the_client_the_queues_and_the_backlog() -> None:
+    f = one(run_checks(never_committed(ProcessQueueInfo(cached_msg_count=1024), 125_000, 0)), "BLOCKED_QUEUE")
+    assert f.detail.startswith(f"{A} holds T@broker-a queue 0, with 125000 messages waiting beyond an offset "
+                               "the group never committed, none of them consumed.")
+    assert "consumerStatus -g orders-consumer -i <client id> -s" in f.fix and A in f.fix
+    assert "resetOffsetByTime -g orders-consumer" in f.fix and "orderly" not in f.fix.lower()
+
+    stuck = ProcessQueueInfo(cached_msg_count=2, last_consume_timestamp=NOW - 90_000)
+    two = group([client(A, [S], pq={T[0]: stuck, T[1]: stuck}), client(B, [S], pq={T[3]: stuck})], {"T": T})
+    f = one(run_checks(two, resampled=True), "BLOCKED_QUEUE")
+    assert f.title == "3 queues of orders-consumer are blocked in their clients"
+    assert f.detail.startswith(
+        f"{A} holds T@broker-a queues 0 and 1, with 4 cached messages unconsumed for up to 90 s. "
+        f"{B} holds T@broker-a queue 3, with 2 cached messages unconsumed for up to 90 s. ")
+    assert f"{A} and {B}" in f.fix and "resetOffsetByTime" not in f.fix
+
+    unlocked = group([client(A, [S], pq={T[0]: ProcessQueueInfo(locked=False)}, orderly=True)], {"T": T[:1]})
+    f = one(run_checks(unlocked), "BLOCKED_QUEUE")
+    assert "T@broker-a queue 0, orderly, without the broker lock" in f.detail
+    assert "lock expires (60 s)" in f.fix
 
 
 def test_blocked_queue_idle_time_is_measured_from_now_ms_when_given() -> None:
@@ -582,7 +638,7 @@ def test_prose_helpers(words: str, got: Callable[[], str], want: str) -> None:
 def test_titles_count_what_they_name() -> None:
     stuck = ProcessQueueInfo(cached_msg_count=1, last_consume_timestamp=NOW - 90_000)
     one_q = group([client(A, [S], pq={T[0]: stuck})], {"T": T[:1]})
-    assert one(run_checks(one_q), "BLOCKED_QUEUE").title == "1 queue of orders-consumer is blocked in their client"
+    assert one(run_checks(one_q), "BLOCKED_QUEUE").title == f"1 queue of orders-consumer is blocked in {A}"
     assert one(run_checks(offline((10, 9))), "OFFLINE_GROUP_BACKLOG").title == (
         "orders-consumer has no online client and 1 message waiting")
     assert one(run_checks(retrying(1_000)), "RETRY_BACKLOG").title == f"1000 messages wait in {RETRY}"
