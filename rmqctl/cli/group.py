@@ -114,8 +114,13 @@ def _progress_totals(doc: report.GroupProgressDoc) -> list[str]:
     """The two total lines under ``group progress``: sums of the rows the document holds."""
     inflight = doc["total_inflight"]
     unknown = doc["unknown_diff_queues"]
+    if inflight is None:
+        inflight_text = UNAVAILABLE if "inflight" in doc.get("unavailable", {}) else "unknown"
+    else:
+        no_pull = sum(1 for r in doc["queues"] if r["inflight"] is None)
+        inflight_text = str(inflight) + (f" (unknown for {_count(no_pull, 'queue')})" if no_pull else "")
     return [f"Total diff: {doc['total_diff']}" + (f" (unknown for {_count(unknown, 'queue')})" if unknown else ""),
-            f"Total inflight: {UNAVAILABLE if inflight is None else inflight}"]
+            f"Total inflight: {inflight_text}"]
 
 
 def progress_view(view: GroupView, rates: dict[tuple[str, str, int], float] | None = None) -> View:

@@ -51,10 +51,11 @@ class QueueProgress:
         return self.diff if self.known else None
 
     @property
-    def inflight(self) -> int:
-        """Pulled but not committed (``pullOffset − consumerOffset``; 0 when unknown)."""
-        if self.pull_offset is None:
-            return 0
+    def inflight(self) -> int | None:
+        """Pulled but not committed (``pullOffset − consumerOffset``), or ``None`` when the pull
+        offset or the row's offsets are unknown: nothing known to be in flight is not 0."""
+        if self.pull_offset is None or not self.known:
+            return None
         return max(0, self.pull_offset - self.consumer_offset)
 
     @property
@@ -168,8 +169,10 @@ class GroupView:
         return sum(p.diff for p in self.progress)
 
     @property
-    def total_inflight(self) -> int:
-        return sum(p.inflight for p in self.progress)
+    def total_inflight(self) -> int | None:
+        """Inflight summed over the rows that know it; ``None`` when rows exist and none does."""
+        known = [n for p in self.progress if (n := p.inflight) is not None]
+        return sum(known) if known or not self.progress else None
 
     @property
     def strategy(self) -> str | None:

@@ -199,7 +199,7 @@ def progress_row(p: QueueProgress) -> dict[str, Any]:
         "consumer_offset": p.consumer_offset if known else None,
         "pull_offset": p.pull_offset if known else None,
         "diff": p.lag,
-        "inflight": p.inflight if known else None,
+        "inflight": p.inflight,
         "last_consumed_ts": p.last_timestamp or None,
         "owner": p.owner,
     }
@@ -235,12 +235,15 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
 def retotal_progress(doc: GroupProgressDoc) -> GroupProgressDoc:
     """``doc`` with its totals summed over its own ``queues`` (call again after rows are left
     out): ``total_diff`` over the known diffs, ``unknown_diff_queues`` counting the ``null``
-    ones, ``total_inflight`` ``null`` when the source cannot supply inflight."""
+    ones, ``total_inflight`` over the known inflights (``null`` when the source cannot supply
+    inflight, or no shown row knows it)."""
     rows = doc["queues"]
     doc["total_diff"] = sum(r["diff"] for r in rows if r["diff"] is not None)
     doc["unknown_diff_queues"] = sum(1 for r in rows if r["diff"] is None)
-    doc["total_inflight"] = (None if "inflight" in doc.get("unavailable", {})
-                             else sum(r["inflight"] for r in rows if r["inflight"] is not None))
+    inflights = [r["inflight"] for r in rows if r["inflight"] is not None]
+    # null when the source cannot supply it, or when rows exist and none knows it: never a 0
+    doc["total_inflight"] = (None if "inflight" in doc.get("unavailable", {}) or (rows and not inflights)
+                             else sum(inflights))
     return doc
 
 

@@ -41,9 +41,11 @@ def test_progress_total_is_the_sum_of_every_queue() -> None:
 def test_match_applies_to_the_progress_totals() -> None:
     doc = _json("group", "progress", "g1", "--match", "topicB")
     assert {q["topic"] for q in doc["queues"]} == {"topicB"}
-    assert (doc["total_diff"], doc["unknown_diff_queues"], doc["total_inflight"]) == (4, 0, 0)
+    # topicB's rows come from the offset table, which keeps no pull offset: inflight unknown, not 0
+    assert (doc["total_diff"], doc["unknown_diff_queues"], doc["total_inflight"]) == (4, 0, None)
     out = _run("group", "progress", "g1", "--match", "topicB")
     assert "Total diff: 4\n" in out and "Total diff: 8" not in out
+    assert "Total inflight: unknown\n" in out
 
 
 def test_match_with_no_row_totals_zero() -> None:
@@ -66,6 +68,20 @@ def test_retotal_counts_unknown_rows_apart() -> None:
     assert (doc["total_diff"], doc["unknown_diff_queues"], doc["total_inflight"]) == (3, 0, 1)
     doc["unavailable"] = {"inflight": "not in this source"}
     assert retotal_progress(doc)["total_inflight"] is None
+
+
+def test_inflight_without_a_pull_offset_is_unknown_never_zero() -> None:
+    from rmqctl.model import MessageQueue, QueueProgress
+
+    mq = MessageQueue("T", "broker-a", 0)
+    assert QueueProgress(mq, 10, 4, None, 0).inflight is None
+    assert QueueProgress(mq, 10, 4, 7, 0).inflight == 3
+    assert QueueProgress(mq, 0, 0, 7, 0, offsets_from="unknown").inflight is None
+    doc = GroupProgressDoc(group="g", queues=[_row("A", 3, None)], total_diff=0, unknown_diff_queues=0,
+                           total_inflight=0, errors={})
+    assert retotal_progress(doc)["total_inflight"] is None
+    doc["queues"] = [_row("A", 3, None), _row("A", 1, 2)]
+    assert retotal_progress(doc)["total_inflight"] == 2
 
 
 def test_group_list_says_its_total_leaves_out_a_topic() -> None:
