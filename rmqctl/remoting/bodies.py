@@ -51,13 +51,15 @@ from rmqctl.model import (
     parse_tag_expression,
 )
 from rmqctl.remoting import fastjson
+from rmqctl.remoting.fastjson import encode_string as _encode_string
 
 # ---------------------------------------------------------------------------------------------
 # Writing the fastjson dialect
 
 
 def _s(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+    """A JSON string literal, as ``json.dumps(text, ensure_ascii=False)`` writes it."""
+    return _encode_string(text)
 
 
 def _b(value: bool) -> str:

@@ -22,14 +22,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from json import decoder as _json_decoder
+from json import encoder as _json_encoder
 from typing import Any
 
 from rmqctl.errors import ProtocolError
 
 #: The C string scanner behind ``json.loads`` (not in typeshed, but public since Python 2.6).
 scanstring = _json_decoder.scanstring  # type: ignore[attr-defined]
+#: A JSON string literal with non-ASCII text kept as it is (the C function behind
+#: ``json.dumps(text, ensure_ascii=False)``, without its per-call set-up).
+encode_string: Callable[[str], str] = _json_encoder.encode_basestring
 
 #: Deepest nesting of arrays and objects accepted in a body (RocketMQ bodies nest < 10 levels).
 MAX_DEPTH = 512
@@ -381,7 +385,7 @@ def _key(key: Any) -> str:
     if isinstance(key, int):
         return str(key)  # fastjson leaves Integer/Long keys unquoted
     if isinstance(key, str):
-        return json.dumps(key, ensure_ascii=False)
+        return encode_string(key)
     if isinstance(key, ObjectKey):
         return _dump(dict(key))
     fastjson_key = getattr(key, "__fastjson__", None)
@@ -404,7 +408,7 @@ def _dump(value: Any) -> str:
             return "null"
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return encode_string(value)
     if isinstance(value, Mapping):
         # fastjson omits null bean properties; maps keep them only if the caller wants.
         items = ",".join(f"{_key(k)}:{_dump(v)}" for k, v in value.items() if v is not None)
