@@ -206,6 +206,9 @@ class RecordingSource:
     async def find_messages(self, ref: MessageRef) -> Partial[list[Message]]:
         return await self.inner.find_messages(ref)
 
+    async def topic_groups(self, topic: str) -> Partial[list[str]]:
+        return await self.inner.topic_groups(topic)
+
     async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
         return await self.inner.message_copies(group, message)
 

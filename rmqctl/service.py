@@ -622,6 +622,17 @@ class ClusterService:
         messages = [m for found in results.values() for m in found]
         return Partial(sorted(messages, key=_message_order), failures)
 
+    async def topic_groups(self, topic: str) -> Partial[list[str]]:
+        """The groups that consume ``topic``: each broker of the topic names its online
+        subscribers and the groups with offsets on it (QUERY_TOPIC_CONSUME_BY_WHO); system
+        groups are left out."""
+        self._lookups()
+        route = await self.topic_route(topic)
+        results, failures = await self._fan_out(route.master_addrs(),
+                                                lambda addr: self.backend.topic_consumers(addr, topic))
+        names = {g for groups in results.values() for g in groups} - SYSTEM_GROUPS
+        return Partial(sorted(names), failures)
+
     async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
         """The copies of ``message`` the group's consumers sent back: in ``%RETRY%<group>`` after
         each failed consumption and in ``%DLQ%<group>`` once they gave up, found by its unique

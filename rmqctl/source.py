@@ -70,6 +70,10 @@ class ClusterSource(Protocol):
         """The messages ``ref`` names (by id, key or position), oldest first; NotFound when none."""
         ...
 
+    async def topic_groups(self, topic: str) -> Partial[list[str]]:
+        """The consumer groups that subscribe ``topic`` or have offsets on it."""
+        ...
+
     async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
         """The retry and dead-letter copies of ``message`` that ``group`` sent back."""
         ...

@@ -142,6 +142,11 @@ class Backend(Protocol):
 
     # -- one message --------------------------------------------------------------------------
 
+    async def topic_consumers(self, address: str, topic: str) -> list[str]:
+        """The groups one broker knows to consume ``topic`` (online subscribers and groups with
+        offsets on it; unless ``message_lookups_unavailable``)."""
+        ...
+
     async def view_message(self, address: str, broker_name: str, physical_offset: int,
                            topic: str | None = None) -> Message | None:
         """The message at one commit-log offset of one broker, ``None`` when there is none

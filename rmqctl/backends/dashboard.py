@@ -249,6 +249,9 @@ class DashboardBackend:
                            topic: str | None = None) -> Message | None:
         raise errors.UsageError(NO_MESSAGE_LOOKUPS)
 
+    async def topic_consumers(self, address: str, topic: str) -> list[str]:
+        raise errors.UsageError(NO_MESSAGE_LOOKUPS)
+
     async def query_messages(self, address: str, broker_name: str, topic: str, key: str, *,
                              unique_key: bool = False) -> list[Message]:
         raise errors.UsageError(NO_MESSAGE_LOOKUPS)

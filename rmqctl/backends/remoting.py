@@ -102,3 +102,6 @@ class RemotingBackend:
     async def query_messages(self, address: str, broker_name: str, topic: str, key: str, *,
                              unique_key: bool = False) -> list[Message]:
         return await self.admin.query_messages(address, broker_name, topic, key, unique_key=unique_key)
+
+    async def topic_consumers(self, address: str, topic: str) -> list[str]:
+        return await self.admin.topic_consumers(address, topic)

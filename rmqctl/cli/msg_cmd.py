@@ -13,10 +13,11 @@ import typer
 from rmqctl import errors
 from rmqctl.cli.common import Failures, Settings, cluster_options, execute
 from rmqctl.cli.render import Table, View
-from rmqctl.model import MessageRef
+from rmqctl.model import Message, MessageRef, QueueOwnership
 from rmqctl.source import ClusterSource
 
-app = typer.Typer(help="Look messages up: by id, key or queue offset.", no_args_is_help=True)
+app = typer.Typer(help="Look messages up (by id, key or queue offset) and explain what became of them.",
+                  no_args_is_help=True)
 
 WhatArg = Annotated[str, typer.Argument(
     metavar="ID|TOPIC", show_default=False,
@@ -80,5 +81,59 @@ def show(
                         title=f"{m['topic']} {m['broker']}/{m['queue_id']} offset {m['queue_offset']}")
                   for m in doc["messages"]]
         return View(doc, tables, records=message_rows(doc)), dict(found.errors)
+
+    execute(opts, run)
+
+
+@app.command("explain")
+@cluster_options
+def explain(
+    ctx: typer.Context,
+    opts: Settings,
+    what: WhatArg,
+    group: Annotated[list[str] | None, typer.Option(
+        "--group", "-g", show_default=False,
+        help="The consumer group (repeat for several; default: every group that consumes the topic).")] = None,
+    topic: TopicOpt = None,
+    key: KeyOpt = None,
+    queue: QueueOpt = None,
+    offset: OffsetOpt = None,
+    snapshots: Annotated[str | None, typer.Option(
+        "--snapshots", show_default=False, metavar="DIR",
+        help="Recorded offset snapshots: who held the queue when the message was stored "
+             "(default: the live assignment).")] = None,
+) -> None:
+    """Why a group did or did not get a message: consumed, waiting, filtered, dropped, never pulled,
+    retried, dead-lettered."""
+    from rmqctl.doctor.explaining import OwnershipLookup
+    from rmqctl.doctor.explaining import explain as explain_messages
+    from rmqctl.report.message import explanation_rows, message_explain
+
+    ref = message_ref(what, topic=topic, key=key, queue=queue, offset=offset)
+    lookup: OwnershipLookup | None = None
+    if snapshots is not None:
+        from rmqctl.snapshot.history import ownership_at, snapshot_files
+
+        snapshot_files(snapshots)  # a directory without snapshots is a mistake, before any read
+
+        def lookup(group_name: str, message: Message) -> QueueOwnership | None:
+            return ownership_at(snapshots, group_name, message.queue, message.store_timestamp)
+
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
+        result = await explain_messages(source, ref, group or (), ownership=lookup)
+        doc = message_explain(ref, result.groups, [(f.message, f.explanations) for f in result.fates],
+                              result.errors)
+        tables = []
+        for m in doc["messages"]:
+            rows = [{"group": e["group"], "verdict": e["verdict"],
+                     "owner": e["evidence"].get("owner"), "from": e["ownership_from"], "summary": e["summary"]}
+                    for e in m["explanations"]]
+            title = (f"{m['msg_id']}  {m['topic']} {m['broker']}/{m['queue_id']} offset {m['queue_offset']}"
+                     f"  tags {m['tags'] or '-'}")
+            tables.append(Table(["group", "verdict", "owner", "from", "summary"], rows,
+                                flexible=("summary", "owner"), title=title))
+        footer = [] if any(m["explanations"] for m in doc["messages"]) else [
+            "No consumer group consumes this topic."]
+        return View(doc, tables, footer, explanation_rows(doc)), dict(result.errors)
 
     execute(opts, run)

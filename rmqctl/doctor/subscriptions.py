@@ -85,6 +85,11 @@ def _holder_of_stored(view: GroupView, stored: Subscription) -> list[str]:
     return exact or [cid for cid, _ in same]
 
 
+def holders_of_stored(view: GroupView, stored: Subscription) -> list[str]:
+    """The clients whose own subscription is the one a broker stores (see :func:`_holder_of_stored`)."""
+    return _holder_of_stored(view, stored)
+
+
 def tag_conflict_topics(view: GroupView) -> list[str]:
     """Topics whose clients subscribe with different filters (what message sampling is for)."""
     out = []

@@ -68,6 +68,7 @@ class QueueConsumer:
     ctx: ClusterContext
     spec: ConsumerSpec
     group: str
+    client_id: str
     running: bool
     #: when the listener hung for good (None: it consumes normally)
     stalled_ms: int | None
@@ -174,6 +175,7 @@ class QueueConsumer:
                 if sub is None or not sub.accepts(message.tag):
                     tag = message.tag or ""
                     self.dropped_by_tag[tag] = self.dropped_by_tag.get(tag, 0) + 1
+                    self.ctx.record_drop(self, message)
             pq.next_offset = result.next_begin_offset
             if keep:
                 self._submit(pq, keep)

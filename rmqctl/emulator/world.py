@@ -85,6 +85,8 @@ class EmulatedCluster:
         self.messages: list[StoredMessage] = []
         #: message seq -> groups whose listener received it
         self.delivered: dict[int, set[str]] = {}
+        #: message seq -> (group, client id) of each client whose own tag filter dropped it
+        self.dropped: dict[int, set[tuple[str, str]]] = {}
         self._seq = 0
         self._port = 50_000
         for consumer_spec in scenario.consumers:
@@ -151,6 +153,10 @@ class EmulatedCluster:
             self.delivered[seq] = {consumer.group}
         else:
             groups.add(consumer.group)
+
+    def record_drop(self, consumer: QueueConsumer, message: StoredMessage) -> None:
+        seq = message.origin_seq if message.origin_seq is not None else message.seq
+        self.dropped.setdefault(seq, set()).add((consumer.group, consumer.client_id))
 
     def _on_subscription_change(self, broker_name: str, group: str,
                                 table: dict[str, Subscription] | None) -> None:

@@ -46,8 +46,12 @@ from rmqctl.model.formatting import format_millis, unpullable_reason
 from rmqctl.model.group import GroupSummary, GroupView, QueueProgress, SampledMessage, TagSample
 from rmqctl.model.java import java_str_key, java_string_hash, version_desc, version_ordinal
 from rmqctl.model.message import (
+    VERDICTS,
+    Explanation,
     Message,
     MessageRef,
+    QueueOwnership,
+    Verdict,
     decode_offset_message_id,
     encode_offset_message_id,
 )
@@ -63,13 +67,13 @@ from rmqctl.model.sql92 import SQL92_MAX_CHARS, SQL92_MAX_DEPTH, Selector, Sql92
 
 __all__ = [
     "BROKER_BUILTIN_GROUPS", "DEFAULT_STRATEGY", "DLQ_PREFIX", "RETRY_PREFIX", "SEVERITY_RANK",
-    "SQL92_MAX_CHARS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL", "SYSTEM_GROUPS", "SYSTEM_TOPICS",
+    "SQL92_MAX_CHARS", "VERDICTS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL", "SYSTEM_GROUPS", "SYSTEM_TOPICS",
     "BrokerData", "BrokerRuntime", "ClientConnection", "ClusterInfo", "ConsumeStats",
-    "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Finding", "GroupSummary",
+    "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Explanation", "Finding", "GroupSummary",
     "GroupView", "Message", "MessageQueue", "MessageRef", "OffsetEntry", "ProcessQueueInfo", "QueueData",
-    "QueueProgress", "SampledMessage", "Selector", "Severity", "Sql92Error", "Subscription",
+    "QueueOwnership", "QueueProgress", "SampledMessage", "Selector", "Severity", "Sql92Error", "Subscription",
     "SubscriptionGroupConfig", "TagSample",
-    "TopicKind", "TopicOffset", "TopicRoute", "TopicStats",
+    "TopicKind", "TopicOffset", "TopicRoute", "TopicStats", "Verdict",
     "compile_sql92", "decode_offset_message_id", "encode_offset_message_id",
     "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
     "sort_queues", "topic_kind", "version_desc", "version_ordinal",

@@ -19,6 +19,7 @@ import ipaddress
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from rmqctl.model.cluster import MessageQueue
 from rmqctl.model.names import DLQ_PREFIX, RETRY_PREFIX
@@ -143,3 +144,39 @@ class MessageRef:
         if self.key is not None:
             return f"key {self.key!r} on topic {self.topic}"
         return f"{self.topic} {self.broker}/{self.queue_id} offset {self.offset}"
+
+
+#: what became of one message for one group (``msg explain``)
+Verdict = Literal["consumed", "waiting", "filtered_by_broker", "dropped_by_client", "never_pulled", "retried",
+                  "dead_lettered", "unknown"]
+VERDICTS: tuple[Verdict, ...] = ("consumed", "waiting", "filtered_by_broker", "dropped_by_client", "never_pulled",
+                                 "retried", "dead_lettered", "unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueOwnership:
+    """Which client held a queue, and where that was read: ``live`` (the clients' running infos
+    now) or ``snapshots`` (recorded offset snapshots, the last one at or before a time)."""
+
+    owner: str | None
+    #: does the owner subscribe the queue's topic (None: not known)
+    subscribed: bool | None
+    source: Literal["live", "snapshots"]
+    #: when the ownership was read (the view's or the snapshot's time), epoch ms
+    at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """One verdict on one message for one group, with what it rests on."""
+
+    group: str
+    verdict: Verdict
+    #: the verdict in one sentence, for people
+    summary: str
+    #: the facts the verdict rests on (clients, expressions, offsets, copies)
+    evidence: Mapping[str, object] = field(default_factory=dict)
+    #: where the queue's owner was read (``live``, ``snapshots``), None when no owner was needed
+    ownership_from: str | None = None
+    #: what could not be read and would have decided (for ``unknown``, and caveats otherwise)
+    missing: tuple[str, ...] = ()

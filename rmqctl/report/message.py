@@ -1,4 +1,5 @@
-"""The documents of ``msg show`` and ``msg browse``: one JSON shape of a stored message.
+"""The documents of ``msg show``, ``msg browse`` and ``msg explain``: one JSON shape of a stored
+message, and of a verdict on what became of it.
 
 A message's body is data the operator may not be allowed to print in a shared terminal: the
 documents carry its size and a short preview, and the whole body only when asked (``--body``).
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 from rmqctl.errors import RmqctlError
-from rmqctl.model import Message, MessageRef, format_millis
+from rmqctl.model import Explanation, Message, MessageRef, format_millis
 from rmqctl.report.common import Errors, RowSet, error_rows, errors_doc
 
 #: bytes of the body shown when the body itself is not asked for
@@ -98,3 +99,46 @@ def detail_rows(doc: Mapping[str, Any], *, body: bool = False) -> list[dict[str,
     if body and "body" in doc:
         rows.append({"field": "body", "value": doc["body"]})
     return rows
+
+
+EXPLANATION_COLUMNS = ("msg_id", "topic", "broker", "queue_id", "queue_offset", "group", "verdict", "ownership_from",
+                       "summary")
+
+
+def explanation_doc(explanation: Explanation) -> dict[str, Any]:
+    """One verdict: ``verdict`` is one of :data:`~rmqctl.model.VERDICTS`."""
+    return {
+        "group": explanation.group,
+        "verdict": explanation.verdict,
+        "summary": explanation.summary,
+        "evidence": dict(explanation.evidence),
+        "ownership_from": explanation.ownership_from,
+        "missing": list(explanation.missing),
+    }
+
+
+class MessageExplainDoc(TypedDict):
+    query: dict[str, Any]
+    groups: list[str]
+    messages: list[dict[str, Any]]
+    errors: Errors
+
+
+def message_explain(ref: MessageRef, groups: Iterable[str],
+                    fates: Iterable[tuple[Message, Iterable[Explanation]]],
+                    errors: Mapping[str, RmqctlError]) -> MessageExplainDoc:
+    """``msg explain``: each message found, with one explanation per group."""
+    messages = []
+    for message, explanations in fates:
+        doc = message_doc(message)
+        doc["explanations"] = [explanation_doc(e) for e in explanations]
+        messages.append(doc)
+    return MessageExplainDoc(query=query_doc(ref), groups=list(groups), messages=messages, errors=errors_doc(errors))
+
+
+def explanation_rows(doc: Mapping[str, Any]) -> list[RowSet]:
+    rows = [{"msg_id": m["msg_id"], "topic": m["topic"], "broker": m["broker"], "queue_id": m["queue_id"],
+             "queue_offset": m["queue_offset"], "group": e["group"], "verdict": e["verdict"],
+             "ownership_from": e["ownership_from"], "summary": e["summary"]}
+            for m in doc["messages"] for e in m["explanations"]]
+    return [RowSet("explanation", EXPLANATION_COLUMNS, rows), *error_rows(doc)]

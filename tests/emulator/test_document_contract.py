@@ -42,6 +42,7 @@ EMBEDDED: dict[str, tuple[str, ...]] = {
     "group assignment": (*E, "group", "assignment", "test-consumer"),
     "doctor": (*E, "doctor", "--all", "--fail-on", "never"),
     "msg show": (*E, "msg", "show", "TopicTest2", "--queue", "broker-a/0", "--offset", "0"),
+    "msg explain": (*E, "msg", "explain", "TopicTest2", "--queue", "broker-a/0", "--offset", "3"),
     "demo": ("demo",),
     "rebalance simulate": (*E, "rebalance", "simulate", "-g", "test-consumer"),
     "emulator scenarios": ("emulator", "scenarios"),

@@ -29,6 +29,8 @@ CANNOT_RUN = {
     "rmqctl snapshot export --out /data/snaps --all --every 30s": "runs until Ctrl-C (no --duration)",
     "rmqctl group progress GROUP --watch": "redraws until Ctrl-C",
     "rmqctl doctor --all --interval 30": "sleeps 30 s of wall-clock time between its two samples",
+    "rmqctl msg explain TOPIC --queue broker-a/0 --offset 0 --group GROUP --snapshots":
+        "needs recorded snapshots (tests/emulator/test_explain.py records some)",
     "rmqctl msg show TOPIC --key": "the built-in scenarios send no keys (tests/emulator/test_messages.py finds keys)",
 }
 
