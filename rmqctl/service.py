@@ -49,6 +49,7 @@ from rmqctl.model import (
     TopicRoute,
     TopicStats,
     decode_offset_message_id,
+    retry_topic_groups,
     version_desc,
 )
 
@@ -174,10 +175,9 @@ class ClusterService:
             return Partial([s.group for s in listed.value], listed.errors)
         names: set[str] = set()
         failures: dict[str, errors.RmqctlError] = {}
+        topics: list[str] = []
         try:
-            names.update(
-                t[len(RETRY_PREFIX) :] for t in await self.topics() if t.startswith(RETRY_PREFIX)
-            )
+            topics = await self.topics()
         except errors.RemoteError as exc:  # enableAllTopicList=false answers "disable"
             failures["namesrv"] = exc
         if self.backend.capabilities.lists_subscription_groups:
@@ -187,6 +187,7 @@ class ClusterService:
             failures.update(broker_failures)
             for table in configs.values():
                 names.update(table)
+        names.update(retry_topic_groups(topics, configured=names))
         if not include_system:
             names -= SYSTEM_GROUPS
         return Partial(sorted(names), failures)

@@ -39,6 +39,8 @@ from rmqctl.model import (
     SubscriptionGroupConfig,
     TopicRoute,
     TopicStats,
+    retry_topic_groups,
+    retry_topic_owner,
 )
 
 #: notes for what no dashboard generation supplies
@@ -210,12 +212,21 @@ class DashboardBackend:
         # groups known only by their retry topic (config deleted, offsets kept): a broker's
         # listing names them too
         try:
-            extra = [t[len(RETRY_PREFIX):] for t in await self.topic_list() if t.startswith(RETRY_PREFIX)]
+            topics = await self.topic_list()
         except errors.RmqctlError as exc:
             if isinstance(exc, (errors.TimeoutError, errors.ConfigError)):
                 raise
             failures["topics"] = exc
-            extra = []
+            topics = []
+        # a dashboard lists every retry topic's suffix as a group, a POP group's per-topic retry
+        # topics included: a client-less "group" whose retry topic belongs to another listed
+        # group is one of those
+        for name in [n for n, s in summaries.items() if not s.clients]:
+            owner = retry_topic_owner(RETRY_PREFIX + name, topics=set(topics),
+                                      groups=summaries.keys() - {name})
+            if owner is not None and owner[1] is not None and owner[0] in summaries:
+                del summaries[name]
+        extra = sorted(retry_topic_groups(topics, configured=summaries))
         extra = [g for g in extra if g not in summaries and (include_system or g not in SYSTEM_GROUPS)]
         found, more = await fan_out({g: g for g in extra}, lambda g: self.client.get(
             "/consumer/group.query", {"consumerGroup": g}))

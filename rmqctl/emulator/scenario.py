@@ -23,6 +23,9 @@ seconds of scenario time. The keys below are a public contract::
     name = "test-consumer"
     retry_queue_nums = 1
     notify_consumer_ids_changed_enable = true
+    pop_topics = ["TopicTest2"]      # optional: topics the group consumes by POP (5.x, gRPC
+                                     # clients); each gets the group's POP retry topic
+    pop_retry_v2 = false             # true: %RETRY%group+topic (enableRetryTopicV2), else group_topic
 
     [[consumers]]
     group = "test-consumer"
@@ -119,6 +122,10 @@ class GroupSpec:
     consume_broadcast_enable: bool = True
     consume_message_orderly: bool = False
     notify_consumer_ids_changed_enable: bool = True
+    #: topics the group consumes by POP: the broker keeps one retry topic per (group, topic)
+    pop_topics: tuple[str, ...] = ()
+    #: the broker's ``enableRetryTopicV2``: POP retry topics read ``%RETRY%group+topic``
+    pop_retry_v2: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +388,7 @@ _BROKER_KEYS = ("name", "cluster", "long_polling")
 _TOPIC_KEYS = ("name", "queues", "read_queues", "write_queues", "perm", "brokers", "order")
 _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
                "consume_broadcast_enable", "consume_message_orderly",
-               "notify_consumer_ids_changed_enable")
+               "notify_consumer_ids_changed_enable", "pop_topics", "pop_retry_v2")
 _CONSUMER_KEYS = ("group", "subscriptions", "client_id", "start", "stop", "strategy",
                   "strategy_options", "message_model", "consume_from_where", "sub_version",
                   "post_subscription", "ip", "instance_name", "count", "consume_ms",
@@ -412,7 +419,7 @@ def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "s
     broker_names = [b.name for b in brokers]
     topics = _topics(check, doc, broker_names)
     topic_map = {t.name: t for t in topics}
-    groups = _groups(check, doc)
+    groups = _groups(check, doc, topic_map)
     consumers = _consumers(check, doc, topic_map)
     produce = _produce(check, doc, topic_map, broker_names)
     return Scenario(name, description, duration, brokers, topics, groups, consumers, produce,
@@ -469,7 +476,7 @@ def _topics(check: _Checker, doc: Mapping[str, Any], brokers: Sequence[str]) -> 
     return tuple(out)
 
 
-def _groups(check: _Checker, doc: Mapping[str, Any]) -> tuple[GroupSpec, ...]:
+def _groups(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, TopicSpec]) -> tuple[GroupSpec, ...]:
     out: list[GroupSpec] = []
     for i, raw in enumerate(check.tables(doc, "groups")):
         path: list[str | int] = ["groups", i]
@@ -493,9 +500,22 @@ def _groups(check: _Checker, doc: Mapping[str, Any]) -> tuple[GroupSpec, ...]:
                 notify_consumer_ids_changed_enable=check.boolean(
                     raw.get("notify_consumer_ids_changed_enable", True),
                     [*path, "notify_consumer_ids_changed_enable"]),
+                pop_topics=_pop_topics(check, raw.get("pop_topics", []), [*path, "pop_topics"], topics),
+                pop_retry_v2=check.boolean(raw.get("pop_retry_v2", False), [*path, "pop_retry_v2"]),
             )
         )
     return tuple(out)
+
+
+def _pop_topics(check: _Checker, raw: Any, path: list[str | int],
+                topics: Mapping[str, TopicSpec]) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        raise check.fail(path, "expected an array of topic names")
+    names = tuple(dict.fromkeys(check.string(t, path) for t in raw))
+    for name in names:
+        if name not in topics:
+            raise check.fail(path, f"topic {name!r} is not declared", "declare it under [[topics]]")
+    return names
 
 
 def _strategy_options(check: _Checker, raw: Any, path: list[str | int]) -> dict[str, Any]:

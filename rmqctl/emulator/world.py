@@ -27,7 +27,7 @@ from rmqctl.emulator.namesrv import NameServerState
 from rmqctl.emulator.report import run_report
 from rmqctl.emulator.scenario import ConsumerSpec, ProduceSpec, Scenario
 from rmqctl.emulator.store import StoredMessage
-from rmqctl.model import Subscription, SubscriptionGroupConfig
+from rmqctl.model import RETRY_PREFIX, Subscription, SubscriptionGroupConfig
 
 #: how many subscription-table changes :attr:`EmulatedCluster.history` keeps
 HISTORY_LIMIT = 10_000
@@ -78,6 +78,15 @@ class EmulatedCluster:
             )
             for broker in self.brokers.values():
                 broker.set_group_config(config)
+            for topic_name in group.pop_topics:
+                # the broker keeps one retry topic per POP group and topic (KeyBuilder's
+                # buildPopRetryTopic), on every broker serving the topic
+                topic_spec = scenario.topic(topic_name)
+                separator = "+" if group.pop_retry_v2 else "_"
+                retry = f"{RETRY_PREFIX}{group.name}{separator}{topic_name}"
+                for name in scenario.topic_brokers(topic_spec) if topic_spec else ():
+                    if retry not in self.brokers[name].store.topics:
+                        self.brokers[name].create_topic(retry, group.retry_queue_nums, group.retry_queue_nums)
         self.consumers: list[SimulatedConsumer] = []
         self.producers: dict[str, SimulatedProducer] = {}
         #: changes of every broker's stored subscription tables, oldest first (bounded)

@@ -24,6 +24,8 @@ from rmqctl.model.cluster import (
     TopicOffset,
     TopicRoute,
     TopicStats,
+    retry_topic_groups,
+    retry_topic_owner,
     sort_queues,
     topic_kind,
 )
@@ -58,6 +60,8 @@ from rmqctl.model.message import (
 from rmqctl.model.names import (
     BROKER_BUILTIN_GROUPS,
     DLQ_PREFIX,
+    POP_RETRY_SEPARATOR_V1,
+    POP_RETRY_SEPARATOR_V2,
     RETRY_PREFIX,
     SUB_ALL,
     SYSTEM_GROUPS,
@@ -68,6 +72,7 @@ from rmqctl.model.sql92 import SQL92_MAX_CHARS, SQL92_MAX_DEPTH, Selector, Sql92
 __all__ = [
     "BROKER_BUILTIN_GROUPS", "DEFAULT_STRATEGY", "DLQ_PREFIX", "RETRY_PREFIX", "SEVERITY_RANK",
     "SQL92_MAX_CHARS", "VERDICTS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL", "SYSTEM_GROUPS", "SYSTEM_TOPICS",
+    "POP_RETRY_SEPARATOR_V1", "POP_RETRY_SEPARATOR_V2",
     "BrokerData", "BrokerRuntime", "ClientConnection", "ClusterInfo", "ConsumeStats",
     "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Explanation", "Finding", "GroupSummary",
     "GroupView", "Message", "MessageQueue", "MessageRef", "OffsetEntry", "ProcessQueueInfo", "QueueData",
@@ -77,4 +82,5 @@ __all__ = [
     "compile_sql92", "decode_offset_message_id", "encode_offset_message_id",
     "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
     "sort_queues", "topic_kind", "version_desc", "version_ordinal",
+    "retry_topic_groups", "retry_topic_owner",
 ]

@@ -7,12 +7,18 @@ from rmqctl outside this package.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from rmqctl.model.java import java_str_key
-from rmqctl.model.names import DLQ_PREFIX, RETRY_PREFIX, SYSTEM_TOPICS
+from rmqctl.model.names import (
+    DLQ_PREFIX,
+    POP_RETRY_SEPARATOR_V1,
+    POP_RETRY_SEPARATOR_V2,
+    RETRY_PREFIX,
+    SYSTEM_TOPICS,
+)
 
 TopicKind = Literal["normal", "retry", "dlq", "system", "cluster", "broker"]
 
@@ -33,6 +39,51 @@ def topic_kind(name: str, cluster: ClusterInfo | None = None) -> TopicKind:
         if name in cluster.brokers:
             return "broker"
     return "normal"
+
+
+def retry_topic_owner(
+    name: str, *, topics: Collection[str] = (), groups: Collection[str] = ()
+) -> tuple[str, str | None] | None:
+    """Whose retry topic ``name`` is: ``(group, None)`` for a group's own ``%RETRY%<group>``,
+    ``(group, topic)`` for a POP retry topic, ``None`` when ``name`` is no retry topic.
+
+    POP consumption (5.x brokers; every gRPC client through a proxy) redelivers through one retry
+    topic per group and topic, ``%RETRY%<group>+<topic>`` or, by default, ``%RETRY%<group>_<topic>``.
+    No legal group or topic name holds a '+', so the first form splits there. The second is
+    ambiguous, since names hold '_' freely: it is a POP retry topic when what follows one of its
+    '_' is an existing topic (``topics``, the name server's list) and the whole is not a
+    configured group (``groups``). When several splits name an existing topic, a configured group
+    before the '_' decides; failing that, the longest topic wins.
+    """
+    if not name.startswith(RETRY_PREFIX):
+        return None
+    rest = name[len(RETRY_PREFIX):]
+    group, plus, topic = rest.partition(POP_RETRY_SEPARATOR_V2)
+    if plus and group and topic:
+        return group, topic
+    if rest in groups:
+        return rest, None
+    splits = [
+        (rest[:i], rest[i + 1:]) for i, ch in enumerate(rest)
+        if ch == POP_RETRY_SEPARATOR_V1 and 0 < i < len(rest) - 1
+        and rest[i + 1:] in topics and not rest[i + 1:].startswith(RETRY_PREFIX)
+    ]
+    known = [s for s in splits if s[0] in groups]
+    if known or splits:
+        pop_group, pop_topic = (known or splits)[0]
+        return pop_group, pop_topic
+    return rest, None
+
+
+def retry_topic_groups(topics: Iterable[str], configured: Iterable[str] = ()) -> set[str]:
+    """The groups the retry topics among ``topics`` (the name server's list) belong to: a group's
+    own retry topic and a POP group's per-topic ones all name their group, so a POP retry topic
+    never lists as a group of its own. ``configured`` are the groups the brokers keep configs for
+    (what tells a group whose name holds '_' from a POP retry topic)."""
+    known = set(topics)
+    groups = set(configured)
+    owners = (retry_topic_owner(t, topics=known, groups=groups) for t in sorted(known))
+    return {owner[0] for owner in owners if owner is not None}
 
 
 @functools.total_ordering

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
+#: what joins group and topic in a POP retry topic: ``KeyBuilder.buildPopRetryTopicV1`` uses '_',
+#: ``buildPopRetryTopicV2`` (a broker with ``enableRetryTopicV2``) '+'
+POP_RETRY_SEPARATOR_V1 = "_"
+POP_RETRY_SEPARATOR_V2 = "+"
 #: The Java client and broker treat this expression as "everything".
 SUB_ALL = "*"
 
