@@ -10,6 +10,7 @@ The file lives at ``$RMQCTL_CONFIG`` or ``$XDG_CONFIG_HOME/rmqctl/config.toml`` 
     timeout = "5s"             # seconds, or a duration like 5s, 1m
     access_key = "ak"          # secrets may instead come from RMQCTL_ACCESS_KEY/RMQCTL_SECRET_KEY
     secret_key = "sk"
+    read_only = false          # true (the default): commands that write refuse (docs/actions.md)
 
     [tui.keys]                 # optional: remap rmqctl tui keys by binding id (docs/tui.md)
     pause = "space"
@@ -42,6 +43,8 @@ _CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
     "namesrv": str, "timeout": (int, float, str), "access_key": str, "secret_key": str,
     # a URL, or a table {url, user, password}; see rmqctl/dashboard/settings.py
     "dashboard": (str, dict), "dashboard_user": str, "dashboard_password": str,
+    # writes (group reset …) refuse on a read-only context; a context without the key is read-only
+    "read_only": bool,
 }
 _SECRET_KEYS = frozenset({"secret_key", "dashboard_password"})
 
@@ -144,7 +147,7 @@ class Config:
                         f"{path}: contexts.{name}: unknown key {key!r}",
                         hint="known keys: " + ", ".join(sorted(_CONTEXT_KEYS)),
                     )
-                if not isinstance(value, expected) or isinstance(value, bool):
+                if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
                     raise errors.ConfigError(f"{path}: contexts.{name}.{key} has the wrong type")
                 if key == "timeout":
                     try:
@@ -253,6 +256,9 @@ class Resolved:
     timeout: float
     credentials: AccessKeys | None
     context: str | None
+    #: writes refuse: the context says ``read_only = true`` or has no ``read_only`` key; name
+    #: servers named without a context (``-n``, ``NAMESRV_ADDR``) are not read-only
+    read_only: bool = False
 
 
 def dashboard_of(ctx: dict[str, Any], ctx_name: str) -> tuple[str | None, str | None, str | None]:
@@ -333,7 +339,8 @@ def resolve_connection(
     problem = timeout_problem(effective)
     if problem:
         raise errors.UsageError(f"--timeout {problem}")
-    return Resolved(address, login, effective, keys, ctx_name)
+    return Resolved(address, login, effective, keys, ctx_name,
+                    read_only=bool(ctx_name) and ctx.get("read_only", True) is not False)
 
 
 @dataclass(frozen=True)
@@ -344,6 +351,7 @@ class Target:
     timeout: float
     credentials: AccessKeys | None
     context: str | None
+    read_only: bool = False
 
 
 def resolve(
@@ -358,4 +366,5 @@ def resolve(
     resolved = resolve_connection(namesrv=namesrv, context=context, timeout=timeout, config=config,
                                   dashboards=False)
     assert resolved.namesrv is not None  # without dashboards, a name server or a UsageError
-    return Target(resolved.namesrv, resolved.timeout, resolved.credentials, resolved.context)
+    return Target(resolved.namesrv, resolved.timeout, resolved.credentials, resolved.context,
+                  resolved.read_only)

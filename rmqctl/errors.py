@@ -20,6 +20,10 @@ Tree::
     │   └── GoAway (1500)
     ├── ServiceError           an HTTP service (control API, dashboard) failed     exit 6
     ├── JobFailed              the Spark job failed (Spark or its JVM)             exit 7
+    ├── WriteRefused           a write refused before anything was sent:          exit 8
+    │                          read-only context, stale plan, not confirmed
+    ├── NotApplied             a write was sent but reading back shows queues     exit 9
+    │                          not at their targets (overwritten, refused)
     ├── NotFound               unknown group / topic (decided by rmqctl itself)   exit 2
     ├── ConfigError            bad config file, context or scenario file          exit 2
     └── UsageError             bad flags or arguments                              exit 2
@@ -51,6 +55,8 @@ class ExitCode(enum.IntEnum):
     PARTIAL = 5
     REFUSED = 6
     JOB_FAILED = 7
+    WRITE_REFUSED = 8
+    NOT_APPLIED = 9
     INTERRUPTED = 130
 
 
@@ -170,6 +176,19 @@ class ConsumeMsgTimeout(RemoteError):
 class GoAway(RemoteError):
     code_value = 1500
     code_name = "GO_AWAY"
+
+
+class WriteRefused(RmqctlError):
+    """A write refused before anything was sent: the context is read-only, the plan no longer
+    matches the cluster, or the change was not confirmed."""
+
+    exit_code = ExitCode.WRITE_REFUSED
+
+
+class NotApplied(RmqctlError):
+    """A write was sent, and reading the cluster back shows that some of it did not hold."""
+
+    exit_code = ExitCode.NOT_APPLIED
 
 
 class NotFound(RmqctlError):

@@ -92,6 +92,10 @@ def set_context(
         "--secret-key", help="ACL secret key as an argument: it shows in 'ps' and the shell history; "
                              "prefer --secret-key-prompt or --secret-key-stdin.")] = None,
     use: Annotated[bool, typer.Option("--use", help="Also make it the current context.")] = False,
+    allow_writes: Annotated[bool | None, typer.Option(
+        "--allow-writes/--read-only",
+        help="Whether commands that change the cluster (group reset) may run with this context; a new "
+             "context is read-only unless --allow-writes.", show_default=False)] = None,
 ) -> None:
     """Create or update a context (stored with mode 600)."""
     ways = [flag for flag, given in (("--secret-key", secret_key is not None),
@@ -114,6 +118,10 @@ def set_context(
                        ("access_key", access_key), ("secret_key", secret_key)):
         if value is not None:
             entry[key] = value
+    if allow_writes is not None:
+        entry["read_only"] = not allow_writes
+    elif name not in cfg.contexts:
+        entry["read_only"] = True
     if "namesrv" not in entry:
         raise errors.UsageError(f"context {name!r} needs a name server", hint="pass -n host:9876")
     cfg.contexts[name] = entry

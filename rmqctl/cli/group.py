@@ -18,11 +18,13 @@ from rmqctl import errors, report
 from rmqctl.cli.common import Failures, MatchOpt, Settings, SortOpt, cluster_options, execute, target
 from rmqctl.cli.durations import duration_parser
 from rmqctl.cli.render import Table, View, emit, select_rows
+from rmqctl.cli.reset_cmd import reset
 from rmqctl.connect import open_source
 from rmqctl.model import GroupView
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Consumer groups.", no_args_is_help=True)
+app.command("reset")(reset)
 
 #: what a table shows for data the source cannot supply (never a made-up zero)
 UNAVAILABLE = "unavailable"

@@ -16,7 +16,7 @@ from collections.abc import Awaitable
 
 from rmqctl import errors
 from rmqctl.emulator.broker import BROKER_VERSION, BrokerState
-from rmqctl.emulator.client import InProcessChannel
+from rmqctl.emulator.client import InProcessChannel, SimulatedConsumer
 from rmqctl.emulator.groups import Channel, ClientChannelInfo
 from rmqctl.emulator.handlers import Handler, Result, ext_bool, ext_int, respond
 from rmqctl.emulator.pulls import PullRequestHeader, PullResult
@@ -26,6 +26,7 @@ from rmqctl.model import (
     ClientConnection,
     ConsumerConnection,
     ConsumeStats,
+    MessageQueue,
     TopicStats,
     encode_offset_message_id,
     version_desc,
@@ -125,6 +126,7 @@ class BrokerService:
             RequestCode.PULL_MESSAGE: self.pull_message,
             RequestCode.VIEW_MESSAGE_BY_ID: self.view_message,
             RequestCode.QUERY_MESSAGE: self.query_message,
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
         }
 
     # -- clients -------------------------------------------------------------------------------
@@ -162,9 +164,72 @@ class BrokerService:
 
     def update_offset(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         ext = cmd.ext_fields
-        self.broker.commit_offset(ext.get("consumerGroup", ""), ext.get("topic", ""),
-                                  ext_int(ext, "queueId"), ext_int(ext, "commitOffset"))
-        return respond(cmd, ResponseCode.SUCCESS)
+        stored = self.broker.store.update_offset(ext.get("consumerGroup", ""), ext.get("topic", ""),
+                                                 ext_int(ext, "queueId"), ext_int(ext, "commitOffset"))
+        return respond(cmd, ResponseCode.SUCCESS, remark=None if stored else "Offset has been previously reset")
+
+    def reset_offset(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        """INVOKE_BROKER_TO_RESET_OFFSET (222), ``AdminBrokerProcessor.resetOffset``: with
+        server-side reset the broker assigns the offsets itself (one queue to ``offset``, or every
+        readable queue by ``timestamp``); otherwise ``Broker2Client.resetOffset`` computes them by
+        time and sends them to every online client (RESET_CONSUMER_CLIENT_OFFSET, 220)."""
+        ext = cmd.ext_fields
+        topic, group = ext.get("topic", ""), ext.get("group", "")
+        timestamp = ext_int(ext, "timestamp")
+        store = self.broker.store
+        config = store.topics.get(topic)
+
+        def by_time(queue_id: int) -> int:
+            if timestamp < 0:
+                return store.max_offset(topic, queue_id)
+            return store.search_offset(topic, queue_id, timestamp)
+
+        if store.server_side_reset:
+            if config is None:
+                return respond(cmd, ResponseCode.TOPIC_NOT_EXIST, remark=f"Topic {topic} does not exist")
+            if self.broker.find_group_config(group) is None:
+                return respond(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark=f"Group {group} does not exist")
+            queue_id = ext_int(ext, "queueId", -1)
+            table: dict[int, int] = {}
+            if queue_id >= 0:
+                raw = (ext.get("offset") or "").strip()
+                if raw and raw != "-1":
+                    offset = int(raw)
+                    high = store.max_offset(topic, queue_id)
+                    if offset < 0 or offset > high + 1:  # the emulated store keeps every message: min 0
+                        return respond(cmd, ResponseCode.SYSTEM_ERROR,
+                                       remark=f"Target offset {offset} not in consume queue range [0-{high}]")
+                else:
+                    offset = by_time(queue_id)
+                table[queue_id] = offset
+            else:
+                table = {qid: by_time(qid) for qid in range(config.read_queue_nums)}
+            for qid, offset in table.items():
+                store.assign_reset(group, topic, qid, offset)
+            body = bodies.encode_reset_offset_body(
+                {MessageQueue(topic, self.broker.name, qid): offset for qid, offset in table.items()})
+            return respond(cmd, ResponseCode.SUCCESS, body=body)
+        if config is None:
+            return respond(cmd, ResponseCode.TOPIC_NOT_EXIST,
+                           remark=f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}")
+        force = ext_bool(ext, "isForce", False)
+        offsets: dict[MessageQueue, int] = {}
+        for qid in range(config.write_queue_nums):
+            committed = store.stored_offset(group, topic, qid)
+            if committed == -1:
+                return respond(cmd, ResponseCode.SYSTEM_ERROR, remark=f"THe consumer group <{group}> not exist")
+            wanted = max(0, by_time(qid))
+            offsets[MessageQueue(topic, self.broker.name, qid)] = wanted if force or wanted < committed else committed
+        info = self.broker.consumer_table.get(group)
+        if info is None or not info.channels:
+            return respond(cmd, ResponseCode.CONSUMER_NOT_ONLINE,
+                           remark=f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} "
+                                  f"Timestamp: {timestamp}")
+        for channel in list(info.channels):
+            # a oneway request: the client applies it after the broker's current work
+            if isinstance(channel, InProcessChannel) and isinstance(channel.client, SimulatedConsumer):
+                self.cluster.scheduler.call_later(0, channel.client.reset_offset, topic, dict(offsets))
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_reset_offset_body(offsets))
 
     def max_offset(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         ext = cmd.ext_fields
@@ -301,6 +366,7 @@ class BrokerService:
             "autoCreateSubscriptionGroup": "true", "brokerRole": "ASYNC_MASTER",
             "defaultTopicQueueNums": "4", "longPollingEnable": "true",
             "notifyConsumerIdsChangedEnable": "true", "channelExpiredTimeout": "120000",
+            "useServerSideResetOffset": str(b.store.server_side_reset).lower(),
         }
         version = f'{{"counter":{b.topic_version[0]},"stateVersion":0,"timestamp":{b.topic_version[1]}}}'
         return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_broker_config(values),

@@ -39,6 +39,7 @@ from rmqctl.emulator import running_info
 from rmqctl.emulator.broker import BROKER_VERSION, BrokerState
 from rmqctl.emulator.client_config import (
     CLIENT_INNER_PRODUCER,
+    CLIENT_RESET_PAUSE_MS,
     HEARTBEAT_FIRST_MS,
     HEARTBEAT_INTERVAL_MS,
     PERSIST_FIRST_MS,
@@ -442,6 +443,32 @@ class SimulatedConsumer(QueueConsumer):
         return 0 if retry else broker.max_offset(mq.topic, mq.queue_id)
 
     # -- what the client tells admins -----------------------------------------------------------
+
+    def reset_offset(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (220), ``MQClientInstance.resetOffset``: drop the process
+        queues of the reset queues at once, then after 10 s store and persist the new offsets
+        and rebalance, which creates the queues again from them."""
+        if not self.running or self.broadcasting:
+            return
+        held = {mq: offset for mq, offset in offsets.items() if mq.topic == topic}
+        for mq in held:
+            pq = self.pq_table.get(mq)
+            if pq is not None:
+                pq.dropped = True
+                if pq.pull_timer is not None:
+                    pq.pull_timer.cancel()
+        self.scheduler.call_later(CLIENT_RESET_PAUSE_MS, self._apply_reset, held)
+
+    def _apply_reset(self, offsets: Mapping[MessageQueue, int]) -> None:
+        if not self.running:
+            return
+        for mq, offset in offsets.items():
+            self.pq_table.pop(mq, None)
+            self.offset_store[mq] = offset
+            broker = self.ctx.brokers.get(mq.broker_name)
+            if broker is not None:
+                broker.store.update_offset(self.group, mq.topic, mq.queue_id, offset)
+        self.rebalance_now()
 
     def handle_server_request(self, request: RemotingCommand) -> RemotingCommand:
         """``ClientRemotingProcessor``: answers GET_CONSUMER_RUNNING_INFO relayed by a broker."""

@@ -19,7 +19,11 @@ PERSIST_FIRST_MS = 10_000
 PULL_DELAY_ON_EXCEPTION_MS = 1_000
 PULL_DELAY_FLOW_CONTROL_MS = 50
 PULL_DISPATCH_DELAY_MS = 500  # 5.x ``dispatchPullRequest(list, 500)``
-OFFSET_ILLEGAL_DELAY_MS = 10_000
+#: OFFSET_ILLEGAL (OFFSET_MOVED): 5.2.0+ clients fix the offset and drop the queue at once
+#: (``executeTask``); older ones waited 10 s (``executeTaskLater(…, 10000)``)
+OFFSET_ILLEGAL_DELAY_MS = 0
+#: ``MQClientInstance.resetOffset`` (220) sleeps this long between dropping the queues and storing the reset
+CLIENT_RESET_PAUSE_MS = 10_000
 SUSPEND_TIMEOUT_MS = 15_000
 PULL_BATCH_SIZE = 32
 PULL_THRESHOLD_FOR_QUEUE = 1000

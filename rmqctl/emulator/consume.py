@@ -289,7 +289,8 @@ class QueueConsumer:
         offset = self.offset_store.get(mq)
         broker = self.ctx.brokers.get(mq.broker_name)
         if offset is not None and broker is not None:
-            broker.commit_offset(self.group, mq.topic, mq.queue_id, offset)
+            # UPDATE_CONSUMER_OFFSET: ignored while a server-side reset of the queue waits
+            broker.store.update_offset(self.group, mq.topic, mq.queue_id, offset)
 
     def persist_all(self) -> None:
         """``RemoteBrokerOffsetStore.persistAll``: UPDATE_CONSUMER_OFFSET for held queues only."""

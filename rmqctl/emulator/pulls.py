@@ -227,6 +227,17 @@ class PullProcessor:
 
         messages = self.store.queue(header.topic, header.queue_id)
         max_offset = len(messages)
+        reset = self.store.take_reset(header.consumer_group, header.topic, header.queue_id)
+        if reset is not None:
+            # ``GetMessageStatus.OFFSET_RESET``: an admin reset this queue server-side; the pull
+            # answers OFFSET_MOVED to it (the piggybacked commit is still stored, as the broker
+            # does, and the client's fix of the offset follows at once)
+            self.store.pull_offsets.setdefault((header.topic, header.consumer_group), {})[header.queue_id] = reset
+            if allow_suspend and header.sys_flag & FLAG_COMMIT_OFFSET:
+                self.store.commit_offset(header.consumer_group, header.topic, header.queue_id, header.commit_offset)
+            self.get_miss += 1
+            respond(PullResult(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", (), reset, 0, max_offset))
+            return
         offset = header.queue_offset
         found: list[StoredMessage] = []
         if max_offset == 0:

@@ -12,6 +12,7 @@ seconds of scenario time. The keys below are a public contract::
     name = "broker-a"
     cluster = "DefaultCluster"       # optional
     long_polling = true              # optional; false: empty pulls are held 1 s (short polling)
+    server_side_reset = true         # optional; false: useServerSideResetOffset off (resets go through the clients)
 
     [[topics]]
     name = "TopicTest2"
@@ -98,6 +99,8 @@ class BrokerSpec:
     cluster: str = DEFAULT_CLUSTER
     #: ``longPollingEnable``: false holds an empty pull only ``shortPollingTimeMills`` (1 s)
     long_polling: bool = True
+    #: ``useServerSideResetOffset`` (5.2.0+ default true): the broker applies offset resets itself
+    server_side_reset: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,7 +387,7 @@ def _kind(value: Any) -> str:
 
 
 _TOP_KEYS = ("name", "description", "duration", "brokers", "topics", "groups", "consumers", "produce")
-_BROKER_KEYS = ("name", "cluster", "long_polling")
+_BROKER_KEYS = ("name", "cluster", "long_polling", "server_side_reset")
 _TOPIC_KEYS = ("name", "queues", "read_queues", "write_queues", "perm", "brokers", "order")
 _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
                "consume_broadcast_enable", "consume_message_orderly",
@@ -438,7 +441,8 @@ def _brokers(check: _Checker, doc: Mapping[str, Any]) -> tuple[BrokerSpec, ...]:
             raise check.fail([*path, "name"], f"broker {name!r} is declared twice")
         cluster = check.string(raw.get("cluster", DEFAULT_CLUSTER), [*path, "cluster"])
         long_polling = check.boolean(raw.get("long_polling", True), [*path, "long_polling"])
-        out.append(BrokerSpec(name, cluster, long_polling))
+        server_side = check.boolean(raw.get("server_side_reset", True), [*path, "server_side_reset"])
+        out.append(BrokerSpec(name, cluster, long_polling, server_side))
     return tuple(out) or (BrokerSpec("broker-a"),)
 
 

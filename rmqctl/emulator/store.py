@@ -109,6 +109,11 @@ class MessageStore:
         self.offsets: dict[tuple[str, str], dict[int, int]] = {}
         self.pull_offsets: dict[tuple[str, str], dict[int, int]] = {}
         self._offset_topics: dict[str, dict[str, None]] = {}
+        #: ``useServerSideResetOffset`` (default true from 5.2.0)
+        self.server_side_reset = True
+        #: ``resetOffsetTable``: resets assigned by an admin, (topic, group) -> {queueId: offset};
+        #: each lives until the group's next pull of the queue takes it
+        self.reset_offsets: dict[tuple[str, str], dict[int, int]] = {}
         #: called with a topic's name whenever this broker creates or changes it
         self.on_topic_change: Callable[[str], None] | None = None
         #: ``MessageArrivingListener``: called with every message right after it is stored
@@ -222,6 +227,30 @@ class MessageStore:
         """``ConsumerOffsetManager.commitOffset``: overwrite (a smaller value is only logged)."""
         self.offsets.setdefault((topic, group), {})[queue_id] = offset
         self._offset_topics.setdefault(group, {})[topic] = None
+
+    def update_offset(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
+        """UPDATE_CONSUMER_OFFSET (15): committed unless a server-side reset of the queue waits for
+        the group's next pull (``ConsumerManageProcessor``: "Offset has been previously reset",
+        answered SUCCESS all the same). False when ignored."""
+        if self.server_side_reset and queue_id in self.reset_offsets.get((topic, group), {}):
+            return False
+        self.commit_offset(group, topic, queue_id, offset)
+        return True
+
+    def assign_reset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """``ConsumerOffsetManager.assignResetOffset``: keep the reset for the next pull and write
+        the offset table too (what a client overwrites at once is the pull's business)."""
+        if queue_id < 0 or offset < 0:
+            return
+        self.reset_offsets.setdefault((topic, group), {})[queue_id] = offset
+        self.commit_offset(group, topic, queue_id, offset)
+
+    def take_reset(self, group: str, topic: str, queue_id: int) -> int | None:
+        """``queryThenEraseResetOffset``: the waiting reset of a queue, erased; ``None`` without one
+        (or with server-side reset off, when it is erased all the same and not used)."""
+        table = self.reset_offsets.get((topic, group))
+        offset = table.pop(queue_id, None) if table else None
+        return offset if self.server_side_reset else None
 
     def stored_offset(self, group: str, topic: str, queue_id: int) -> int:
         """``queryOffset``: −1 when nothing is stored."""

@@ -60,6 +60,7 @@ class EmulatedCluster:
         for spec in scenario.brokers:
             broker = BrokerState(spec.name, spec.cluster, self.scheduler)
             broker.pulls.long_polling = spec.long_polling
+            broker.store.server_side_reset = spec.server_side_reset
             if record_history:
                 broker.groups.on_subscription_change = functools.partial(self._on_subscription_change, spec.name)
             self.brokers[spec.name] = broker

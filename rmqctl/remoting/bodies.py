@@ -728,6 +728,23 @@ def encode_broker_config(values: Mapping[str, str]) -> bytes:
     return "".join(f"{k}={v}\n" for k, v in values.items()).encode()
 
 
+def reset_offset_body(body: bytes) -> dict[MessageQueue, int]:
+    """ResetOffsetBody: the answer of INVOKE_BROKER_TO_RESET_OFFSET (222) and the body of
+    RESET_CONSUMER_CLIENT_OFFSET (220), ``{"offsetTable":{{mq}:offset,…}}`` with MessageQueue keys.
+    An empty body (a broker that reset nothing it could name) is an empty table."""
+    if not body.strip():
+        return {}
+    data = parse_body(body, "ResetOffsetBody")
+    return {message_queue(key): _int(value, "ResetOffsetBody.offsetTable")
+            for key, value in _obj(data.get("offsetTable", {}), "offsetTable").items()}
+
+
+def encode_reset_offset_body(offsets: Mapping[MessageQueue, int]) -> bytes:
+    """``ResetOffsetBody.encode``: fastjson's object keys for the queues."""
+    inner = ",".join(f"{queue_key(mq)}:{offset}" for mq, offset in offsets.items())
+    return f'{{"offsetTable":{{{inner}}}}}'.encode()
+
+
 # ---------------------------------------------------------------------------------------------
 # Request bodies
 

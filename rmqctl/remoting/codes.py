@@ -40,6 +40,10 @@ class RequestCode(enum.IntEnum):
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
     GET_CONSUME_STATS = 208
     GET_KVLIST_BY_NAMESPACE = 219
+    #: broker → client: reset your offsets to this ResetOffsetBody (client-side reset)
+    RESET_CONSUMER_CLIENT_OFFSET = 220
+    #: admin → broker: reset a group's offsets of a topic (by time; 5.x also one queue to an offset)
+    INVOKE_BROKER_TO_RESET_OFFSET = 222
     GET_TOPICS_BY_CLUSTER = 224
     QUERY_TOPIC_CONSUME_BY_WHO = 300
     GET_SYSTEM_TOPIC_LIST_FROM_NS = 304

@@ -40,6 +40,7 @@ EMBEDDED: dict[str, tuple[str, ...]] = {
     "group show": (*E, "group", "show", "test-consumer"),
     "group progress": (*E, "group", "progress", "test-consumer"),
     "group assignment": (*E, "group", "assignment", "test-consumer"),
+    "group reset": (*E, "group", "reset", "test-consumer", "--to-earliest"),
     "doctor": (*E, "doctor", "--all", "--fail-on", "never"),
     "msg show": (*E, "msg", "show", "TopicTest2", "--queue", "broker-a/0", "--offset", "0"),
     "msg explain": (*E, "msg", "explain", "TopicTest2", "--queue", "broker-a/0", "--offset", "3"),

@@ -147,6 +147,20 @@ def test_consume_stats(offsets: dict[MessageQueue, OffsetEntry], tps: float) -> 
 
 
 @PROPERTIES
+@given(st.dictionaries(queues, LONG, max_size=4))
+def test_reset_offset_body(offsets: dict[MessageQueue, int]) -> None:
+    assert bodies.reset_offset_body(bodies.encode_reset_offset_body(offsets)) == offsets
+
+
+def test_reset_offset_body_reads_the_brokers_form_and_an_empty_answer() -> None:
+    # the shape ResetOffsetBody.encode writes: fastjson object keys, fields alphabetical
+    body = b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:0,' \
+           b'{"brokerName":"broker-a","queueId":1,"topic":"T"}:17}}'
+    assert bodies.reset_offset_body(body) == {MessageQueue("T", "broker-a", 0): 0, MessageQueue("T", "broker-a", 1): 17}
+    assert bodies.reset_offset_body(b"") == {}
+
+
+@PROPERTIES
 @given(TEXT, st.dictionaries(TEXT, TEXT, max_size=4),
        unique_by(st.lists(subscriptions, max_size=3), lambda s: (s.topic, s.expression)),
        st.dictionaries(queues, process_queues, max_size=3), st.dictionaries(TEXT, statuses, max_size=3), OPT_TEXT)

@@ -36,7 +36,7 @@ def test_secret_from_stdin(tmp_path: Path) -> None:
                     "--secret-key-stdin", stdin=SECRET + "\n")
     assert result.returncode == 0, result.stderr
     assert SECRET not in result.stdout + result.stderr
-    assert stored(tmp_path) == {"namesrv": "10.0.0.1:9876", "access_key": "ak", "secret_key": SECRET}
+    assert stored(tmp_path) == {"namesrv": "10.0.0.1:9876", "access_key": "ak", "secret_key": SECRET, "read_only": True}
 
 
 def test_empty_stdin_is_a_usage_error(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_no_terminal_no_prompt(tmp_path: Path) -> None:
     """Scripts keep working: --access-key alone without a terminal saves no secret and asks nothing."""
     result = rmqctl(tmp_path, "config", "set-context", "prod", "-n", "10.0.0.1:9876", "--access-key", "ak")
     assert result.returncode == 0, result.stderr
-    assert stored(tmp_path) == {"namesrv": "10.0.0.1:9876", "access_key": "ak"}
+    assert stored(tmp_path) == {"namesrv": "10.0.0.1:9876", "access_key": "ak", "read_only": True}
     asked = rmqctl(tmp_path, "config", "set-context", "prod", "--secret-key-prompt")
     assert asked.returncode == 2 and "stdin is not a terminal" in asked.stderr
 
@@ -94,4 +94,4 @@ def test_secret_from_the_prompt_is_not_echoed(terminal: Terminal, tmp_path: Path
                                timeout=60, what="the command to finish")
     assert "\nEXIT=0\n" in screen, screen
     assert SECRET not in screen
-    assert stored(tmp_path) == {"namesrv": "10.0.0.1:9876", "access_key": "ak", "secret_key": SECRET}
+    assert stored(tmp_path) == {"namesrv": "10.0.0.1:9876", "access_key": "ak", "secret_key": SECRET, "read_only": True}

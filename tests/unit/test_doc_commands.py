@@ -32,6 +32,8 @@ CANNOT_RUN = {
     "rmqctl msg explain TOPIC --queue broker-a/0 --offset 0 --group GROUP --snapshots":
         "needs recorded snapshots (tests/emulator/test_explain.py records some)",
     "rmqctl msg show TOPIC --key": "the built-in scenarios send no keys (tests/emulator/test_messages.py finds keys)",
+    "rmqctl group reset GROUP --from-file ~/.local/state/rmqctl/undo/ID.json":
+        "needs the undo plan an earlier --execute wrote (tests/emulator/test_actions_reset.py applies one)",
 }
 
 #: the documents' placeholders → names the emulated scenario has
@@ -115,6 +117,9 @@ def test_documented_command_runs(doc: str, line: str, tmp_path: Path, monkeypatc
     scenario = CliRunner().invoke(app, ["emulator", "show", SCENARIO])
     (tmp_path / "my-incident.toml").write_text(scenario.stdout, encoding="utf-8")
     (tmp_path / "snaps").mkdir()
+    plan = CliRunner().invoke(app, ["--emulator", SCENARIO, "group", "reset", "test-consumer", "--to-latest",
+                                    "-o", "json"])
+    (tmp_path / "plan.json").write_text(plan.stdout, encoding="utf-8")  # the plan file the docs apply
     argv = runnable(command_words(line))
     result = CliRunner().invoke(app, argv)
     shown = f"{doc}: rmqctl {shlex.join(argv)}\n{result.stderr}"
