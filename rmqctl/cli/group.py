@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -18,13 +19,11 @@ from rmqctl import errors, report
 from rmqctl.cli.common import Failures, MatchOpt, Settings, SortOpt, cluster_options, execute, target
 from rmqctl.cli.durations import duration_parser
 from rmqctl.cli.render import Table, View, emit, select_rows
-from rmqctl.cli.reset_cmd import reset
 from rmqctl.connect import open_source
 from rmqctl.model import GroupView
 from rmqctl.source import ClusterSource
 
 app = typer.Typer(help="Consumer groups.", no_args_is_help=True)
-app.command("reset")(reset)
 
 #: what a table shows for data the source cannot supply (never a made-up zero)
 UNAVAILABLE = "unavailable"
@@ -285,3 +284,37 @@ def watch_group(opts: Settings, group: str, interval: float, count: int | None,
                     await asyncio.sleep(interval)
 
     asyncio.run(main())  # Ctrl-C ends the watch like any command: exit 130
+
+
+@app.command("reset")
+@cluster_options
+def reset(
+    ctx: typer.Context,
+    opts: Settings,
+    group: GroupArg,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest",
+                                              help="To the oldest stored message: replay all.")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest", help="To the newest offset: skip the backlog.")] = False,
+    to_time: Annotated[str | None, typer.Option(
+        "--to-time", help="To the first message stored at or after this ISO time (UTC unless it names a zone) "
+                          "or this long ago (2h, 30m).", show_default=False)] = None,
+    to_offset: Annotated[int | None, typer.Option("--to-offset", min=0, help="To this offset (0 included).",
+                                                  show_default=False)] = None,
+    shift_by: Annotated[int | None, typer.Option(
+        "--shift-by", help="Move each queue by ±N from its committed offset (kept within the stored range).",
+        show_default=False)] = None,
+    from_file: Annotated[Path | None, typer.Option(
+        "--from-file", help="Apply a plan saved with -o json (refused when the offsets moved since); - reads stdin.",
+        show_default=False)] = None,
+    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Only this topic (repeatable).",
+                                                    show_default=False)] = None,
+    queue: Annotated[list[str] | None, typer.Option("--queue", "-q", help="Only this queue, BROKER/ID (repeatable).",
+                                                    show_default=False)] = None,
+    execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (else it is only printed).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --execute: do not ask on the terminal.")] = False,
+) -> None:
+    """Reset a group's offsets: prints the plan; --execute applies, verifies and audits it (docs/actions.md)."""
+    from rmqctl.cli.reset_cmd import run_reset  # only when it runs: the other group commands never load it
+
+    run_reset(opts, group, to_earliest=to_earliest, to_latest=to_latest, to_time=to_time, to_offset=to_offset,
+              shift_by=shift_by, from_file=from_file, topic=topic, queue=queue, execute=execute, yes=yes)

@@ -1,6 +1,7 @@
 """``rmqctl group reset GROUP``: plan a reset of a group's offsets; ``--execute`` applies it.
 
-The command is registered by :mod:`rmqctl.cli.group`; the plan, the apply, the verification and
+The command and its options are declared in :mod:`rmqctl.cli.group`, which imports this module
+only when the command runs; the plan, the apply, the verification and
 the audit are :mod:`rmqctl.actions`'. Without ``--execute`` nothing is written, whatever the
 context. Must not import textual, pyspark or another command module.
 """
@@ -12,20 +13,17 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rmqctl import errors
-from rmqctl.cli.common import Settings, cluster_options, console, target
+from rmqctl.cli.common import Settings, console, target
 from rmqctl.cli.render import Table, View, emit
 
 if TYPE_CHECKING:
     from rmqctl.actions.plan import ResetOutcome, ResetPlan, ResetTarget
     from rmqctl.clock import Clock
-
-GroupArg = Annotated[str, typer.Argument(help="Consumer group name.", show_default=False)]
-
 
 def parse_time(text: str, clock: Clock) -> int:
     """``--to-time``: an ISO 8601 time (UTC when it names no zone) or a duration ago (``2h``,
@@ -140,33 +138,11 @@ def _target(name: str, to_offset: int | None, shift_by: int | None) -> ResetTarg
     return ResetTarget(kinds[name], to_offset if name == "--to-offset" else shift_by if name == "--shift-by" else None)
 
 
-@cluster_options
-def reset(
-    ctx: typer.Context,
-    opts: Settings,
-    group: GroupArg,
-    to_earliest: Annotated[bool, typer.Option("--to-earliest",
-                                              help="To the oldest stored message: replay all.")] = False,
-    to_latest: Annotated[bool, typer.Option("--to-latest", help="To the newest offset: skip the backlog.")] = False,
-    to_time: Annotated[str | None, typer.Option(
-        "--to-time", help="To the first message stored at or after this ISO time (UTC unless it names a zone) "
-                          "or this long ago (2h, 30m).", show_default=False)] = None,
-    to_offset: Annotated[int | None, typer.Option("--to-offset", min=0, help="To this offset (0 included).",
-                                                  show_default=False)] = None,
-    shift_by: Annotated[int | None, typer.Option(
-        "--shift-by", help="Move each queue by ±N from its committed offset (kept within the stored range).",
-        show_default=False)] = None,
-    from_file: Annotated[Path | None, typer.Option(
-        "--from-file", help="Apply a plan saved with -o json (refused when the offsets moved since); - reads stdin.",
-        show_default=False)] = None,
-    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Only this topic (repeatable).",
-                                                    show_default=False)] = None,
-    queue: Annotated[list[str] | None, typer.Option("--queue", "-q", help="Only this queue, BROKER/ID (repeatable).",
-                                                    show_default=False)] = None,
-    execute: Annotated[bool, typer.Option("--execute", help="Apply the plan (else it is only printed).")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --execute: do not ask on the terminal.")] = False,
-) -> None:
-    """Reset a group's offsets: prints the plan; --execute applies, verifies and audits it."""
+def run_reset(opts: Settings, group: str, *, to_earliest: bool, to_latest: bool, to_time: str | None,
+              to_offset: int | None, shift_by: int | None, from_file: Path | None, topic: list[str] | None,
+              queue: list[str] | None, execute: bool, yes: bool) -> None:
+    """``group reset``'s body: plan, or apply with ``execute`` (the options are declared in
+    :mod:`rmqctl.cli.group`)."""
     from rmqctl.actions.permission import check_writable
     from rmqctl.actions.plan import ResetTarget, plan_from_document
     from rmqctl.actions.reset import QueueSelector, apply_reset, plan_reset
