@@ -187,7 +187,7 @@ class BrokerService:
         if store.server_side_reset:
             if config is None:
                 return respond(cmd, ResponseCode.TOPIC_NOT_EXIST, remark=f"Topic {topic} does not exist")
-            if self.broker.find_group_config(group) is None:
+            if group not in self.broker.group_configs:  # ``containsSubscriptionGroup``: no auto-creation
                 return respond(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, remark=f"Group {group} does not exist")
             queue_id = ext_int(ext, "queueId", -1)
             table: dict[int, int] = {}
