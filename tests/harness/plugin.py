@@ -8,6 +8,10 @@ Fixtures:
   every test of the session (use unique topic/group names; see ``rmq_names``).
 * ``scenario_clients`` (function) - a started :class:`tests.harness.realcluster.ScenarioClientsProcess`
   bound to ``real_cluster``; every consumer/producer it started is shut down after the test.
+* ``real_proxy`` (module) - a started :class:`tests.harness.proxycluster.RealProxy` (rocketmq-proxy,
+  cluster mode) in front of ``real_cluster``; started only by the modules that ask for it.
+* ``grpc_clients`` (function) - a started :class:`tests.harness.proxycluster.GrpcClientsProcess`
+  (rocketmq-client-java behind ``real_proxy``).
 * ``rmq_names`` (function) - factory for unique, valid topic/group/instance names per test:
   ``rmq_names("TagTopic")`` -> ``"TagTopic_3fa2b1c9_7"``.
 
@@ -37,6 +41,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from tests.harness.proxycluster import GrpcClientsProcess, RealProxy
 from tests.harness.realcluster import (
     ClusterStartError,
     HarnessError,
@@ -172,6 +177,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
         tail = clients.stderr_tail(30)
         if tail:
             report.sections.append(("ScenarioClients stderr", tail))
+    for name in ("real_proxy", "grpc_clients"):
+        part = funcargs.get(name)
+        if isinstance(part, (RealProxy, GrpcClientsProcess)):
+            tail = part.log_tail(30) if isinstance(part, RealProxy) else part.stderr_tail(30)
+            if tail:
+                report.sections.append((f"{name} logs", tail))
 
 
 @pytest.fixture(scope="session")
@@ -208,6 +219,41 @@ def scenario_clients(real_cluster: RealCluster) -> Iterator[ScenarioClientsProce
         clients.start()
     except (ScenarioError, HarnessError, OSError) as exc:
         problem = f"ScenarioClients did not start: {exc}"
+    if problem:
+        real_part_missing(problem, clients.stderr_tail())
+    try:
+        yield clients
+    finally:
+        clients.close()
+
+
+@pytest.fixture(scope="module")
+def real_proxy(real_cluster: RealCluster) -> Iterator[RealProxy]:
+    """A rocketmq-proxy (cluster mode) in front of the session cluster, for one test module; only
+    the modules that ask for it start one (skip/fail per ``RMQCTL_REQUIRE_REAL_CLUSTER``)."""
+    proxy = RealProxy(real_cluster)
+    problem: tuple[str, str] | None = None
+    try:
+        proxy.start()
+    except (ClusterStartError, HarnessError) as exc:
+        problem = (f"the proxy did not start: {exc}", getattr(exc, "log_tail", ""))
+    if problem:
+        real_part_missing(*problem)
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+@pytest.fixture
+def grpc_clients(real_proxy: RealProxy) -> Iterator[GrpcClientsProcess]:
+    """A fresh GrpcClients JVM (rocketmq-client-java) for one test, talking to ``real_proxy``."""
+    clients = GrpcClientsProcess(real_proxy.grpc_endpoint)
+    problem: str | None = None
+    try:
+        clients.start()
+    except (ScenarioError, HarnessError, OSError) as exc:
+        problem = f"GrpcClients did not start: {exc}"
     if problem:
         real_part_missing(problem, clients.stderr_tail())
     try:
