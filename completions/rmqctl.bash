@@ -19,9 +19,10 @@ _rmqctl_lookup() {
     'V||--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V||--at') _rmqctl_r='@none' ;;
     'V||--dashboard') _rmqctl_r='@none' ;;
-    'O|doctor') _rmqctl_r='--all -a --interval --fail-on --no-sample --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
+    'O|doctor') _rmqctl_r='--all -a --interval --fail-on --no-sample --sample --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
     'V|doctor|--interval') _rmqctl_r='@none' ;;
     'V|doctor|--fail-on') _rmqctl_r='warning error never' ;;
+    'V|doctor|--sample') _rmqctl_r='@none' ;;
     'V|doctor|--namesrv') _rmqctl_r='@none' ;;
     'V|doctor|-n') _rmqctl_r='@none' ;;
     'V|doctor|--context') _rmqctl_r='@contexts' ;;

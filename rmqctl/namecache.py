@@ -200,8 +200,9 @@ class RecordingSource:
             self._note(TOPICS, self._user_topics(view.topic_queues), merge=True)
         return view
 
-    async def sample_messages(self, view: GroupView, topics: Iterable[str]) -> GroupView:
-        return await self.inner.sample_messages(view, topics)
+    async def sample_messages(self, view: GroupView, topics: Iterable[str], *,
+                              per_queue: int | None = None) -> GroupView:
+        return await self.inner.sample_messages(view, topics, per_queue=per_queue)
 
     async def find_messages(self, ref: MessageRef) -> Partial[list[Message]]:
         return await self.inner.find_messages(ref)

@@ -44,6 +44,7 @@ from rmqctl.model import (
     MessageRef,
     ProcessQueueInfo,
     QueueProgress,
+    SampledMessage,
     TagSample,
     TopicOffset,
     TopicRoute,
@@ -57,6 +58,8 @@ T = TypeVar("T")
 
 #: messages read back per queue when sampling tags (one pull: the broker answers at most 32)
 SAMPLE_PER_QUEUE = 32
+#: the most ``doctor --sample`` reads back per queue (``all`` means up to this many)
+SAMPLE_MAX_PER_QUEUE = 100_000  # doctor --sample all (its SAMPLE_ALL)
 
 #: why a back end's own group list cannot count the backlog of a topic never committed
 UNCOMMITTED_NOT_COUNTED = (
@@ -500,14 +503,17 @@ class ClusterService:
     # -- messages -----------------------------------------------------------------------------
 
     async def sample_messages(
-        self, view: GroupView, topics: Iterable[str], *, per_queue: int = SAMPLE_PER_QUEUE
+        self, view: GroupView, topics: Iterable[str], *, per_queue: int | None = None
     ) -> GroupView:
         """``view`` with :attr:`GroupView.tag_samples` for every queue of ``topics``: the last
-        ``per_queue`` messages of each, read back by offset under the tools group (nothing
-        committed). Queues that cannot be read are left out (their error goes into ``errors`` as
-        ``sample:<broker>``); a back end that cannot read messages leaves the view as it is."""
+        ``per_queue`` messages of each (default :data:`SAMPLE_PER_QUEUE`, at most
+        :data:`SAMPLE_MAX_PER_QUEUE`), read back by offset under the tools group, one pull of up
+        to 32 after another (nothing committed). Queues that cannot be read are left out (their
+        error goes into ``errors`` as ``sample:<broker>``); a back end that cannot read messages
+        leaves the view as it is."""
         if not self.backend.capabilities.message_reads:
             return view
+        wanted_per_queue = min(max(1, per_queue or SAMPLE_PER_QUEUE), SAMPLE_MAX_PER_QUEUE)
         masters = await self.masters()
         backend = self.backend
         progress = {p.queue: p for p in view.progress}
@@ -523,9 +529,19 @@ class ClusterService:
             row = progress.get(mq)
             try:
                 end = row.broker_offset if row is not None and row.known else await max_offset(addr, mq)
-                start = max(0, end - per_queue)
-                messages = await backend.pull_by_offset(addr, mq.broker_name, mq.topic, mq.queue_id,
-                                                        start, per_queue)
+                start = max(0, end - wanted_per_queue)
+                messages: list[SampledMessage] = []
+                at = start
+                while at < end:
+                    batch = await backend.pull_by_offset(addr, mq.broker_name, mq.topic, mq.queue_id,
+                                                         at, min(SAMPLE_PER_QUEUE, end - at))
+                    if not batch:
+                        break
+                    messages += batch
+                    nxt = max(m.offset for m in batch) + 1
+                    if nxt <= at:
+                        break
+                    at = nxt
             except errors.RmqctlError as exc:
                 return exc
             kept = tuple(m for m in messages if start <= m.offset < end)

@@ -61,9 +61,11 @@ class ClusterSource(Protocol):
 
     async def group_view(self, group: str, *, running_info: bool = True) -> GroupView: ...
 
-    async def sample_messages(self, view: GroupView, topics: Iterable[str]) -> GroupView:
+    async def sample_messages(self, view: GroupView, topics: Iterable[str], *,
+                              per_queue: int | None = None) -> GroupView:
         """``view`` with the recent messages of ``topics`` read back by offset (read-only), for
-        counting what each tag went through; unchanged when the back end cannot read messages."""
+        counting what each tag went through; unchanged when the back end cannot read messages.
+        ``per_queue``: how many of the newest messages of each queue (default: one pull's 32)."""
         ...
 
     async def find_messages(self, ref: MessageRef) -> Partial[list[Message]]:

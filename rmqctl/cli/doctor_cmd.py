@@ -17,6 +17,7 @@ from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.cli.render import Table, View
 from rmqctl.cli.views import format_finding
 from rmqctl.doctor import diagnose
+from rmqctl.doctor.diagnosis import SAMPLE_ALL
 from rmqctl.errors import ExitCode
 from rmqctl.model import SEVERITY_RANK, Finding
 from rmqctl.source import ClusterSource
@@ -26,6 +27,22 @@ class FailOn(str, enum.Enum):
     warning = "warning"
     error = "error"
     never = "never"
+
+
+def _sample_size(text: str | None) -> int | None:
+    """``--sample N|all``: messages per queue, or None for the default."""
+    if text is None:
+        return None
+    if text.strip().lower() == "all":
+        return SAMPLE_ALL
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= SAMPLE_ALL:
+        raise typer.BadParameter(f"expected a count from 1 to {SAMPLE_ALL:,} or 'all', got {text!r}",
+                                 param_hint="--sample")
+    return n
 
 
 @cluster_options
@@ -42,10 +59,17 @@ def doctor(
                                             case_sensitive=False)] = FailOn.error,
     no_sample: Annotated[bool, typer.Option(
         "--no-sample", help="Do not read back recent messages (read-only) to count real tags.")] = False,
+    sample: Annotated[str | None, typer.Option(
+        "--sample", metavar="N|all",
+        help=f"Read back the newest N messages of each queue (default 32; all: up to {SAMPLE_ALL:,}).",
+        show_default=False)] = None,
 ) -> None:
     """Diagnose consumer groups: findings with codes, evidence, impact and the fix."""
     if not groups and not all_:
         raise typer.BadParameter("name at least one GROUP or pass --all", param_hint="GROUP")
+    per_queue = _sample_size(sample)
+    if per_queue is not None and no_sample:
+        raise typer.BadParameter("--sample and --no-sample exclude each other", param_hint="--sample")
     verdict: dict[str, list[Finding]] = {}
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
@@ -60,7 +84,8 @@ def doctor(
                     hint="--all already checks every group; name groups only to check them alone")
             names = sorted(set(names) | set(listed.value))
             failures.update(listed.errors)
-        diagnosis = await diagnose(source, names, interval=interval, strict=not all_, sample=not no_sample)
+        diagnosis = await diagnose(source, names, interval=interval, strict=not all_, sample=not no_sample,
+                                   sample_per_queue=per_queue)
         findings = list(diagnosis.findings)
         failures.update(diagnosis.errors)
         verdict["findings"] = findings

@@ -19,15 +19,18 @@ from rmqctl.source import ClusterSource
 
 #: seconds between the sample that showed a rebalance in progress and the one taken again
 REBALANCE_WAIT = 3.0
+#: what ``doctor --sample all`` reads back per queue at most
+SAMPLE_ALL = 100_000
 
 
-async def _sampled(source: ClusterSource, view: GroupView) -> GroupView:
+async def _sampled(source: ClusterSource, view: GroupView, per_queue: int | None) -> GroupView:
     """``view`` with tag samples of its conflicting topics, when the source can read messages."""
     topics = tag_conflict_topics(view)
     if not topics:
         return view
     try:
-        sampled: GroupView = await source.sample_messages(view, topics)
+        sampled: GroupView = (await source.sample_messages(view, topics, per_queue=per_queue)
+                              if per_queue is not None else await source.sample_messages(view, topics))
     except errors.RmqctlError as exc:
         return dataclasses.replace(view, errors={**view.errors, "sample": exc})
     return sampled
@@ -53,6 +56,7 @@ async def diagnose(
     clock: Clock | None = None,
     strict: bool = True,
     sample: bool = True,
+    sample_per_queue: int | None = None,
     rebalance_wait: float = REBALANCE_WAIT,
 ) -> Diagnosis:
     """Check ``groups``; with ``interval``, take two samples that far apart (the lag checks).
@@ -64,7 +68,8 @@ async def diagnose(
     When a group's holdings show a rebalance in progress, every group is sampled once more
     ``rebalance_wait`` seconds later before allocation findings are reported. With ``sample``
     (and a source that can), the recent messages of topics whose clients subscribe different
-    tags are read back by offset, read-only, so tag findings count real tags.
+    tags are read back by offset, read-only, so tag findings count real tags:
+    ``sample_per_queue`` of the newest messages of each queue (default: one pull's 32).
     """
     from rmqctl.watch import Watcher  # not needed by run_checks (group show's conflict column)
 
@@ -89,7 +94,7 @@ async def diagnose(
             continue
         before = first.views.get(group) if first is not None else None
         if sample:
-            view = await _sampled(source, view)
+            view = await _sampled(source, view, sample_per_queue)
         findings += run_checks(view, before, resampled=resampled)
         if skips := skipped_checks(view):
             skipped[group] = skips

@@ -36,6 +36,7 @@ from rmqctl.model import (
     GroupView,
     MessageQueue,
     QueueProgress,
+    SampledMessage,
     Subscription,
     TagSample,
     java_string_hash,
@@ -51,10 +52,13 @@ def _label(tag: str | None) -> str:
     return tag if tag is not None else ""
 
 
-def _passes_broker(sub: Subscription, tag: str | None) -> bool:
-    """The broker's pull filter (tag hash codes; an untagged message has code 0)."""
+def _passes_broker(sub: Subscription, tag: str | None) -> bool | None:
+    """The broker's pull filter by tag alone (tag hash codes; an untagged message has code 0);
+    None for a SQL92 filter, which reads properties a tag does not tell."""
+    if sub.is_sql92:
+        return None
     if tag == OTHER_TAGS:
-        return sub.is_all or sub.expression_type != "TAG"
+        return sub.is_all
     return sub.accepts_code(java_string_hash(tag) if tag else 0)
 
 
@@ -116,6 +120,18 @@ class _Tally:
     dropped: dict[str, dict[str, int]]
     filtered: dict[str, int] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)
+    #: delivered to a client whose own SQL92 expression excludes them (it keeps them anyway)
+    outside_filter: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: consumed, but the broker's filter cannot be judged (no properties, or a refused expression)
+    unknown: dict[str, int] = field(default_factory=dict)
+
+    def lost(self) -> dict[str, int]:
+        """Per tag, sampled messages that were consumed without reaching any listener."""
+        out = dict(self.filtered)
+        for per_client in self.dropped.values():
+            for tag, n in per_client.items():
+                out[tag] = out.get(tag, 0) + n
+        return dict(sorted(out.items()))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -136,39 +152,54 @@ class _QueueFate:
 
 
 def _fate(filt: Subscription | None, own: Subscription | None, universe: list[str | None]) -> _QueueFate:
-    """Without a broker filter (or an owner) nothing is known to be lost, and nothing delivered."""
+    """Without a broker filter (or an owner) nothing is known to be lost, and nothing delivered;
+    nor is anything by tag alone under a SQL92 filter (it reads the message's properties)."""
     if filt is None:
         return _QueueFate([], [], [])
-    lost_broker = [t for t in universe if not _passes_broker(filt, t)]
+    lost_broker = [t for t in universe if _passes_broker(filt, t) is False]
     if own is None:
         return _QueueFate(lost_broker, [], [])
     lost_client = [t for t in universe if _passes_broker(filt, t) and not _passes_client(own, t)]
-    delivered = [t for t in universe if t not in lost_broker and t not in lost_client]
+    delivered = [t for t in universe if _passes_broker(filt, t) and t not in lost_client]
     return _QueueFate(lost_broker, lost_client, delivered)
 
 
-def _count_sample(sample: TagSample, done_below: int, owner: str | None, fate: _QueueFate,
-                  tally: _Tally) -> dict[str, dict[str, int]]:
+def _message_fate(filt: Subscription | None, own: Subscription | None, owner: str | None,
+                  m: SampledMessage) -> str:
+    """What happened to one consumed message: the broker's filter judged on its properties
+    (SQL92) or tag, then the owner's own tag check."""
+    if filt is None:
+        return "pending"
+    passed = filt.broker_passes(m.tag, m.properties)
+    if passed is None:
+        return "unknown"
+    if not passed:
+        return "filtered_by_broker"
+    if owner is None or own is None:
+        return "pending"
+    return "delivered" if _passes_client(own, m.tag) else "dropped_by_client"
+
+
+def _count_sample(sample: TagSample, done_below: int, owner: str | None, filt: Subscription | None,
+                  own: Subscription | None, tally: _Tally) -> dict[str, dict[str, int]]:
     """Per tag, how many sampled messages of one queue were delivered, dropped, filtered or are
     still pending (at or past the consumer offset); adds them to the topic's ``tally``."""
     counts: dict[str, dict[str, int]] = {}
     for m in sample.messages:
         tag = m.tag
-        if m.offset >= done_below:
-            kind = "pending"
+        kind = "pending" if m.offset >= done_below else _message_fate(filt, own, owner, m)
+        if kind == "pending":
             _bump(tally.pending, tag)
-        elif tag in fate.filtered_by_broker:
-            kind = "filtered_by_broker"
+        elif kind == "unknown":
+            _bump(tally.unknown, tag)
+        elif kind == "filtered_by_broker":
             _bump(tally.filtered, tag)
-        elif tag in fate.dropped_by_client and owner is not None:
-            kind = "dropped_by_client"
+        elif kind == "dropped_by_client" and owner is not None:
             _bump(tally.dropped[owner], tag)
-        elif owner is not None and tag in fate.delivered:
-            kind = "delivered"
+        elif kind == "delivered" and owner is not None and own is not None:
             _bump(tally.received[owner], tag)
-        else:
-            kind = "pending"
-            _bump(tally.pending, tag)
+            if own.wants(tag, m.properties) is False:
+                _bump(tally.outside_filter.setdefault(owner, {}), tag)
         slot = counts.setdefault(_label(tag), {})
         slot[kind] = slot.get(kind, 0) + 1
     return dict(sorted(counts.items()))
@@ -189,14 +220,46 @@ def _lost_sentence(lost_everywhere: list[str | None], named: list[str]) -> str:
     return f" {lost[0].upper()}{lost[1:]} are never consumed by anyone in this group."
 
 
+def _counts_text(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{tag or '(no tag)'} {n}" for tag, n in sorted(counts.items()))
+
+
+def _sampled_sentences(tally: _Tally) -> str:
+    """What the sample shows, in numbers: lost per tag, kept outside a client's own filter, and
+    what could not be judged."""
+    out = ""
+    lost = tally.lost()
+    if lost:
+        out += (f" Of the sampled messages already consumed, {sum(lost.values())} reached no "
+                f"listener of this group ({_counts_text(lost)}).")
+    for client, counts in sorted(tally.outside_filter.items()):
+        if counts:
+            out += (f" {client} received {sum(counts.values())} message(s) its own SQL92 expression "
+                    f"excludes ({_counts_text(counts)}).")
+    if tally.unknown:
+        out += (f" {sum(tally.unknown.values())} consumed message(s) cannot be judged: the broker's "
+                f"SQL92 filter needs properties that could not be read, or is an expression the "
+                f"broker refuses ({_counts_text(tally.unknown)}).")
+    return out
+
+
+def sample_window(samples: Mapping[MessageQueue, TagSample]) -> str:
+    """``the last 32 messages of each queue (offsets 10..41 of TopicA/broker-a/0, …)``."""
+    per_queue = max(s.to_offset - s.from_offset for s in samples.values())
+    ranges = ", ".join(f"{s.from_offset}..{s.to_offset - 1} of {mq.topic}/{mq.broker_name}/{mq.queue_id}"
+                       if s.to_offset > s.from_offset else f"none of {mq.topic}/{mq.broker_name}/{mq.queue_id}"
+                       for mq, s in sorted(samples.items()))
+    return f"the last {per_queue} message(s) of each queue (offsets {ranges})"
+
+
 def _sample_basis(samples: Mapping[MessageQueue, TagSample]) -> str:
     if not samples:
         return (f"No message sample was taken, so tags no client names are counted together "
                 f"as {OTHER_TAGS!r}.")
     total = sum(len(s.messages) for s in samples.values())
-    return (f"Tags are those of a sample of {total} recent message(s) (up to "
-            f"{max(s.to_offset - s.from_offset for s in samples.values())} per queue, read "
-            f"back without committing).")
+    return (f"Counts cover only a sample of {total} message(s), {sample_window(samples)}, read back "
+            f"without committing; older messages are not counted (doctor --sample N or all reads "
+            f"more).")
 
 
 def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, list[str]],
@@ -234,17 +297,21 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
         if sample is not None:
             p = progress.get(mq)
             done_below = p.consumer_offset if p is not None and p.known else sample.from_offset
+            filt = stored_by_broker.get(mq.broker_name, stored)
             row["sample"] = {"from_offset": sample.from_offset, "to_offset": sample.to_offset,
-                             "counts": _count_sample(sample, done_below, owner, fate, tally)}
+                             "counts": _count_sample(sample, done_below, owner, filt, own, tally)}
         queue_rows.append(row)
 
-    lost_everywhere = [t for t in universe if t not in delivered_anywhere]
+    # a tag a SQL92 filter may pass (its properties decide) is not known to be lost
+    filters = [*stored_by_broker.values(), *([stored] if stored else [])]
+    undecided = {t for t in universe if any(_passes_broker(f, t) is None for f in filters)}
+    lost_everywhere = [t for t in universe if t not in delivered_anywhere and t not in undecided]
     winners = _holder_of_stored(view, stored) if stored else []
     losers = sorted(cid for cid, s in present.items() if stored is None or not s.same_filter(stored))
     starved = sorted(
         cid for cid in losers
-        if not any(stored is not None and _passes_broker(stored, t) and _passes_client(present[cid], t)
-                   for t in universe)
+        if not any(stored is not None and _passes_broker(stored, t) is not False
+                   and _passes_client(present[cid], t) for t in universe)
     )
     held = f" and currently holds {expression_of(stored)!r}" if stored else ""
     if stored and winners:
@@ -260,10 +327,26 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
         detail += f" {', '.join(starved)} can receive nothing at all."
     if lost_everywhere:
         detail += _lost_sentence(lost_everywhere, named)
+    if samples:
+        detail += _sampled_sentences(tally)
+    sql_clients = sorted(c for c, s in present.items() if s.is_sql92)
+    if sql_clients and not samples:
+        detail += (" Without a message sample nothing can be said about the SQL92 expressions "
+                   f"({and_list(sql_clients)}): they read message properties, not tags.")
+    elif sql_clients:
+        detail += (f" A SQL92 client ({and_list(sql_clients)}) keeps whatever the broker sends it: "
+                   f"the client library filters by tag only.")
     detail += " " + _sample_basis(samples)
     wants_all = any(s.is_all for s in present.values())
     union = sorted({t for s in present.values() for t in s.tags})
     suggestion = SUB_ALL if wants_all or not union else " || ".join(union)
+    fix = (f"Give every client of {view.group} the same subscription for {topic} ({suggestion!r}, "
+           f"which narrows no client's), or put clients that need different tags into separate "
+           f"consumer groups; then restart them so the broker stores one expression.")
+    if sql_clients:
+        fix = (f"Put clients that filter {topic} differently into separate consumer groups (one per "
+               f"expression): a SQL92 expression and a tag expression cannot share a group's single "
+               f"stored subscription; then restart them so the broker stores one expression each.")
     evidence: dict[str, Any] = {
         "topic": topic,
         "client_expressions": {c: expression_of(s) for c, s in sorted(present.items())},
@@ -272,19 +355,23 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
         "losing_clients": losers,
         "starved_clients": starved,
         "tags_never_consumed": [_label(t) for t in lost_everywhere],
+        "sql92_clients": sql_clients,
         "sampled": bool(samples),
         "tag_basis": "sample" if samples else "named tags plus every other tag",
         "queues": queue_rows,
     }
     if samples:
         evidence["counts"] = tally.as_dict()
+        evidence["sample_window"] = {"per_queue": max(s.to_offset - s.from_offset for s in samples.values()),
+                                     "messages": sum(len(s.messages) for s in samples.values())}
+        evidence["lost_in_sample"] = tally.lost()
+        evidence["delivered_outside_own_filter"] = {c: dict(sorted(v.items()))
+                                                    for c, v in sorted(tally.outside_filter.items()) if v}
+        evidence["unjudged_in_sample"] = dict(sorted(tally.unknown.items()))
     return finding(
         ctx, "SUBSCRIPTION_TAG_CONFLICT", "error",
         f"Clients of {view.group} subscribe {topic} with different tags",
-        detail, evidence,
-        f"Give every client of {view.group} the same subscription for {topic} ({suggestion!r}, "
-        f"which narrows no client's), or put clients that need different tags into separate "
-        f"consumer groups; then restart them so the broker stores one expression.",
+        detail, evidence, fix,
     )
 
 

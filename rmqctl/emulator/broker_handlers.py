@@ -48,10 +48,20 @@ _V2_HEADER = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "def
               "n": "brokerName"}
 
 
+#: properties the broker or the client library sets, kept apart from the user's
+_SYSTEM_PROPERTIES = frozenset({"TAGS", "KEYS", "UNIQ_KEY", "WAIT", "RETRY_TOPIC", "MIN_OFFSET",
+                                "MAX_OFFSET", "CONSUME_START_TIME", "REAL_TOPIC", "REAL_QID"})
+
+
+def user_properties(props: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The properties a producer set itself (what SQL92 filters read besides TAGS and KEYS)."""
+    return tuple((k, v) for k, v in props.items() if k not in _SYSTEM_PROPERTIES)
+
+
 def message_record(message: StoredMessage, store_host: tuple[str, int],
                    born_host: tuple[str, int] = BORN_HOST) -> MessageRecord:
     """A stored message as a pull response carries it (``MessageDecoder`` v1)."""
-    props = {}
+    props = dict(message.properties)
     if message.tag:
         props["TAGS"] = message.tag
     if message.keys:
@@ -430,7 +440,8 @@ class BrokerService:
         msg_id = props.get("UNIQ_KEY") or f"7F000001{seq:024X}"
         message = self.broker.put_message(topic, queue_id, props.get("TAGS"), seq=seq, msg_id=msg_id,
                                           born_ms=ext_int(ext, "bornTimestamp") or None, body=cmd.body,
-                                          keys=props.get("KEYS"), producer=ext.get("producerGroup", ""))
+                                          keys=props.get("KEYS"), producer=ext.get("producerGroup", ""),
+                                          properties=user_properties(props))
         self.cluster.record_send(message)
         return respond(cmd, ResponseCode.SUCCESS, ext={
             "msgId": offset_message_id(self._store_host(), message.physical_offset), "queueId": str(queue_id),

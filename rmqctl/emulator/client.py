@@ -56,7 +56,7 @@ from rmqctl.emulator.groups import with_version
 from rmqctl.emulator.namesrv import NameServerState
 from rmqctl.emulator.scenario import ConsumerSpec
 from rmqctl.emulator.store import StoredMessage
-from rmqctl.model import RETRY_PREFIX, MessageQueue, Subscription, parse_tag_expression
+from rmqctl.model import RETRY_PREFIX, MessageQueue, Subscription, parse_tag_expression, sql92_subscription
 from rmqctl.rebalance.strategies import (
     AllocationError,
     Strategy,
@@ -202,7 +202,9 @@ class SimulatedConsumer(QueueConsumer):
         if version is None:
             version = self.ctx.version_stamp(self.group, now)
         self.subscriptions = {
-            topic: parse_tag_expression(topic, expr, version) for topic, expr in self.spec.subscriptions
+            topic: (sql92_subscription if topic in self.spec.sql_topics else parse_tag_expression)(
+                topic, expr, version)
+            for topic, expr in self.spec.subscriptions
         }
         if not self.broadcasting:
             retry = RETRY_PREFIX + self.group
@@ -506,7 +508,8 @@ class SimulatedProducer:
         return self.ctx.namesrv.write_queues(topic)
 
     def send(self, topic: str, tag: str | None, *, queue: int | None = None,
-             broker: str | None = None, keys: str | None = None, body: bytes = b"") -> StoredMessage | None:
+             broker: str | None = None, keys: str | None = None, body: bytes = b"",
+             properties: tuple[tuple[str, str], ...] = ()) -> StoredMessage | None:
         if queue is None:
             queues = self.publish_queues(topic)
             if not queues:
@@ -528,7 +531,7 @@ class SimulatedProducer:
         self._channel(target)
         seq = self.ctx.next_seq()
         message = target.put_message(mq.topic, mq.queue_id, tag, seq=seq, msg_id=f"7F000001{seq:024X}",
-                                     body=body, keys=keys, producer=self.group)
+                                     body=body, keys=keys, producer=self.group, properties=properties)
         self.sent += 1
         self.ctx.record_send(message)
         return message

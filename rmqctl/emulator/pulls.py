@@ -86,6 +86,14 @@ class _Suspended:
     done: bool = False
 
 
+def _broker_accepts(sub: Subscription, message: StoredMessage) -> bool:
+    """The broker's filter: tag hash codes from the consume queue, or (``enablePropertyFilter``)
+    a SQL92 expression over the message's properties, which only an exact TRUE passes."""
+    if sub.is_sql92:
+        return sub.broker_passes(message.tag, message.filter_properties()) is True
+    return sub.accepts_code(message.tags_code)
+
+
 def _discard(index: dict[K, dict[_Suspended, None]], key: K, held: _Suspended) -> None:
     bucket = index.get(key)
     if bucket is not None:
@@ -127,7 +135,7 @@ class PullProcessor:
         waiting = self._suspended.get((message.topic, message.queue_id))
         if not waiting:
             return
-        for held in [h for h in waiting if h.filter.accepts_code(message.tags_code)]:
+        for held in [h for h in waiting if _broker_accepts(h.filter, message)]:
             # Re-run the pull on the pull executor; deferring it lets the rest of this send
             # batch land first.
             self._release(held)
@@ -259,7 +267,7 @@ class PullProcessor:
             batch = max(1, header.max_msg_nums)
             while position < limit and len(found) < batch:
                 message = messages[position]
-                if sub.accepts_code(message.tags_code):
+                if _broker_accepts(sub, message):
                     found.append(message)
                 position += 1
             if found:

@@ -16,10 +16,11 @@ the tag ``""``.
 **Lost**, precisely: a produced message *m* on topic *T* with tag *t* is **wanted** by a group
 *G* when at least one simulated consumer of *G* (started at any time in the run) subscribes *T*
 with an expression whose own filter accepts *t* (``*`` accepts everything; otherwise *t* must be
-one of its tags). *m* is **lost** when some group wants it and no listener of that group has
-received it by the end of the run. A message no group wants (filtered out by every
-subscription) is not lost; a message still waiting behind a consumer offset (for example on a
-queue nobody holds) counts as lost, because nobody received it within the scenario.
+one of its tags; a SQL92 expression must be TRUE over *m*'s properties). *m* is **lost** when
+some group wants it and no listener of that group has received it by the end of the run. A
+message no group wants (filtered out by every subscription) is not lost; a message still waiting
+behind a consumer offset (for example on a queue nobody holds) counts as lost, because nobody
+received it within the scenario.
 ``lost_by_tag`` counts lost messages per tag, each message once however many groups lost it.
 
 :func:`clients` is the control API's ``GET /v1/clients``; :func:`state` is its full dump.
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rmqctl.model import MessageQueue, Subscription, parse_tag_expression
+from rmqctl.model import MessageQueue, Subscription, parse_tag_expression, sql92_subscription
 from rmqctl.remoting.codes import ResponseCode
 
 if TYPE_CHECKING:
@@ -76,10 +77,12 @@ def lost_messages(cluster: EmulatedCluster) -> list[StoredMessage]:
     wanting: dict[str, list[tuple[str, Subscription]]] = {}
     for consumer in cluster.consumers:
         for topic, expr in consumer.spec.subscriptions:
-            wanting.setdefault(topic, []).append((consumer.group, parse_tag_expression(topic, expr)))
+            sub = (sql92_subscription if topic in consumer.spec.sql_topics else parse_tag_expression)(topic, expr)
+            wanting.setdefault(topic, []).append((consumer.group, sub))
     lost = []
     for message in cluster.messages:
-        groups = {g for g, sub in wanting.get(message.topic, ()) if sub.accepts(message.tag)}
+        props = message.filter_properties()
+        groups = {g for g, sub in wanting.get(message.topic, ()) if sub.wants(message.tag, props) is True}
         if groups - cluster.delivered.get(message.seq, set()):
             lost.append(message)
     return lost

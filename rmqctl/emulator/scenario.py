@@ -31,6 +31,7 @@ seconds of scenario time. The keys below are a public contract::
     [[consumers]]
     group = "test-consumer"
     subscriptions = { TopicTest2 = "tag1" }
+    sql_subscriptions = { TopicTest3 = "p_a > 5" }  # optional: SQL92 expressions (property filter)
     client_id = "10.0.0.1@consumer1" # optional (default: Java's ip@pid#nanotime form)
     start = 0.0                      # optional
     stop = 30.0                      # optional: leaves the group cleanly (the others rebalance)
@@ -53,6 +54,7 @@ seconds of scenario time. The keys below are a public contract::
     queue = 2                        # optional: fixed queue (default round robin over writable queues)
     broker = "broker-a"              # optional, with queue when several brokers serve the topic
     interval = 0.0                   # optional seconds between messages
+    properties = { p_a = ["1", "9"] }  # optional: user properties; message k takes value k % len
 
 Errors raise :class:`~rmqctl.errors.ConfigError` naming the file, the line (found in the TOML
 text) and the field. Built-in scenarios live in ``scenarios/*.toml``; ``scale`` and
@@ -75,6 +77,7 @@ from typing import Any
 
 from rmqctl import errors
 from rmqctl.emulator.store import MAX_QUEUES_PER_TOPIC
+from rmqctl.model import Sql92Error, compile_sql92
 from rmqctl.rebalance.strategies import AllocationError, get_strategy
 
 DEFAULT_CLUSTER = "DefaultCluster"
@@ -156,6 +159,8 @@ class ConsumerSpec:
     stall: float | None = None
     #: what the listener returns for every message: SUCCESS or RECONSUME_LATER
     consume_result: str = "SUCCESS"
+    #: topics of :attr:`subscriptions` whose expression is SQL92 (``MessageSelector.bySql``)
+    sql_topics: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +174,8 @@ class ProduceSpec:
     interval: float = 0.0
     producer: str = "default"
     keys: str | None = None
+    #: user property name → the values the messages take in turn
+    properties: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,11 +399,12 @@ _TOPIC_KEYS = ("name", "queues", "read_queues", "write_queues", "perm", "brokers
 _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
                "consume_broadcast_enable", "consume_message_orderly",
                "notify_consumer_ids_changed_enable", "pop_topics", "pop_retry_v2")
-_CONSUMER_KEYS = ("group", "subscriptions", "client_id", "start", "stop", "strategy",
+_CONSUMER_KEYS = ("group", "subscriptions", "sql_subscriptions", "client_id", "start", "stop", "strategy",
                   "strategy_options", "message_model", "consume_from_where", "sub_version",
                   "post_subscription", "ip", "instance_name", "count", "consume_ms",
                   "consume_threads", "stall", "consume_result")
-_PRODUCE_KEYS = ("at", "topic", "tag", "count", "queue", "broker", "interval", "producer", "keys")
+_PRODUCE_KEYS = ("at", "topic", "tag", "count", "queue", "broker", "interval", "producer", "keys",
+                 "properties")
 
 
 def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "scenario") -> Scenario:
@@ -547,13 +555,23 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
         if "group" not in raw:
             raise check.fail(path, "a consumer needs a group")
         group = check.string(raw["group"], [*path, "group"])
-        if "subscriptions" not in raw:
+        if "subscriptions" not in raw and "sql_subscriptions" not in raw:
             raise check.fail(path, "a consumer needs subscriptions = { TOPIC = \"tag expression\" }")
-        subs_raw = check.table(raw["subscriptions"], [*path, "subscriptions"])
-        if not subs_raw:
+        subs_raw = check.table(raw.get("subscriptions", {}), [*path, "subscriptions"])
+        sql_raw = check.table(raw.get("sql_subscriptions", {}), [*path, "sql_subscriptions"])
+        if not subs_raw and not sql_raw:
             raise check.fail([*path, "subscriptions"], "subscribe at least one topic")
+        for topic, expr in sql_raw.items():
+            if topic in subs_raw:
+                raise check.fail([*path, "sql_subscriptions"],
+                                 f"topic {topic!r} is subscribed twice (by tag and by SQL92)")
+            if isinstance(expr, str):
+                try:
+                    compile_sql92(expr)
+                except Sql92Error as exc:
+                    raise check.fail([*path, "sql_subscriptions"], f"{topic!r}: {exc}") from exc
         subs: list[tuple[str, str]] = []
-        for topic, expr in subs_raw.items():
+        for topic, expr in [*subs_raw.items(), *sql_raw.items()]:
             if not isinstance(expr, str):
                 raise check.fail([*path, "subscriptions"],
                                  f"the expression of {topic!r} must be a string like \"TagA || TagB\" or \"*\"")
@@ -605,6 +623,7 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
                     message_model=model, consume_from_where=cfw, sub_version=sub_version,
                     post_subscription=post, ip=ip, instance_name=instance, consume_ms=consume_ms,
                     consume_threads=threads, stall=stall, consume_result=consume_result,
+                    sql_topics=frozenset(sql_raw),
                 )
             )
     return tuple(out)
@@ -662,7 +681,16 @@ def _produce(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Topic
         interval = check.number(raw.get("interval", 0.0), [*path, "interval"])
         producer = check.string(raw.get("producer", "default"), [*path, "producer"])
         keys = check.string(raw["keys"], [*path, "keys"]) if "keys" in raw else None
-        out.append(ProduceSpec(at, topic_name, count, tag, queue, broker, interval, producer, keys))
+        props: list[tuple[str, tuple[str, ...]]] = []
+        for name, values in check.table(raw.get("properties", {}), [*path, "properties"]).items():
+            listed = values if isinstance(values, list) else [values]
+            if not listed or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                     for v in listed):
+                raise check.fail([*path, "properties"],
+                                 f"the value of {name!r} must be a string or number, or a list of them")
+            props.append((name, tuple(str(v) for v in listed)))
+        out.append(ProduceSpec(at, topic_name, count, tag, queue, broker, interval, producer, keys,
+                               tuple(props)))
     return tuple(out)
 
 

@@ -69,6 +69,17 @@ class StoredMessage:
     #: for a retry or dead-letter copy: the topic and emulator sequence number of the original
     origin_topic: str | None = None
     origin_seq: int | None = None
+    #: the user's properties, in the order the producer set them
+    properties: tuple[tuple[str, str], ...] = ()
+
+    def filter_properties(self) -> dict[str, str]:
+        """What a SQL92 filter reads: the user's properties plus ``TAGS`` and ``KEYS``."""
+        props = dict(self.properties)
+        if self.tag:
+            props["TAGS"] = self.tag
+        if self.keys:
+            props["KEYS"] = self.keys
+        return props
 
     @property
     def physical_offset(self) -> int:
@@ -181,7 +192,8 @@ class MessageStore:
     def put_message(self, topic: str, queue_id: int, tag: str | None, *, seq: int, msg_id: str,
                     born_ms: int | None = None, body: bytes = b"", keys: str | None = None,
                     producer: str = "default", reconsume_times: int = 0, origin_topic: str | None = None,
-                    origin_seq: int | None = None) -> StoredMessage:
+                    origin_seq: int | None = None,
+                    properties: tuple[tuple[str, str], ...] = ()) -> StoredMessage:
         """Append to a consume queue and tell the arriving-message listener (long polling)."""
         now = self.scheduler.now_ms
         queue = self._queues.setdefault((topic, queue_id), [])
@@ -189,7 +201,7 @@ class MessageStore:
         code = java_string_hash(tag) if tag else 0
         message = StoredMessage(topic, queue_id, len(queue), tag, code, now,
                                 born_ms if born_ms is not None else now, msg_id, seq, body, keys,
-                                producer, reconsume_times, origin_topic, origin_seq)
+                                producer, reconsume_times, origin_topic, origin_seq, properties)
         queue.append(message)
         self._by_physical[message.physical_offset] = message
         for key in {*(keys or "").split(" "), msg_id} - {""}:
@@ -287,7 +299,8 @@ class MessageStore:
             if target not in self.topics:
                 self.create_topic(target, 1, 1)
             self.put_message(target, 0, message.tag, seq=seq, msg_id=message.msg_id, body=message.body,
-                             keys=message.keys, reconsume_times=times, origin_topic=origin, origin_seq=origin_seq)
+                             keys=message.keys, reconsume_times=times, origin_topic=origin, origin_seq=origin_seq,
+                             properties=message.properties)
             return target
         target = RETRY_PREFIX + group
         if target not in self.topics:
@@ -302,4 +315,4 @@ class MessageStore:
         queues = self.topics[target].write_queue_nums if target in self.topics else 1
         self.put_message(target, seq % max(1, queues), message.tag, seq=seq, msg_id=message.msg_id,
                          body=message.body, keys=message.keys, reconsume_times=times, origin_topic=origin,
-                         origin_seq=origin_seq)
+                         origin_seq=origin_seq, properties=message.properties)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,8 @@ class EmulatedCluster:
         self.scenario = scenario
         self.scheduler = scheduler or Scheduler(VIRTUAL_EPOCH_MS)
         self.t0_ms = self.scheduler.now_ms
+        #: messages each produce step has sent so far (its property values rotate through them)
+        self._produced: dict[int, int] = {}
         self.namesrv_addr = "127.0.0.1:9876"
         self.brokers: dict[str, BrokerState] = {}
         for spec in scenario.brokers:
@@ -215,7 +218,10 @@ class EmulatedCluster:
 
     def produce(self, topic: str, count: int = 1, tag: str | None = None, *, queue: int | None = None,
                 broker: str | None = None, producer: str = "default", keys: str | None = None,
-                body: bytes = b"") -> list[StoredMessage]:
+                body: bytes = b"",
+                properties: Sequence[tuple[str, Sequence[str]]] = ()) -> list[StoredMessage]:
+        """Send ``count`` messages; ``properties`` gives each name a list of values that the
+        messages take in turn (message k gets value ``k % len(values)``)."""
         route = self.namesrv.route(topic)
         if route is None:
             raise errors.NotFound(f"topic {topic!r} does not exist in the emulated cluster")
@@ -228,16 +234,23 @@ class EmulatedCluster:
                 raise errors.UsageError(f"queue {queue} does not exist on {name} for {topic!r}")
         sender = self.producer(producer)
         sent = []
-        for _ in range(count):
-            message = sender.send(topic, tag, queue=queue, broker=broker, keys=keys, body=body)
+        for k in range(count):
+            props = tuple((name, values[k % len(values)]) for name, values in properties if values)
+            message = sender.send(topic, tag, queue=queue, broker=broker, keys=keys, body=body,
+                                  properties=props)
             if message is None:
                 raise errors.UsageError(f"topic {topic!r} has no writable queue")
             sent.append(message)
         return sent
 
     def _produce_step(self, step: ProduceSpec, count: int) -> None:
+        # with an interval each message is its own step: rotate the values by how many went before
+        done = self._produced.get(id(step), 0)
+        self._produced[id(step)] = done + count
+        rotated = tuple((name, tuple(values[(done + i) % len(values)] for i in range(len(values))))
+                        for name, values in step.properties if values)
         self.produce(step.topic, count, step.tag, queue=step.queue, broker=step.broker,
-                     producer=step.producer, keys=step.keys)
+                     producer=step.producer, keys=step.keys, properties=rotated)
 
     # -- reports ----------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from rmqctl.model.cluster import (
 )
 from rmqctl.model.consumer import (
     DEFAULT_STRATEGY,
+    SQL92,
     STRATEGY_CLASSES,
     ClientConnection,
     ConsumerConnection,
@@ -42,6 +43,7 @@ from rmqctl.model.consumer import (
     Subscription,
     SubscriptionGroupConfig,
     parse_tag_expression,
+    sql92_subscription,
 )
 from rmqctl.model.finding import SEVERITY_RANK, Finding, Severity
 from rmqctl.model.formatting import format_millis, unpullable_reason
@@ -71,8 +73,8 @@ from rmqctl.model.sql92 import SQL92_MAX_CHARS, SQL92_MAX_DEPTH, Selector, Sql92
 
 __all__ = [
     "BROKER_BUILTIN_GROUPS", "DEFAULT_STRATEGY", "DLQ_PREFIX", "RETRY_PREFIX", "SEVERITY_RANK",
-    "SQL92_MAX_CHARS", "VERDICTS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL", "SYSTEM_GROUPS", "SYSTEM_TOPICS",
-    "POP_RETRY_SEPARATOR_V1", "POP_RETRY_SEPARATOR_V2",
+    "SQL92", "SQL92_MAX_CHARS", "VERDICTS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL",
+    "SYSTEM_GROUPS", "SYSTEM_TOPICS", "POP_RETRY_SEPARATOR_V1", "POP_RETRY_SEPARATOR_V2",
     "BrokerData", "BrokerRuntime", "ClientConnection", "ClusterInfo", "ConsumeStats",
     "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Explanation", "Finding", "GroupSummary",
     "GroupView", "Message", "MessageQueue", "MessageRef", "OffsetEntry", "ProcessQueueInfo", "QueueData",
@@ -81,6 +83,6 @@ __all__ = [
     "TopicKind", "TopicOffset", "TopicRoute", "TopicStats", "Verdict",
     "compile_sql92", "decode_offset_message_id", "encode_offset_message_id",
     "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
-    "sort_queues", "topic_kind", "version_desc", "version_ordinal",
+    "sort_queues", "sql92_subscription", "topic_kind", "version_desc", "version_ordinal",
     "retry_topic_groups", "retry_topic_owner",
 ]

@@ -6,12 +6,25 @@ no I/O; must not import anything from rmqctl outside this package.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from rmqctl.model.cluster import MessageQueue
 from rmqctl.model.java import java_string_hash, version_desc
 from rmqctl.model.names import RETRY_PREFIX, SUB_ALL
+from rmqctl.model.sql92 import Selector, Sql92Error, compile_sql92
+
+#: ``ExpressionType.SQL92``
+SQL92 = "SQL92"
+
+
+@functools.lru_cache(maxsize=256)
+def _selector(expression: str) -> Selector | None:
+    try:
+        return compile_sql92(expression)
+    except Sql92Error:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,17 +43,47 @@ class Subscription:
         # Only an exact "*" (or nothing) means everything; " * " or "TagA||*" is the literal tag *.
         return self.expression_type == "TAG" and self.expression in ("", SUB_ALL)
 
-    def accepts(self, tag: str | None) -> bool:
-        """Does a message with ``tag`` reach the application through this subscription?
+    @property
+    def is_sql92(self) -> bool:
+        return self.expression_type == SQL92
 
-        For TAG expressions this is the client's final check (``PullAPIWrapper`` keeps a message
-        only when its tag string is in the subscription's tag set; ``*`` keeps everything). A
-        SQL92 expression filters on properties, which a tag alone cannot decide: it is taken to
-        pass, so nothing is ever counted as lost on a guess.
+    @property
+    def selector(self) -> Selector | None:
+        """The compiled SQL92 expression (None for TAG, or when the broker would refuse it)."""
+        return _selector(self.expression) if self.is_sql92 else None
+
+    def accepts(self, tag: str | None) -> bool:
+        """Does the client keep a message with ``tag`` after the pull?
+
+        This is the client's final check (``PullAPIWrapper`` keeps a message only when its tag
+        string is in the subscription's tag set; ``*`` keeps everything). A SQL92 subscription
+        has no tag set, so the client keeps whatever the broker sent, even messages its own
+        expression excludes (see :meth:`wants`).
         """
         if self.expression_type != "TAG" or self.is_all:
             return True
         return tag is not None and tag in self.tags
+
+    def broker_passes(self, tag: str | None, properties: Mapping[str, str] | None) -> bool | None:
+        """Does the broker's pull filter let a message through when it holds this subscription?
+
+        TAG: the tag's hash code (an untagged message has code 0). SQL92: the expression over the
+        message's properties (``TAGS`` among them), TRUE only; None when the properties are not
+        known or the expression is one the broker refuses.
+        """
+        if not self.is_sql92:
+            return self.accepts_code(java_string_hash(tag) if tag else 0)
+        selector = self.selector
+        if selector is None or properties is None:
+            return None
+        return selector.matches(properties)
+
+    def wants(self, tag: str | None, properties: Mapping[str, str] | None) -> bool | None:
+        """Did the application ask for this message? TAG: its tag is in the set; SQL92: the
+        expression is TRUE over its properties (None when they are not known)."""
+        if not self.is_sql92:
+            return self.accepts(tag)
+        return self.broker_passes(tag, properties)
 
     def accepts_code(self, tags_code: int) -> bool:
         """The broker's pull-time filter (``ExpressionMessageFilter``): tag hash codes, so two
@@ -58,6 +101,11 @@ class Subscription:
                 return self.is_all and other.is_all
             return set(self.tags) == set(other.tags)
         return " ".join(self.expression.split()) == " ".join(other.expression.split())
+
+
+def sql92_subscription(topic: str, expression: str, sub_version: int = 0) -> Subscription:
+    """A SQL92 subscription as ``FilterAPI.build`` makes it: the expression, no tag set."""
+    return Subscription(topic, expression, (), (), sub_version, SQL92)
 
 
 def parse_tag_expression(topic: str, expression: str, sub_version: int = 0) -> Subscription:

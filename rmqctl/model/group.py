@@ -78,6 +78,9 @@ class SampledMessage:
     offset: int
     tag: str | None
     reconsume_times: int = 0
+    #: every property the message carries (``TAGS``, ``KEYS`` and the user's), what a SQL92
+    #: filter reads; None when the source could not read them
+    properties: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,10 @@
 :func:`encode_message` writes one :class:`MessageRecord` the way a broker does (magic v1, one-byte
 topic length, IPv4 hosts; v2 with a two-byte length for a longer topic) and :func:`decode_records`
 reads every record of a body back, v1 or v2, IPv4 or IPv6 hosts; ``decode(encode(r)) == r``.
-:func:`decode_messages` keeps only what rmqctl reads back (queue, offset, tag, reconsume count);
-:func:`record_message` turns a record into the model's :class:`~rmqctl.model.Message` (its offset
-message id computed from the store host and commit-log offset, as the Java decoder does) and
-:func:`message_record` turns it back.
+:func:`decode_messages` keeps only what rmqctl reads back (queue, offset, tag, reconsume count,
+properties); :func:`record_message` turns a record into the model's :class:`~rmqctl.model.Message`
+(its offset message id computed from the store host and commit-log offset, as the Java decoder
+does) and :func:`message_record` turns it back.
 The properties string (``name\\x01value\\x02``…) has its own pair, which a SEND_MESSAGE header
 carries too. Sans-I/O: bytes in, model objects out. Must not import the connection layer, the
 emulator, the CLI, the TUI or pyspark.
@@ -166,7 +166,7 @@ def decode_messages(body: bytes, broker_name: str) -> list[SampledMessage]:
     :func:`decode_records`)."""
     return [
         SampledMessage(MessageQueue(r.topic, broker_name, r.queue_id), r.queue_offset,
-                       r.properties.get("TAGS") or None, r.reconsume_times)
+                       r.properties.get("TAGS") or None, r.reconsume_times, dict(r.properties))
         for r in decode_records(body)
     ]
 
