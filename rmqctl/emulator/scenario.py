@@ -31,7 +31,7 @@ seconds of scenario time. The keys below are a public contract::
     [[consumers]]
     group = "test-consumer"
     subscriptions = { TopicTest2 = "tag1" }
-    sql_subscriptions = { TopicTest3 = "p_a > 5" }  # optional: SQL92 expressions (property filter)
+    # sql_subscriptions = { TopicTest2 = "p_a > 5" }  # SQL92 instead: filtered on properties
     client_id = "10.0.0.1@consumer1" # optional (default: Java's ip@pid#nanotime form)
     start = 0.0                      # optional
     stop = 30.0                      # optional: leaves the group cleanly (the others rebalance)

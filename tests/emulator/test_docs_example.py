@@ -20,3 +20,4 @@ def test_documented_example_parses_with_every_key_meaning_what_it_says() -> None
     assert consumer.sub_version == 1704067200000
     (produce,) = scenario.produce
     assert (produce.at, produce.topic, produce.count) == (5.0, "TopicTest2", 10)
+    assert produce.properties == (("p_a", ("1", "9")),)
