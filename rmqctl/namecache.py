@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         GroupSummary,
         GroupView,
         Message,
+        MessageQueue,
         MessageRef,
         TopicRoute,
         TopicStats,
@@ -206,6 +207,10 @@ class RecordingSource:
 
     async def find_messages(self, ref: MessageRef) -> Partial[list[Message]]:
         return await self.inner.find_messages(ref)
+
+    async def browse(self, topic: str, *, queue: MessageQueue | None = None, from_offset: int | None = None,
+                     since_ms: int | None = None, limit: int = 32) -> Partial[list[Message]]:
+        return await self.inner.browse(topic, queue=queue, from_offset=from_offset, since_ms=since_ms, limit=limit)
 
     async def topic_groups(self, topic: str) -> Partial[list[str]]:
         return await self.inner.topic_groups(topic)

@@ -60,6 +60,8 @@ T = TypeVar("T")
 SAMPLE_PER_QUEUE = 32
 #: the most ``doctor --sample`` reads back per queue (``all`` means up to this many)
 SAMPLE_MAX_PER_QUEUE = 100_000  # doctor --sample all (its SAMPLE_ALL)
+#: messages ``browse`` reads per queue unless told otherwise
+BROWSE_LIMIT = 32
 
 #: why a back end's own group list cannot count the backlog of a topic never committed
 UNCOMMITTED_NOT_COUNTED = (
@@ -638,6 +640,58 @@ class ClusterService:
             lambda addr: backend.query_messages(addr, _broker_of(route, addr), topic, key, unique_key=unique_key))
         messages = [m for found in results.values() for m in found]
         return Partial(sorted(messages, key=_message_order), failures)
+
+    async def browse(self, topic: str, *, queue: MessageQueue | None = None, from_offset: int | None = None,
+                     since_ms: int | None = None, limit: int = BROWSE_LIMIT) -> Partial[list[Message]]:
+        """Up to ``limit`` messages of each queue of ``topic`` (or of ``queue`` alone), read back
+        without committing: from ``from_offset``, from the first stored at or after
+        ``since_ms``, or else the last ``limit`` of each queue. Oldest first per queue, queues in
+        order; a broker that fails leaves its error."""
+        self._reads()
+        route = await self.topic_route(topic)
+        masters = route.master_addrs()
+        queues = [mq for mq in route.read_queues() if mq.broker_name in masters]
+        if queue is not None:
+            if queue not in queues:
+                raise errors.NotFound(f"topic {topic!r} has no readable queue {queue.broker_name}/{queue.queue_id}",
+                                      hint=f"list its queues with: rmqctl topic status {topic}")
+            queues = [queue]
+        backend = self.backend
+
+        async def one(mq: MessageQueue) -> list[Message]:
+            addr = masters[mq.broker_name]
+            if from_offset is not None:
+                start = from_offset
+            elif since_ms is not None:
+                start = await backend.search_offset(addr, topic, mq.queue_id, since_ms)
+            else:
+                stats = await backend.topic_stats(addr, topic)
+                end = next((o.max_offset for o in stats.offsets if o.queue.queue_id == mq.queue_id), 0)
+                start = max(0, end - limit)
+            out: list[Message] = []
+            while len(out) < limit:
+                batch = await backend.pull_messages(addr, mq.broker_name, topic, mq.queue_id, start,
+                                                    min(32, limit - len(out)))
+                batch = [m for m in batch if m.queue_offset >= start]
+                if not batch:
+                    break
+                out.extend(batch)
+                start = batch[-1].queue_offset + 1
+            return out[:limit]
+
+        results = await asyncio.gather(*(one(mq) for mq in queues), return_exceptions=True)
+        messages: list[Message] = []
+        failures: dict[str, errors.RmqctlError] = {}
+        for mq, result in zip(queues, results, strict=True):
+            if isinstance(result, errors.RmqctlError):
+                failures[mq.broker_name] = result
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                messages.extend(result)
+        if failures and not messages and len(failures) == len({mq.broker_name for mq in queues}):
+            raise all_failed(failures, f"no broker answered for topic {topic!r}")
+        return Partial(messages, failures)
 
     async def topic_groups(self, topic: str) -> Partial[list[str]]:
         """The groups that consume ``topic``: each broker of the topic names its online

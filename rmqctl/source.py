@@ -23,6 +23,7 @@ from rmqctl.model import (
     GroupSummary,
     GroupView,
     Message,
+    MessageQueue,
     MessageRef,
     TopicRoute,
     TopicStats,
@@ -70,6 +71,11 @@ class ClusterSource(Protocol):
 
     async def find_messages(self, ref: MessageRef) -> Partial[list[Message]]:
         """The messages ``ref`` names (by id, key or position), oldest first; NotFound when none."""
+        ...
+
+    async def browse(self, topic: str, *, queue: MessageQueue | None = None, from_offset: int | None = None,
+                     since_ms: int | None = None, limit: int = 32) -> Partial[list[Message]]:
+        """Messages of ``topic`` read back without committing (see ``ClusterService.browse``)."""
         ...
 
     async def topic_groups(self, topic: str) -> Partial[list[str]]:

@@ -134,6 +134,11 @@ class Backend(Protocol):
         """Messages from ``offset`` on, read without committing (only when ``message_reads``)."""
         ...
 
+    async def search_offset(self, address: str, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first offset of one queue stored at or after ``timestamp_ms`` (only when
+        ``message_reads``)."""
+        ...
+
     async def pull_messages(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[Message]:

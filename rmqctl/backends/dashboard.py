@@ -251,6 +251,9 @@ class DashboardBackend:
     ) -> list[SampledMessage]:
         raise errors.UsageError("the dashboard cannot read messages back by offset")
 
+    async def search_offset(self, address: str, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        raise errors.UsageError("the dashboard cannot read messages back by offset")
+
     async def pull_messages(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[Message]:

@@ -105,3 +105,6 @@ class RemotingBackend:
 
     async def topic_consumers(self, address: str, topic: str) -> list[str]:
         return await self.admin.topic_consumers(address, topic)
+
+    async def search_offset(self, address: str, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        return await self.admin.search_offset(address, topic, queue_id, timestamp_ms)

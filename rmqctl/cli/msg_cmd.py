@@ -12,6 +12,7 @@ import typer
 
 from rmqctl import errors
 from rmqctl.cli.common import Failures, Settings, cluster_options, execute
+from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.cli.render import Table, View
 from rmqctl.model import Message, MessageRef, QueueOwnership
 from rmqctl.source import ClusterSource
@@ -135,5 +136,55 @@ def explain(
         footer = [] if any(m["explanations"] for m in doc["messages"]) else [
             "No consumer group consumes this topic."]
         return View(doc, tables, footer, explanation_rows(doc)), dict(result.errors)
+
+    execute(opts, run)
+
+
+@app.command("browse")
+@cluster_options
+def browse(
+    ctx: typer.Context,
+    opts: Settings,
+    topic: Annotated[str, typer.Argument(help="Topic name.", show_default=False)],
+    queue: Annotated[str | None, typer.Option("--queue", "-q", show_default=False, metavar="BROKER/ID",
+                                              help="Only this queue (default: every queue of the topic).")] = None,
+    from_offset: Annotated[int | None, typer.Option("--from", min=0, show_default=False,
+                                                    help="Read each queue from this offset.")] = None,
+    since: Annotated[float | None, typer.Option(
+        "--since", parser=duration_parser(), metavar=DURATION, show_default=False,
+        help="Read each queue from the first message stored this long ago (30s, 5m, 1h …).")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-l", min=1, max=1000,
+                                       help="Messages read per queue (default: the last 32 of each).")] = 32,
+    tag: Annotated[str | None, typer.Option("--tag", show_default=False, metavar="EXPR",
+                                            help="Only messages a tag expression (tag1||tag2, *) selects on the "
+                                                 "broker (tag hash codes).")] = None,
+    sql: Annotated[str | None, typer.Option("--sql", show_default=False, metavar="EXPR",
+                                            help="Only messages a SQL92 expression over their properties selects, "
+                                                 "as the broker evaluates it.")] = None,
+    body: BodyOpt = False,
+) -> None:
+    """Read messages of a topic back, read-only (nothing is committed), filtered like the broker."""
+    from rmqctl.doctor.explain import broker_passes, browse_filter
+    from rmqctl.model import MessageQueue
+    from rmqctl.report.message import BROWSE_COLUMNS, message_browse, message_rows
+
+    if from_offset is not None and since is not None:
+        raise errors.UsageError("read from --from or from --since, not both")
+    selector = browse_filter(topic, tag=tag, sql=sql)
+    mq = None
+    if queue is not None:
+        broker, queue_id = parse_queue(queue)
+        mq = MessageQueue(topic, broker, queue_id)
+
+    async def run(source: ClusterSource) -> tuple[View, Failures]:
+        since_ms = None if since is None else int((source.clock.now() - since) * 1000)
+        read = await source.browse(topic, queue=mq, from_offset=from_offset, since_ms=since_ms, limit=limit)
+        kept = [m for m in read.value if selector is None or broker_passes(selector, m) is True]
+        doc = message_browse(topic, len(read.value), kept, read.errors, body=body,
+                             expression=selector.expression if selector else None,
+                             expression_type=selector.expression_type if selector else None)
+        footer = [f"{len(kept)} of {len(read.value)} message(s) read" + (" pass the filter" if selector else "")]
+        return (View(doc, [Table(list(BROWSE_COLUMNS), doc["messages"], flexible=("body_preview", "keys"))], footer,
+                     message_rows(doc)), dict(read.errors))
 
     execute(opts, run)

@@ -39,6 +39,7 @@ from rmqctl.model import (
     Subscription,
     compile_sql92,
     java_string_hash,
+    parse_tag_expression,
 )
 
 
@@ -70,6 +71,19 @@ def broker_passes(sub: Subscription, message: Message) -> bool | None:
             return compile_sql92(sub.expression).matches(dict(message.properties))
         except errors.UsageError:
             return None
+    return None
+
+
+def browse_filter(topic: str, *, tag: str | None = None, sql: str | None = None) -> Subscription | None:
+    """The subscription ``--tag``/``--sql`` name, checked the way the broker checks an expression
+    (a SQL92 expression it would refuse is a :class:`~rmqctl.model.Sql92Error`); None for none."""
+    if tag is not None and sql is not None:
+        raise errors.UsageError("filter by --tag or by --sql, not both")
+    if sql is not None:
+        compile_sql92(sql)
+        return Subscription(topic, sql, expression_type="SQL92")
+    if tag is not None:
+        return parse_tag_expression(topic, tag)
     return None
 
 

@@ -336,6 +336,16 @@ class AdminClient:
         except ValueError as exc:
             raise errors.ProtocolError(f"GET_MAX_OFFSET answered no offset from {address}") from exc
 
+    async def search_offset(self, address: str, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP (29): the offset of the first message of one queue stored
+        at or after ``timestamp_ms`` (the queue's max offset when none is)."""
+        response = await self.call(address, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                                   {"topic": topic, "queueId": queue_id, "timestamp": timestamp_ms})
+        try:
+            return int(response.ext_fields.get("offset", ""))
+        except ValueError as exc:
+            raise errors.ProtocolError(f"SEARCH_OFFSET_BY_TIMESTAMP answered no offset from {address}") from exc
+
     async def pull_by_offset(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[SampledMessage]:

@@ -101,6 +101,27 @@ def detail_rows(doc: Mapping[str, Any], *, body: bool = False) -> list[dict[str,
     return rows
 
 
+class MessageBrowseDoc(TypedDict):
+    topic: str
+    filter: dict[str, Any] | None
+    read: int
+    messages: list[dict[str, Any]]
+    errors: Errors
+
+
+def message_browse(topic: str, read: int, messages: Iterable[Message], errors: Mapping[str, RmqctlError], *,
+                   expression: str | None = None, expression_type: str | None = None,
+                   body: bool = False) -> MessageBrowseDoc:
+    """``msg browse``: the messages read that pass the filter (``read`` counts all read)."""
+    flt = None if expression is None else {"expression": expression, "expression_type": expression_type}
+    return MessageBrowseDoc(topic=topic, filter=flt, read=read, messages=[message_doc(m, body=body) for m in messages],
+                            errors=errors_doc(errors))
+
+
+BROWSE_COLUMNS = ("msg_id", "broker", "queue_id", "queue_offset", "tags", "keys", "store_ts", "reconsume_times",
+                  "body_size", "body_preview")
+
+
 EXPLANATION_COLUMNS = ("msg_id", "topic", "broker", "queue_id", "queue_offset", "group", "verdict", "ownership_from",
                        "summary")
 

@@ -43,6 +43,7 @@ EMBEDDED: dict[str, tuple[str, ...]] = {
     "group reset": (*E, "group", "reset", "test-consumer", "--to-earliest"),
     "doctor": (*E, "doctor", "--all", "--fail-on", "never"),
     "msg show": (*E, "msg", "show", "TopicTest2", "--queue", "broker-a/0", "--offset", "0"),
+    "msg browse": (*E, "msg", "browse", "TopicTest2", "--tag", "tag1"),
     "msg explain": (*E, "msg", "explain", "TopicTest2", "--queue", "broker-a/0", "--offset", "3"),
     "demo": ("demo",),
     "rebalance simulate": (*E, "rebalance", "simulate", "-g", "test-consumer"),

@@ -118,3 +118,49 @@ async def test_a_back_end_without_message_reads_says_so_and_is_never_asked(ref: 
     service = ClusterService(_NoLookups())  # type: ignore[arg-type]
     with pytest.raises(errors.UsageError, match="cannot"):
         await service.find_messages(ref)
+
+
+async def test_browse_reads_pages_and_filters_like_the_broker() -> None:
+    from rmqctl.doctor.explain import broker_passes, browse_filter
+
+    async with open_source(Target(emulator="tag-overwrite")) as opened:
+        before = opened.cluster.brokers["broker-a"].max_offset("TopicTest2", 0)
+        for tag in ["Aa", "BB", "Ab"] * 15:  # 45 messages: more than one pull of 32
+            opened.cluster.produce("TopicTest2", 1, tag, queue=0, keys=f"k-{tag}")
+        mq = MessageQueue("TopicTest2", "broker-a", 0)
+        read = await opened.source.browse("TopicTest2", queue=mq, from_offset=before, limit=100)
+        assert [m.queue_offset for m in read.value] == list(range(before, before + 45))
+        last = await opened.source.browse("TopicTest2", queue=mq, limit=5)
+        assert [m.queue_offset for m in last.value] == list(range(before + 40, before + 45))
+
+        # "Aa" and "BB" share Java's hashCode: the broker's tag filter lets both through
+        by_tag = browse_filter("TopicTest2", tag="Aa")
+        assert by_tag is not None
+        assert {m.tags for m in read.value if broker_passes(by_tag, m)} == {"Aa", "BB"}
+        by_sql = browse_filter("TopicTest2", sql="KEYS = 'k-Ab' OR TAGS = 'BB'")
+        assert by_sql is not None
+        assert sorted({m.tags for m in read.value if broker_passes(by_sql, m)}) == ["Ab", "BB"]
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--tag", "a", "--sql", "TAGS = 'a'"], "not both"),
+    (["--sql", "TAGS = = 1"], "SQL92 expression"),
+    (["--from", "0", "--since", "5m"], "not both"),
+    (["-q", "broker-a/9"], "no readable queue broker-a/9"),
+])
+def test_msg_browse_mistakes_are_one_line_and_exit_2(args: list[str], words: str) -> None:
+    result = runner.invoke(app, ["--emulator", "tag-overwrite", "msg", "browse", "TopicTest2", *args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("rmqctl: error: ") and words in result.stderr
+
+
+def test_msg_browse_since_reads_from_the_time_on_the_sources_clock() -> None:
+    base = ["--emulator", "tag-overwrite", "-o", "json", "msg", "browse", "TopicTest2", "-q", "broker-a/0"]
+    # the scenario ends at 60 s and wrote at 5 s (tag1) and 6 s (tag2)
+    recent = json.loads(runner.invoke(app, [*base, "--since", "54.5s"]).stdout)
+    assert {m["tags"] for m in recent["messages"]} == {"tag2"} and recent["read"] == len(recent["messages"])
+    none = json.loads(runner.invoke(app, [*base, "--since", "30s"]).stdout)
+    assert none["messages"] == [] and none["read"] == 0
+    tagged = json.loads(runner.invoke(app, [*base, "--tag", "tag1"]).stdout)
+    assert {m["tags"] for m in tagged["messages"]} == {"tag1"} and tagged["read"] == 5
+    assert tagged["filter"] == {"expression": "tag1", "expression_type": "TAG"}
