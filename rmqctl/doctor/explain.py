@@ -38,7 +38,6 @@ from rmqctl.model import (
     QueueOwnership,
     Subscription,
     compile_sql92,
-    java_string_hash,
     parse_tag_expression,
 )
 
@@ -61,17 +60,9 @@ def live_ownership(view: GroupView, message: Message) -> QueueOwnership:
 
 
 def broker_passes(sub: Subscription, message: Message) -> bool | None:
-    """Would the broker's pull filter let ``message`` through ``sub``? None when the expression
-    cannot be evaluated (an expression type rmqctl does not know, or SQL92 it cannot compile)."""
-    if sub.expression_type == "TAG":
-        tag = message.tags
-        return sub.accepts_code(java_string_hash(tag) if tag else 0)
-    if sub.expression_type == "SQL92":
-        try:
-            return compile_sql92(sub.expression).matches(dict(message.properties))
-        except errors.UsageError:
-            return None
-    return None
+    """Would the broker's pull filter let ``message`` through ``sub``? (tag hash codes, or SQL92
+    over its properties; None when the expression cannot be evaluated)."""
+    return sub.broker_passes(message.tags, dict(message.properties))
 
 
 def browse_filter(topic: str, *, tag: str | None = None, sql: str | None = None) -> Subscription | None:
