@@ -207,8 +207,9 @@ class ClusterService:
             return Partial(summaries, failures, {"uncommitted_topics": UNCOMMITTED_NOT_COUNTED})
         listed = await self.groups(include_system=include_system)
         masters = await self.masters()
+        tables = await self._offset_tables(masters)
         rows = await asyncio.gather(
-            *(self._summarize_group(masters, group) for group in listed.value)
+            *(self._summarize_group(masters, group, tables) for group in listed.value)
         )
         failures = dict(listed.errors)
         for summary in rows:
@@ -216,7 +217,19 @@ class ClusterService:
                 failures[f"group:{summary.group}"] = errors.RmqctlError(summary.error)
         return Partial(list(rows), failures)
 
-    async def _summarize_group(self, masters: Mapping[str, str], group: str) -> GroupSummary:
+    async def _offset_tables(self, masters: Mapping[str, str]) -> dict[str, Mapping[str, frozenset[str]]]:
+        """Each broker's groups with the topics they have offsets for, in one read per broker
+        where the back end can; a broker whose table could not be read is left out (its groups
+        are then asked one by one)."""
+        if not (self.backend.capabilities.lists_group_topics and self.backend.capabilities.reads_offset_table):
+            return {}
+        tables, _ = await self._fan_out(masters, self.backend.offset_topics)
+        return tables
+
+    async def _summarize_group(
+        self, masters: Mapping[str, str], group: str,
+        tables: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
+    ) -> GroupSummary:
         """One ``group list`` row: connections and total lag, never raising for one bad group.
 
         A broker leaves out of consume stats a topic missing from the group's subscription table
@@ -233,7 +246,11 @@ class ClusterService:
         ``group progress`` counts them, without assembling the group's whole view."""
         lists_topics = self.backend.capabilities.lists_group_topics
 
+        by_address = {masters[b]: table for b, table in (tables or {}).items() if b in masters}
+
         async def offset_topics(addr: str) -> list[str]:
+            if addr in by_address:
+                return sorted(by_address[addr].get(group, ()))
             return await self.backend.topics_by_consumer(addr, group) if lists_topics else []
 
         try:

@@ -58,6 +58,9 @@ class Capabilities:
     #: ``topics_by_consumer``: the topics a group has offsets for, so a group's summary can tell
     #: when consume stats left a topic out
     lists_group_topics: bool = False
+    #: ``offset_topics``: the same for every group of a broker in one read of its offset table
+    #: (a group list then asks one request per broker, not one per group and broker)
+    reads_offset_table: bool = False
     #: ``pull_by_offset``: recent messages are read back (read-only) to count real tags
     message_reads: bool = True
     #: why, when the back end cannot look one message up by its id or a key (``view_message``,
@@ -126,6 +129,11 @@ class Backend(Protocol):
     async def topics_by_consumer(self, address: str, group: str) -> list[str]:
         """The topics ``group`` has committed offsets for on one broker (only when
         ``lists_group_topics``)."""
+        ...
+
+    async def offset_topics(self, address: str) -> Mapping[str, frozenset[str]]:
+        """Every group with committed offsets on one broker, with the topics it has them for
+        (only when ``reads_offset_table``)."""
         ...
 
     async def pull_by_offset(

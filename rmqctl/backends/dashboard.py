@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from rmqctl import errors
@@ -245,6 +245,9 @@ class DashboardBackend:
 
     async def topics_by_consumer(self, address: str, group: str) -> list[str]:
         raise errors.UsageError("the dashboard cannot list the topics one group has offsets for")
+
+    async def offset_topics(self, address: str) -> Mapping[str, frozenset[str]]:
+        raise errors.UsageError("the dashboard does not serve a broker's offset table")
 
     async def pull_by_offset(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32

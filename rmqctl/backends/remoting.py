@@ -10,6 +10,8 @@ Must not import the CLI, the TUI, the emulator or pyspark.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rmqctl import errors
 from rmqctl.backends import Capabilities
 from rmqctl.model import (
@@ -27,7 +29,7 @@ from rmqctl.model import (
 from rmqctl.remoting.admin import AdminClient
 
 #: a broker answers every read of the protocol, except a list of groups with their numbers
-REMOTING = Capabilities(lists_group_topics=True)
+REMOTING = Capabilities(lists_group_topics=True, reads_offset_table=True)
 
 
 class RemotingBackend:
@@ -84,6 +86,12 @@ class RemotingBackend:
 
     async def topics_by_consumer(self, address: str, group: str) -> list[str]:
         return await self.admin.topics_by_consumer(address, group)
+
+    async def offset_topics(self, address: str) -> Mapping[str, frozenset[str]]:
+        by_group: dict[str, set[str]] = {}
+        for topic, group in await self.admin.consumer_offsets(address):
+            by_group.setdefault(group, set()).add(topic)
+        return {group: frozenset(topics) for group, topics in by_group.items()}
 
     async def pull_by_offset(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32

@@ -293,6 +293,12 @@ class AdminClient:
             lambda r: bodies.string_list(r.body, "topicList"),
         ))
 
+    async def consumer_offsets(self, address: str) -> dict[tuple[str, str], dict[int, int]]:
+        """GET_ALL_CONSUMER_OFFSET (43): the broker's whole offset table, ``(topic, group)`` →
+        {queue id: committed offset}."""
+        return await self.fetch(address, RequestCode.GET_ALL_CONSUMER_OFFSET, None,
+                                lambda r: bodies.consumer_offsets(r.body))
+
     async def topic_consumers(self, address: str, topic: str) -> list[str]:
         return sorted(await self.fetch(
             address, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic},
