@@ -22,7 +22,13 @@ from rmqctl.doctor.allocation import (
 )
 from rmqctl.doctor.clients import duplicate_client_id, mixed_consumer_settings
 from rmqctl.doctor.context import Check, CheckContext
-from rmqctl.doctor.failures import RETRY_WARNING_DIFF, consume_failures, dlq_backlog, retry_backlog
+from rmqctl.doctor.failures import (
+    RETRY_WARNING_DIFF,
+    consume_failures,
+    dlq_backlog,
+    orderly_queue_suspended,
+    retry_backlog,
+)
 from rmqctl.doctor.stalls import blocked_queue, lag_not_advancing, offline_group_backlog
 from rmqctl.doctor.subscriptions import (
     OTHER_TAGS,
@@ -55,6 +61,7 @@ CHECKS: Sequence[tuple[str, Check]] = (
     ("LAG_NOT_ADVANCING", lag_not_advancing),
     ("QUEUE_HELD_TWICE", queue_held_twice),
     ("CONSUME_FAILURES", consume_failures),
+    ("ORDERLY_QUEUE_SUSPENDED", orderly_queue_suspended),
     ("REBALANCE_IN_PROGRESS", rebalance_in_progress),
 )
 
@@ -73,6 +80,7 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
     "MIXED_CONSUMER_SETTINGS": ("running_infos",),
     "BLOCKED_QUEUE": ("running_infos",),
     "QUEUE_HELD_TWICE": ("running_infos",),
+    "ORDERLY_QUEUE_SUSPENDED": ("running_infos",),
 }
 
 

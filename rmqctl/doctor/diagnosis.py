@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.doctor.checks import run_checks, skipped_checks, tag_conflict_topics
-from rmqctl.model import Finding, GroupView
+from rmqctl.doctor.failures import orderly_suspects
+from rmqctl.model import SEVERITY_RANK, Finding, GroupView
 from rmqctl.source import ClusterSource
 
 #: seconds between the sample that showed a rebalance in progress and the one taken again
 REBALANCE_WAIT = 3.0
+#: seconds between a single sample that showed an orderly queue failing in place and the one taken
+#: again to see whether it moves (the client retries a suspended message every second)
+ORDERLY_WAIT = 3.0
 #: what ``doctor --sample all`` reads back per queue at most
 SAMPLE_ALL = 100_000
 
@@ -82,6 +86,12 @@ async def diagnose(
         await watcher.clock.sleep(rebalance_wait)
         last = await watcher.poll()  # lag checks still compare with the first sample
         resampled = True
+    # One sample cannot show that an orderly queue does not move: look again a little later.
+    orderly_again: dict[str, GroupView] = {}
+    if interval is None and any(orderly_suspects(v) for v in last.current.views.values()):
+        await watcher.clock.sleep(ORDERLY_WAIT)
+        again = await watcher.poll()
+        orderly_again = {g: v for g, v in again.current.views.items() if g in last.current.views}
     for exc in last.current.errors.values():
         if len(groups) == 1 or (strict and isinstance(exc, errors.NotFound)):
             raise exc
@@ -95,7 +105,12 @@ async def diagnose(
         before = first.views.get(group) if first is not None else None
         if sample:
             view = await _sampled(source, view, sample_per_queue)
-        findings += run_checks(view, before, resampled=resampled)
+        if group in orderly_again:
+            mine = [f for f in run_checks(view, before, resampled=resampled) if f.code != "ORDERLY_QUEUE_SUSPENDED"]
+            mine += run_checks(orderly_again[group], last.current.views[group], only=("ORDERLY_QUEUE_SUSPENDED",))
+            findings += sorted(mine, key=lambda f: -SEVERITY_RANK[f.severity])
+        else:
+            findings += run_checks(view, before, resampled=resampled)
         if skips := skipped_checks(view):
             skipped[group] = skips
         failures.update({f"{group}/{k}": v for k, v in view.errors.items()})

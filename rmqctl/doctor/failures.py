@@ -1,8 +1,11 @@
 """Failure checks: messages the listener failed, on their way through the retry topic to the DLQ.
 
-A listener that returns RECONSUME_LATER (or throws) sends each message back to
+A concurrent listener that returns RECONSUME_LATER (or throws) sends each message back to
 ``%RETRY%<group>``; it is redelivered after a growing delay (10 s up to 2 h) and, after 16
-failures, moved to ``%DLQ%<group>``, which nobody consumes by default.
+failures, moved to ``%DLQ%<group>``, which nobody consumes by default. An orderly listener
+(``MessageListenerOrderly``, ``PROP_CONSUMEORDERLY`` in the running info) never does that: a
+failure (SUSPEND_CURRENT_QUEUE_A_MOMENT or an exception) puts the message back into the client's
+process queue and retries it a second later, forever by default, so the queue stops at it.
 
 Must not do I/O, and must not import the CLI, the TUI or pyspark.
 """
@@ -11,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rmqctl.doctor.context import CheckContext, finding, n_of, queue_dict
-from rmqctl.model import RETRY_PREFIX, Finding
+from rmqctl.doctor.context import CheckContext, and_list, finding, n_of, progress_by_queue, queue_dict
+from rmqctl.model import RETRY_PREFIX, Finding, GroupView, MessageQueue, ProcessQueueInfo
 
 #: a retry backlog of this many messages or more is a warning; below it, information
 RETRY_WARNING_DIFF = 1_000
@@ -76,10 +79,22 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
         grown = sum(max(0, now_retry[q] - before[q]) for q in now_retry if q in before)
     if not clients and grown <= 0:
         return []
-    names = ", ".join(str(c["client"]) for c in clients) or "a client"
-    detail = (f"The listener of {names} reports failed consumptions (RECONSUME_LATER or an exception): "
-              f"each failed message is sent back to {retry} and redelivered after a growing delay "
-              f"(10 s up to 2 h); after 16 failures it goes to the dead-letter queue.")
+    orderly = {cid for cid, info in view.running_infos.items() if info.consume_orderly}
+    for c in clients:
+        c["orderly"] = c["client"] in orderly
+    concurrent = [str(c["client"]) for c in clients if not c["orderly"]]
+    in_order = [str(c["client"]) for c in clients if c["orderly"]]
+    detail = ""
+    if concurrent or not clients:
+        names = ", ".join(concurrent) or "a client"
+        detail = (f"The listener of {names} reports failed consumptions (RECONSUME_LATER or an exception): "
+                  f"each failed message is sent back to {retry} and redelivered after a growing delay "
+                  f"(10 s up to 2 h); after 16 failures it goes to the dead-letter queue.")
+    if in_order:
+        detail += (f"{' ' if detail else ''}The orderly listener of {and_list(in_order)} reports failed "
+                   f"consumptions (SUSPEND_CURRENT_QUEUE_A_MOMENT or an exception): the message is not "
+                   f"sent anywhere; the client keeps it and retries it a second later, forever by "
+                   f"default, and its queue waits behind it (see ORDERLY_QUEUE_SUSPENDED).")
     if grown > 0:
         detail += f" {grown} message(s) were written to {retry} between the two samples."
     return [finding(
@@ -88,6 +103,98 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
         detail,
         {"clients": clients, "retry_topic": retry,
          "retry_messages_written": sum(now_retry.values()), "retry_growth": grown if ctx.previous else None},
-        "Find why the listener returns RECONSUME_LATER or throws (application logs of the clients "
-        "named); messages keep coming back until it succeeds or they reach the DLQ.",
+        ("Find why the listener returns RECONSUME_LATER or throws (application logs of the clients "
+         "named); messages keep coming back until it succeeds or they reach the DLQ."
+         if concurrent or not clients else
+         "Find why the orderly listener suspends or throws (application logs of the clients named); "
+         "the same message is retried until it succeeds."),
     )]
+
+
+# --- ORDERLY_QUEUE_SUSPENDED --------------------------------------------------------------------
+
+
+def _orderly_held(view: GroupView) -> dict[tuple[str, MessageQueue], ProcessQueueInfo]:
+    """(client, queue) → its process queue, for queues an orderly client holds locked with
+    messages cached (retry topics left out: they are consumed concurrently)."""
+    return {(cid, mq): pq for cid, info in view.running_infos.items() if info.consume_orderly
+            for mq, pq in info.mq_table.items()
+            if pq.locked and not pq.dropped and pq.cached_msg_count > 0 and not mq.topic.startswith(RETRY_PREFIX)}
+
+
+def orderly_suspects(view: GroupView) -> list[tuple[str, MessageQueue]]:
+    """Queues an orderly client holds locked, with messages cached and waiting, whose topic its
+    listener reports failures for: one sample cannot tell whether they move."""
+    progress = progress_by_queue(view)
+    out = []
+    for (cid, mq), _ in sorted(_orderly_held(view).items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        p = progress.get(mq)
+        status = view.running_infos[cid].status.get(mq.topic)
+        if p is not None and p.known and p.diff > 0 and status is not None and status.failing:
+            out.append((cid, mq))
+    return out
+
+
+def orderly_queue_suspended(ctx: CheckContext) -> list[Finding]:
+    view = ctx.view
+    progress = progress_by_queue(view)
+    held = _orderly_held(view)
+    before = _orderly_held(ctx.previous) if ctx.previous is not None else None
+    rows: list[dict[str, Any]] = []
+    if before is not None:
+        for (cid, mq), pq in sorted(held.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+            old = before.get((cid, mq))
+            p = progress.get(mq)
+            if old is None or p is None or not p.known or p.diff <= 0:
+                continue
+            # the client's own offset (its offset store) and its oldest cached message did not move
+            if (old.commit_offset, old.cached_msg_min_offset) != (pq.commit_offset, pq.cached_msg_min_offset):
+                continue
+            status = view.running_infos[cid].status.get(mq.topic)
+            rows.append(_orderly_row(cid, mq, pq, p.consumer_offset, p.diff,
+                                     status is not None and status.failing))
+    else:
+        for cid, mq in orderly_suspects(view):
+            p = progress[mq]
+            rows.append(_orderly_row(cid, mq, held[(cid, mq)], p.consumer_offset, p.diff, True))
+    if not rows:
+        return []
+    confirmed = before is not None
+    names = "; ".join(f"{r['topic']}/{r['broker']}/{r['queue_id']} held by {r['client']} "
+                      f"(offset {r['consumer_offset']}, {r['cached_msg_count']} cached, {r['diff']} waiting)"
+                      for r in rows)
+    failing = [r for r in rows if r["listener_fails"]]
+    if confirmed:
+        detail = (f"Orderly consumption is stopped on {n_of(len(rows), 'queue')}: {names}. Between the two "
+                  f"samples the client's offset and its oldest cached message did not move while messages "
+                  f"waited.")
+    else:
+        detail = (f"Orderly consumption looks stopped on {n_of(len(rows), 'queue')}: {names}. The client "
+                  f"holds the queue locked with messages cached at its committed offset and its listener "
+                  f"reports failures; one sample cannot show that the offset does not move (take two "
+                  f"with --interval).")
+    if failing:
+        detail += (" An orderly listener that answers SUSPEND_CURRENT_QUEUE_A_MOMENT (or throws) keeps the "
+                   "message in the client and retries it every second, forever by default: nothing goes "
+                   "to the retry topic or the DLQ, every later message of the queue waits behind it, and "
+                   "each retry refreshes the queue's last-consume time, so it does not look idle.")
+    if len(failing) < len(rows):
+        detail += " Where the listener reports no failures it has not returned from the message."
+    return [finding(
+        ctx, "ORDERLY_QUEUE_SUSPENDED", "error" if confirmed else "warning",
+        f"Orderly consumption of {view.group} is stopped on {n_of(len(rows), 'queue')}",
+        detail,
+        {"queues": rows, "samples": 2 if confirmed else 1},
+        "Find the message the orderly listener cannot get past (the queue's consumer offset names it; "
+        "application logs of the client): fix the listener or the message, or let it give up "
+        "(setMaxReconsumeTimes on the consumer sends it to the DLQ after that many tries), or skip "
+        "the message by resetting the group's offset on that queue past it.",
+    )]
+
+
+def _orderly_row(cid: str, mq: MessageQueue, pq: ProcessQueueInfo, offset: int, diff: int,
+                 fails: bool) -> dict[str, Any]:
+    return {**queue_dict(mq), "client": cid, "consumer_offset": offset, "diff": diff,
+            "client_offset": pq.commit_offset, "cached_msg_count": pq.cached_msg_count,
+            "cached_msg_min_offset": pq.cached_msg_min_offset, "locked": pq.locked,
+            "last_consume_timestamp": pq.last_consume_timestamp or None, "listener_fails": fails}

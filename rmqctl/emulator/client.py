@@ -401,7 +401,9 @@ class SimulatedConsumer(QueueConsumer):
             next_offset = self._compute_pull_from_where(mq)
             if next_offset < 0:
                 continue
-            pq = ProcessQueue(mq, next_offset, last_pull_ms=self.scheduler.now_ms)
+            # an orderly client locks the queue on the broker before it pulls (LOCK_BATCH_MQ)
+            pq = ProcessQueue(mq, next_offset, last_pull_ms=self.scheduler.now_ms, locked=self.spec.orderly,
+                              last_lock_ms=self.scheduler.now_ms if self.spec.orderly else 0)
             self.pq_table[mq] = pq
             pq.pull_timer = self.scheduler.call_later(PULL_DISPATCH_DELAY_MS, self._pull, pq)
             changed = True

@@ -29,3 +29,5 @@ PULL_BATCH_SIZE = 32
 PULL_THRESHOLD_FOR_QUEUE = 1000
 #: the producer group every client instance registers besides its own
 CLIENT_INNER_PRODUCER = "CLIENT_INNER_PRODUCER"
+#: ``suspendCurrentQueueTimeMillis``: an orderly listener's SUSPEND retries the queue this much later
+SUSPEND_CURRENT_QUEUE_MS = 1_000

@@ -32,6 +32,7 @@ from rmqctl.emulator.client_config import (
     PULL_DELAY_FLOW_CONTROL_MS,
     PULL_DELAY_ON_EXCEPTION_MS,
     PULL_THRESHOLD_FOR_QUEUE,
+    SUSPEND_CURRENT_QUEUE_MS,
     SUSPEND_TIMEOUT_MS,
 )
 from rmqctl.emulator.clock import Scheduler, Timer
@@ -39,7 +40,7 @@ from rmqctl.emulator.groups import Channel
 from rmqctl.emulator.pulls import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullRequestHeader, PullResult
 from rmqctl.emulator.scenario import ConsumerSpec
 from rmqctl.emulator.store import MinuteRate, StoredMessage
-from rmqctl.model import MessageQueue, Subscription
+from rmqctl.model import RETRY_PREFIX, MessageQueue, Subscription
 from rmqctl.remoting.codes import ResponseCode
 
 if TYPE_CHECKING:
@@ -56,6 +57,11 @@ class ProcessQueue:
     last_pull_ms: int = 0
     last_consume_ms: int = 0
     cached: dict[int, StoredMessage] = field(default_factory=dict)
+    #: orderly: the broker lock the client holds on the queue, and when it was taken or renewed
+    locked: bool = False
+    last_lock_ms: int = 0
+    #: orderly: the local retry of a suspended head message is scheduled
+    suspended: bool = False
     queue_offset_max: int = -1
     pull_timer: Timer | None = None
     in_flight: bool = False
@@ -221,12 +227,44 @@ class QueueConsumer:
             pq.queue_offset_max = max(pq.queue_offset_max, message.queue_offset)
         if self.stalled:
             return  # the hung listener never takes them: they stay cached, the offset stays put
+        if self._suspends(pq):
+            if not pq.suspended:
+                pq.suspended = True
+                self.scheduler.call_later(max(0, self.spec.consume_ms), self._suspend_head, pq)
+            return
         if self.spec.consume_ms <= 0:
             for message in messages:
                 self._consumed(pq, message)
             return
         self._consume_backlog.extend((pq, m) for m in messages)
         self._dispatch_consumers()
+
+    def _suspends(self, pq: ProcessQueue) -> bool:
+        """Does the orderly listener answer SUSPEND_CURRENT_QUEUE_A_MOMENT on this queue?"""
+        return (self.spec.orderly and pq.mq.queue_id in self.spec.suspend_queues
+                and not pq.mq.topic.startswith(RETRY_PREFIX))
+
+    def _suspend_head(self, pq: ProcessQueue) -> None:
+        """``ConsumeMessageOrderlyService``: the listener got the queue's first message and
+        answered SUSPEND_CURRENT_QUEUE_A_MOMENT. The message goes back into the process queue
+        (``makeMessageToConsumeAgain``), counts as a failed consumption, and is tried again after
+        ``suspendCurrentQueueTimeMillis`` (1 s); the retries never end (``maxReconsumeTimes`` is
+        unbounded for orderly consumers), nothing is sent to the retry topic, and the offset stays
+        at the message while the queue's last-consume time is refreshed on every try."""
+        if pq.dropped or not self.running or not pq.cached:
+            pq.suspended = False
+            return
+        now = self.scheduler.now_ms
+        self.consume_failures += 1
+        failures = self.failed_rate.get(pq.mq.topic)
+        if failures is None:
+            failures = self.failed_rate[pq.mq.topic] = MinuteRate()
+        failures.add(now, 1)
+        self.failed_times.setdefault(pq.mq.topic, deque()).append(now)
+        pq.last_consume_ms = now
+        self._update_offset(pq.mq, min(pq.cached), increase_only=True)
+        self.scheduler.call_later(SUSPEND_CURRENT_QUEUE_MS + max(0, self.spec.consume_ms),
+                                  self._suspend_head, pq)
 
     def _dispatch_consumers(self) -> None:
         if self.stalled:

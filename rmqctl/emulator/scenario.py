@@ -44,6 +44,8 @@ seconds of scenario time. The keys below are a public contract::
     count = 1                        # N identical clients ("{n}" in client_id numbers them)
     consume_ms = 0                   # time the listener takes per message
     consume_result = "SUCCESS"       # or RECONSUME_LATER: every message fails and is retried
+    orderly = false                  # MessageListenerOrderly: queues locked, one message at a time
+    suspend_queues = [0]             # orderly only: these queue ids answer SUSPEND_CURRENT_QUEUE_A_MOMENT
     ip = "10.0.0.7"                  # optional, used to build the default client id
 
     [[produce]]
@@ -161,6 +163,11 @@ class ConsumerSpec:
     consume_result: str = "SUCCESS"
     #: topics of :attr:`subscriptions` whose expression is SQL92 (``MessageSelector.bySql``)
     sql_topics: frozenset[str] = frozenset()
+    #: a ``MessageListenerOrderly``: each held queue is locked and consumed one message at a time
+    orderly: bool = False
+    #: orderly only: ids of the queues whose every message the listener answers with
+    #: SUSPEND_CURRENT_QUEUE_A_MOMENT (retried locally every second, forever)
+    suspend_queues: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,7 +409,7 @@ _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
 _CONSUMER_KEYS = ("group", "subscriptions", "sql_subscriptions", "client_id", "start", "stop", "strategy",
                   "strategy_options", "message_model", "consume_from_where", "sub_version",
                   "post_subscription", "ip", "instance_name", "count", "consume_ms",
-                  "consume_threads", "stall", "consume_result")
+                  "consume_threads", "stall", "consume_result", "orderly", "suspend_queues")
 _PRODUCE_KEYS = ("at", "topic", "tag", "count", "queue", "broker", "interval", "producer", "keys",
                  "properties")
 
@@ -614,6 +621,15 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
         threads = check.integer(raw.get("consume_threads", 20), [*path, "consume_threads"], minimum=1, maximum=1000)
         consume_result = check.choice(raw.get("consume_result", "SUCCESS"), [*path, "consume_result"],
                                       CONSUME_RESULTS)
+        orderly = check.boolean(raw.get("orderly", False), [*path, "orderly"])
+        suspend_raw = raw.get("suspend_queues", [])
+        if not isinstance(suspend_raw, list) or not all(isinstance(q, int) and not isinstance(q, bool)
+                                                        and q >= 0 for q in suspend_raw):
+            raise check.fail([*path, "suspend_queues"], "expected a list of queue ids (0, 1, …)")
+        if suspend_raw and not orderly:
+            raise check.fail([*path, "suspend_queues"], "only an orderly listener suspends a queue",
+                             "add orderly = true")
+        suspend_queues = frozenset(suspend_raw)
         for n in range(1, count + 1):
             cid = client_id.replace("{n}", str(n)) if client_id else None
             out.append(
@@ -623,7 +639,7 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
                     message_model=model, consume_from_where=cfw, sub_version=sub_version,
                     post_subscription=post, ip=ip, instance_name=instance, consume_ms=consume_ms,
                     consume_threads=threads, stall=stall, consume_result=consume_result,
-                    sql_topics=frozenset(sql_raw),
+                    sql_topics=frozenset(sql_raw), orderly=orderly, suspend_queues=suspend_queues,
                 )
             )
     return tuple(out)
