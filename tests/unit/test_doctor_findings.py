@@ -379,6 +379,7 @@ def test_consume_failures_evidence_names_the_client_its_rates_and_queues() -> No
         "client": A, "consume_ok_tps": 2.0, "consume_failed_tps": 0.5, "consume_failed_msgs": 30,
         "topics": {"T": {"consume_ok_tps": 2.0, "consume_failed_tps": 0.5, "consume_failed_msgs": 30}},
         "queues": [{"topic": "T", "broker": "broker-a", "queue_id": i} for i in range(4)],
+        "orderly": False,
     }]
     assert f.evidence["retry_growth"] is None  # one sample: the growth is unknown, not 0
     assert A in f.detail
@@ -586,7 +587,8 @@ def test_every_code_is_documented_in_order() -> None:
         "SUBSCRIPTION_TAG_CONFLICT", "SUBSCRIPTION_TOPIC_CONFLICT", "BROKER_SUBSCRIPTION_DIVERGENCE",
         "IDLE_CONSUMERS", "ORPHANED_QUEUES", "DUPLICATE_CLIENT_ID", "UNEVEN_ALLOCATION",
         "MIXED_CONSUMER_SETTINGS", "BLOCKED_QUEUE", "OFFLINE_GROUP_BACKLOG", "RETRY_BACKLOG", "DLQ_BACKLOG",
-        "LAG_NOT_ADVANCING", "QUEUE_HELD_TWICE", "CONSUME_FAILURES", "REBALANCE_IN_PROGRESS",
+        "LAG_NOT_ADVANCING", "QUEUE_HELD_TWICE", "CONSUME_FAILURES", "ORDERLY_QUEUE_SUSPENDED",
+        "REBALANCE_IN_PROGRESS",
     )
 
 
@@ -605,7 +607,8 @@ def test_checks_without_their_data_are_skipped_and_said_so() -> None:
     skipped = skipped_checks(v)
     assert sorted(skipped) == sorted([
         "SUBSCRIPTION_TAG_CONFLICT", "SUBSCRIPTION_TOPIC_CONFLICT", "IDLE_CONSUMERS", "ORPHANED_QUEUES",
-        "UNEVEN_ALLOCATION", "MIXED_CONSUMER_SETTINGS", "BLOCKED_QUEUE", "QUEUE_HELD_TWICE"])
+        "UNEVEN_ALLOCATION", "MIXED_CONSUMER_SETTINGS", "BLOCKED_QUEUE", "QUEUE_HELD_TWICE",
+        "ORDERLY_QUEUE_SUSPENDED"])
     assert skipped["BLOCKED_QUEUE"] == "needs running_infos: the dashboard does not relay it"
     # the uneven split is not reported (its data is declared missing); the duplicate id still is
     assert codes(run_checks(v, resampled=True)) == ["DUPLICATE_CLIENT_ID"]
