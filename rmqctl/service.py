@@ -346,10 +346,11 @@ class ClusterService:
             conns_by_broker, conn_failures = await self._connections(masters, group)
             connections, relay, duplicates = merge_connections(conns_by_broker, masters)
             known_topics = sorted({t for cc in conns_by_broker.values() for t in cc.subscriptions})
-            (infos, info_failures), routes, (dlq, dlq_failures) = await asyncio.gather(
+            (infos, info_failures), routes, (dlq, dlq_failures), (offset_topics, ot_failures) = await asyncio.gather(
                 self._running_infos(relay if running_info else {}, group),
                 self._routes(known_topics),
                 self._dlq_offsets(DLQ_PREFIX + group),
+                self._offset_topics(masters, group, wanted=bool(connections) and running_info),
             )
             stats_by_broker, stats_failures = await stats
         finally:
@@ -367,13 +368,21 @@ class ClusterService:
             )
         failures.update(info_failures)
         failures.update(dlq_failures)
+        failures.update(ot_failures)
 
         owners = _owners(infos)
 
         topics = set(known_topics)
         for ri in infos.values():
             topics.update(s.topic for s in ri.subscriptions)
-        routes.update(await self._routes(sorted(topics - routes.keys())))  # a client's own topics
+        # topics the group committed offsets for that no online client subscribes (a client that
+        # subscribed them stopped): consume stats leave them out while any client is online, so
+        # they are read like the other left-out topics and marked; only when every client told
+        # its own subscriptions, since the broker's table flips between clients' sets
+        left_behind = set()
+        if connections and running_info and not info_failures and set(infos) >= set(connections):
+            left_behind = {t for ts in offset_topics.values() for t in ts} - topics
+        routes.update(await self._routes(sorted((topics | left_behind) - routes.keys())))
         topic_queues = {}
         for topic in sorted(topics):
             route = routes[topic]
@@ -383,10 +392,16 @@ class ClusterService:
                 continue
             topic_queues[topic] = tuple(route.read_queues())
 
+        left_queues = {t: tuple(r.read_queues()) for t in sorted(left_behind)
+                       if isinstance(r := routes[t], TopicRoute)}
         progress = _merge_progress(stats_by_broker, owners)
-        extra = await self._fill_missing_rows(masters, group, stats_by_broker, topic_queues, owners, infos)
+        extra = await self._fill_missing_rows(masters, group, stats_by_broker, {**topic_queues, **left_queues},
+                                              owners, infos)
         if extra:
             progress = tuple(sorted((*progress, *extra), key=lambda r: r.queue))
+        if left_behind:
+            progress = tuple(dataclasses.replace(p, subscribed=False) if p.queue.topic in left_behind else p
+                             for p in progress)
 
         return assemble_view(
             group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
@@ -407,6 +422,17 @@ class ClusterService:
         """Whether any broker keeps a config for ``group`` (a group with no client and no offset)."""
         configs, _ = await self._fan_out(masters, lambda addr: self.backend.subscription_group(addr, group))
         return any(c is not None for c in configs.values())
+
+    async def _offset_topics(
+        self, masters: Mapping[str, str], group: str, *, wanted: bool,
+    ) -> tuple[dict[str, list[str]], dict[str, errors.RmqctlError]]:
+        """The topics each broker holds the group's committed offsets for (QUERY_TOPICS_BY_CONSUMER),
+        when ``wanted`` and the back end can list them, and the error of each broker that failed
+        (``offset_topics:<broker>``: its left-behind topics are not known)."""
+        if not wanted or not self.backend.capabilities.lists_group_topics:
+            return {}, {}
+        found, failures = await self._fan_out(masters, lambda addr: self.backend.topics_by_consumer(addr, group))
+        return found, {f"offset_topics:{b}": e for b, e in failures.items()}
 
     async def _connections(
         self, masters: Mapping[str, str], group: str

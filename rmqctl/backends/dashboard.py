@@ -46,6 +46,8 @@ from rmqctl.model import (
 #: notes for what no dashboard generation supplies
 NO_PULL_OFFSET = ("the dashboard's per-queue stats (QueueStatInfo) carry no pull offset, "
                   "so inflight cannot be computed through it")
+NO_OFFSET_TOPICS = ("the dashboard cannot list the topics a group has committed offsets for "
+                    "(QUERY_TOPICS_BY_CONSUMER), so topics no online client subscribes are not found")
 ONE_BROKER_ONLY = ("dashboard 1.x reports the connections and stored subscriptions of one broker only "
                    "(no per-broker address parameter)")
 #: the 2.x group list is a cache the dashboard builds on first use; callers racing it get this
@@ -72,7 +74,7 @@ class DashboardBackend:
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(
-            unavailable={"pull_offset": NO_PULL_OFFSET, "inflight": NO_PULL_OFFSET},
+            unavailable={"pull_offset": NO_PULL_OFFSET, "inflight": NO_PULL_OFFSET, "offset_topics": NO_OFFSET_TOPICS},
             connections_of_one_broker=None if self._v2 else ONE_BROKER_ONLY,
             lists_groups=True, lists_subscription_groups=False, queue_offsets=False, message_reads=False,
             message_lookups_unavailable=NO_MESSAGE_LOOKUPS,

@@ -136,7 +136,8 @@ def progress_view(view: GroupView, rates: dict[tuple[str, str, int], float] | No
                 shown[name] = UNAVAILABLE
         if row["diff"] is None:
             shown["diff"] = "unknown"
-        shown["note"] = "pulls fail: topic missing from the broker's table" if row["unpullable"] else ""
+        shown["note"] = ("pulls fail: topic missing from the broker's table" if row["unpullable"]
+                         else "not subscribed by any online client" if row.get("subscribed") is False else "")
         if rates is not None:
             shown["consume_rate"] = rates.get((row["topic"], row["broker"], row["queue_id"]))
         table_rows.append(shown)

@@ -3,7 +3,8 @@
 Each check is a pure function from a :class:`~rmqctl.doctor.context.CheckContext` to findings,
 written in the module of its family: :mod:`~rmqctl.doctor.subscriptions`,
 :mod:`~rmqctl.doctor.allocation`, :mod:`~rmqctl.doctor.clients`, :mod:`~rmqctl.doctor.stalls`
-and :mod:`~rmqctl.doctor.failures`. Codes are documented in ``docs/findings.md``.
+and :mod:`~rmqctl.doctor.failures`; topics left behind in :mod:`~rmqctl.doctor.abandoned`.
+Codes are documented in ``docs/findings.md``.
 
 Must not do I/O, and must not import the CLI, the TUI or pyspark.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from rmqctl.doctor.abandoned import abandoned_topic_backlog
 from rmqctl.doctor.allocation import (
     ALLOCATION_CODES,
     idle_consumers,
@@ -56,6 +58,7 @@ CHECKS: Sequence[tuple[str, Check]] = (
     ("MIXED_CONSUMER_SETTINGS", mixed_consumer_settings),
     ("BLOCKED_QUEUE", blocked_queue),
     ("OFFLINE_GROUP_BACKLOG", offline_group_backlog),
+    ("ABANDONED_TOPIC_BACKLOG", abandoned_topic_backlog),
     ("RETRY_BACKLOG", retry_backlog),
     ("DLQ_BACKLOG", dlq_backlog),
     ("LAG_NOT_ADVANCING", lag_not_advancing),
@@ -81,6 +84,7 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
     "BLOCKED_QUEUE": ("running_infos",),
     "QUEUE_HELD_TWICE": ("running_infos",),
     "ORDERLY_QUEUE_SUSPENDED": ("running_infos",),
+    "ABANDONED_TOPIC_BACKLOG": ("running_infos", "offset_topics"),
 }
 
 

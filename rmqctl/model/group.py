@@ -33,6 +33,9 @@ class QueueProgress:
     #: committed: consumer offset from the queue's min offset or its holder's running info) or
     #: ``unknown`` (neither could be read)
     offsets_from: str = "consume_stats"
+    #: False for a topic the group has committed offsets for that no online client subscribes
+    #: (left behind by a client that stopped): nobody pulls it, whatever waits there
+    subscribed: bool = True
 
     @property
     def known(self) -> bool:

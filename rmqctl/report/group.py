@@ -205,6 +205,8 @@ def progress_row(p: QueueProgress) -> dict[str, Any]:
     }
     if p.offsets_from != "consume_stats":
         out["offsets_from"] = p.offsets_from
+    if not p.subscribed:
+        out["subscribed"] = False  # left behind: no online client subscribes its topic
     return out
 
 

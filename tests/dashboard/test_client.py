@@ -203,7 +203,7 @@ async def test_group_view_from_captured_replies(generation: str) -> None:
     assert [(p.queue.queue_id, p.broker_offset, p.consumer_offset) for p in topic_rows] == [
         (q, 2, 2) for q in range(4)]
     assert all(p.pull_offset is None for p in view.progress)
-    assert set(view.unavailable) == {"pull_offset", "inflight"}
+    assert set(view.unavailable) == {"pull_offset", "inflight", "offset_topics"}
     assert {p.owner for p in topic_rows} == set(manifest["clients"])
     assert view.errors == {}
 
