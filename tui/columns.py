@@ -41,6 +41,7 @@ STATUS_STYLE = {
     "moving": "green",
     "idle": "dim",
     "stalled": "bold red",
+    "waiting": "",
     "orphaned": "bold magenta",
     "held twice": "bold yellow",
     "unknown": "yellow",

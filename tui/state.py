@@ -24,7 +24,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from rmqctl import errors
-from rmqctl.doctor import SEVERITY_RANK, run_checks
+from rmqctl.doctor import SEVERITY_RANK, filtering_may_explain, run_checks
 from rmqctl.model import Finding, GroupView, MessageQueue, QueueProgress, Subscription
 from rmqctl.rebalance.simulate import SimulationResult
 from rmqctl.report.common import consume_type
@@ -48,11 +48,14 @@ def queue_key(mq: MessageQueue) -> str:
     return f"{mq.topic}|{mq.broker_name}|{mq.queue_id}"
 
 
-def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequence[str] | tuple[()]) -> str:
+def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequence[str] | tuple[()],
+                 *, filtering_may_explain: bool = False) -> str:
     """``held twice`` (two clients report it), ``unknown`` (its offsets could not be read),
     ``orphaned`` (backlog, nobody holds it), ``moving`` (the consumer offset advanced since the
     last poll), ``idle`` (nothing to consume), ``stalled`` (backlog, held, no progress since the
-    last poll), ``?`` (backlog, held, only one poll so far)."""
+    last poll, and no broker filter explains it), ``waiting`` (backlog, held, no progress, but for
+    no longer than the broker may hold a pull its filter passes nothing of: the doctor's rule,
+    :func:`rmqctl.doctor.filtering_may_explain`), ``?`` (backlog, held, only one poll so far)."""
     if len(holders) > 1:
         return "held twice"
     lag = now.lag
@@ -64,7 +67,9 @@ def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequ
         return "moving"
     if lag <= 0:
         return "idle"
-    return "stalled" if before is not None and before.known else "?"
+    if before is None or not before.known:
+        return "?"
+    return "waiting" if filtering_may_explain else "stalled"
 
 
 def worst_health(findings: Sequence[Finding]) -> str:
@@ -124,6 +129,8 @@ class QueueIndex:
     no_inflight: bool
     #: the line over the group's tables
     summary: str
+    #: queue → its consumer offset and the round time since which it has not moved (known rows)
+    still_since: Mapping[MessageQueue, tuple[int, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -195,18 +202,20 @@ class Dashboard:
             tps[group] = consume_tps(before, view, seconds)
             if check:
                 findings[group] = run_checks(view, before)
-            indexes[group] = self._index(group, view, before)
+            indexes[group] = self._index(group, view, before, current.taken_at)
         for group in current.errors:  # unreadable this round: keep what was known
             if group in self.indexes:
                 indexes[group] = self.indexes[group]
         return Prepared(rnd, dict(list_errors or {}), rnd.changes(), findings if check else None, tps, indexes)
 
-    def _index(self, group: str, view: GroupView, before: GroupView | None) -> QueueIndex:
+    def _index(self, group: str, view: GroupView, before: GroupView | None, taken_at: float) -> QueueIndex:
         old = self.indexes.get(group)
         old_trends = self.queue_lag.get(group, {})
+        old_still = old.still_since if old is not None else {}
         keep = 1 - QUEUE_TREND_LENGTH
         progress: dict[MessageQueue, QueueProgress] = {}
         trends: dict[MessageQueue, tuple[int, ...]] = {}
+        still: dict[MessageQueue, tuple[int, float]] = {}
         total = unknown = 0
         for p in view.progress:
             mq = p.queue
@@ -218,6 +227,9 @@ class Dashboard:
             else:
                 total += p.diff
                 trend = (*trend[keep:], lag)
+                since = old_still.get(mq)
+                still[mq] = since if since is not None and since[0] == p.consumer_offset else (
+                    p.consumer_offset, taken_at)
             if trend:
                 trends[mq] = trend
         if old is not None and old.view is before:
@@ -234,7 +246,7 @@ class Dashboard:
             keys = {queue_key(mq): n for n, mq in enumerate(ordered)}
         no_inflight = "inflight" in view.unavailable or "pull_offset" in view.unavailable
         return QueueIndex(view, keys, ordered, progress, previous, view.owners(), trends, total,
-                          len(progress) - unknown, unknown, no_inflight, group_summary(view))
+                          len(progress) - unknown, unknown, no_inflight, group_summary(view), still)
 
     def commit(self, prepared: Prepared) -> None:
         """Take a prepared round in (cheap: no pass over the queues)."""
@@ -489,6 +501,13 @@ class QueueRows(Mapping[str, QueueRow]):
     def __contains__(self, key: object) -> bool:
         return key in self.index.keys
 
+    def _filtered(self, mq: MessageQueue) -> bool:
+        """Whether the doctor's rule lets broker-side filtering explain that ``mq``'s consumer
+        offset has been still since the polls first saw it at its value."""
+        since = self.index.still_since.get(mq)
+        still_ms = self.now_ms - since[1] * 1000 if since is not None else 0.0
+        return filtering_may_explain(self.index.view, mq, still_ms)
+
     def _row(self, mq: MessageQueue) -> QueueRow:
         index = self.index
         holders = tuple(index.owners.get(mq, ()))
@@ -504,7 +523,8 @@ class QueueRows(Mapping[str, QueueRow]):
             p.broker_offset if known else None, p.consumer_offset if known else None, p.lag,
             # a number this source cannot supply is unknown in every row (as in ``group progress``)
             p.inflight if known and not index.no_inflight else None, p.age_ms(self.now_ms),
-            index.trends.get(mq, ()), queue_status(p, index.before.get(mq), holders),
+            index.trends.get(mq, ()),
+            queue_status(p, index.before.get(mq), holders, filtering_may_explain=self._filtered(mq)),
         )
 
 

@@ -21,8 +21,28 @@ from rmqctl.doctor.context import (
     queue_dict,
     queues_text,
 )
-from rmqctl.model import ConsumerRunningInfo, Finding, MessageQueue, ProcessQueueInfo
+from rmqctl.model import ConsumerRunningInfo, Finding, GroupView, MessageQueue, ProcessQueueInfo
 from rmqctl.stuck import BLOCKED_AFTER_MS
+
+#: how long a held queue whose waiting messages the broker's filter drops can show no progress:
+#: the broker holds a pull that finds nothing its filter passes for up to 15 s
+#: (brokerSuspendMaxTimeMillis) before answering NO_MATCHED_MSG with the offset to skip to, and the
+#: client commits that offset with its next pull or its 5 s offset persist (ms)
+FILTER_QUIET_MS = 20_000
+
+
+def filtering_may_explain(view: GroupView, mq: MessageQueue, still_ms: float) -> bool:
+    """Whether broker-side filtering alone may explain that ``mq``'s consumer offset has not moved
+    for ``still_ms``: its holder caches nothing (it waits on a pull the broker holds back) and the
+    offset has been still for no longer than :data:`FILTER_QUIET_MS`. Without the holder's own
+    report nothing is explained."""
+    if still_ms > FILTER_QUIET_MS:
+        return False
+    for info in view.running_infos.values():
+        pq = info.mq_table.get(mq)
+        if pq is not None and not pq.dropped:
+            return pq.cached_msg_count == 0
+    return False
 
 
 def _blocked(ctx: CheckContext, cid: str, info: ConsumerRunningInfo, mq: MessageQueue,
@@ -140,10 +160,15 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
     if ctx.previous is None:
         return []
     before = progress_by_queue(ctx.previous)
+    interval_ms = max(0, ctx.view.sampled_at - ctx.previous.sampled_at)
     rows = []
     for p in ctx.view.progress:
         old = before.get(p.queue)
-        if old is None or p.diff <= 0:
+        # a topic no online client subscribes is ABANDONED_TOPIC_BACKLOG's to report; two samples
+        # closer than the broker may hold a filtered pull prove nothing about a client that
+        # waits on one
+        if old is None or p.diff <= 0 or not p.subscribed or \
+                filtering_may_explain(ctx.view, p.queue, interval_ms):
             continue
         if p.broker_offset > old.broker_offset and p.consumer_offset <= old.consumer_offset:
             rows.append({**queue_dict(p.queue), "broker_offset": [old.broker_offset, p.broker_offset],
@@ -151,13 +176,33 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
                          "diff": p.diff, "owner": p.owner})
     if not rows:
         return []
-    seconds = max(0, ctx.view.sampled_at - ctx.previous.sampled_at) / 1000
+    seconds = interval_ms / 1000
+    group = ctx.view.group
+    by_owner: dict[str | None, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_owner.setdefault(r["owner"], []).append(r)
+    parts = []
+    for owner, rs in sorted(by_owner.items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
+        queues = queues_text([MessageQueue(r["topic"], r["broker"], r["queue_id"]) for r in rs])
+        arrived = sum(r["broker_offset"][1] - r["broker_offset"][0] for r in rs)
+        waiting = sum(r["diff"] for r in rs)
+        who = f"{owner} holds {queues}" if owner else f"no client holds {queues}"
+        parts.append(f"{who}: {n_of(arrived, 'new message')} arrived and none was consumed "
+                     f"({n_of(waiting, 'message')} now wait)")
+    owners = [o for o in by_owner if o is not None]
+    fixes = []
+    if owners:
+        fixes.append(f"Take a thread dump of {and_list(sorted(owners))} (mqadmin consumerStatus -g {group} "
+                     f"-i <client id> -s) to find the listener stuck or failing in consumeMessage (see "
+                     f"BLOCKED_QUEUE and CONSUME_FAILURES).")
+    if None in by_owner:
+        fixes.append(f"Queues no client holds are consumed by nobody until a rebalance gives them to a "
+                     f"client: check that the group's clients are online and subscribe their topics "
+                     f"(mqadmin consumerConnection -g {group}; see ORPHANED_QUEUES).")
     return [finding(
         ctx, "LAG_NOT_ADVANCING", "error",
-        f"{n_of(len(rows), 'queue')} of {ctx.view.group} received messages but consumed none",
-        f"Between two samples {seconds:.0f} s apart, new messages arrived on {n_of(len(rows), 'queue')} "
-        f"while their consumer offset did not move.",
+        f"{n_of(len(rows), 'queue')} of {group} received messages but consumed none",
+        f"Between two samples {seconds:.0f} s apart, " + "; ".join(parts) + ".",
         {"interval_seconds": seconds, "queues": rows},
-        "Check the owner column: no owner means the queue is orphaned; an owner means its "
-        "listener is stuck or failing (see BLOCKED_QUEUE).",
+        " ".join(fixes),
     )]

@@ -6,7 +6,7 @@ import ast
 from dataclasses import replace
 from pathlib import Path
 
-from rmqctl.model import MessageQueue, QueueProgress
+from rmqctl.model import GroupView, MessageQueue, ProcessQueueInfo, QueueProgress
 from rmqctl.watch import Round, Sample
 from tests.tui.helpers import START, make_view
 from tui.columns import GROUP_COLUMNS, QUEUE_COLUMNS, filter_rows, human_age, sparkline
@@ -146,3 +146,31 @@ def test_consume_rate_is_committed_messages_per_second() -> None:
     assert dash.tps["orders"] is None
     dash.apply(Round(2, before, after), check=False)
     assert dash.tps["orders"] == 15.0  # (40 + 20) messages in 4 seconds
+
+
+def test_a_queue_a_broker_filter_may_explain_waits_before_it_is_called_stalled() -> None:
+    # queue 0 lags by 50 messages and its holder caches nothing: it waits on a pull the broker may
+    # hold for up to 15 s when its filter passes none of them, then commits within 5 s (the
+    # doctor's rule); only a still offset past those 20 s is stalled
+    dash = Dashboard()
+
+    def status_at(n: int, seconds: float, view: GroupView) -> str:
+        dash.apply(Round(n, dash.sample, Sample(START + seconds, {"orders": view})), check=False)
+        return queue_rows(Board(n, dash, START + seconds), "orders")["Orders|broker-a|0"].status
+
+    idle_holder = make_view("orders", offsets={0: (150, 100)})
+    assert status_at(1, 0, idle_holder) == "?"
+    assert status_at(2, 2, idle_holder) == "waiting"
+    assert status_at(3, 20, idle_holder) == "waiting"
+    assert status_at(4, 20.5, idle_holder) == "stalled"
+    # the offset moved: the count starts again
+    moved = make_view("orders", offsets={0: (160, 110)})
+    assert status_at(5, 22, moved) == "moving"
+    assert status_at(6, 24, moved) == "waiting"
+    # a holder with messages cached and none consumed is no filter's doing: stalled at once
+    mq = MessageQueue("Orders", "broker-a", 0)
+    cid = "10.0.0.1@a"
+    info = moved.running_infos[cid]
+    caching = replace(moved, running_infos={**moved.running_infos, cid: replace(
+        info, mq_table={**info.mq_table, mq: ProcessQueueInfo(cached_msg_count=7)})})
+    assert status_at(7, 26, caching) == "stalled"

@@ -219,6 +219,51 @@ def test_blocked_queue_text_names_the_client_the_queues_and_the_backlog() -> Non
     assert "lock expires (60 s)" in f.fix
 
 
+# --- ABANDONED_TOPIC_BACKLOG: warning with a backlog; a topic no online client subscribes ---------
+
+U = qs("U", 2)
+
+
+def left_behind(*rows: tuple[int, int] | None) -> GroupView:
+    """A client of T online; U's rows (broker offset, consumer offset; None: unreadable) are
+    marked as subscribed by no online client."""
+    progress = [replace(row(mq, *r) if r else row(mq, 0, 0, known=False), subscribed=False)
+                for mq, r in zip(U, rows, strict=False)]
+    return group([client(A, [S], T)], {"T": T}, progress=[*(row(q, 5, 5, A) for q in T), *progress])
+
+
+@table([
+    Case("65 messages behind a topic nobody online subscribes: warning, per queue",
+         lambda: left_behind((38, 5), (37, 5)), "warning",
+         {"topic": "U", "backlog": 65, "unknown_diff_queues": 0, "online_clients": [A],
+          "queues": [{"topic": "U", "broker": "broker-a", "queue_id": 0, "broker_offset": 38,
+                      "consumer_offset": 5, "diff": 33},
+                     {"topic": "U", "broker": "broker-a", "queue_id": 1, "broker_offset": 37,
+                      "consumer_offset": 5, "diff": 32}]}),
+    Case("one message is a backlog", lambda: left_behind((6, 5), (5, 5)), "warning", {"backlog": 1}),
+    Case("offsets kept, nothing waits: information", lambda: left_behind((5, 5), (5, 5)), "info",
+         {"backlog": 0}),
+    Case("an unreadable queue is an unknown backlog, never none", lambda: left_behind((5, 5), None), "warning",
+         {"backlog": 0, "unknown_diff_queues": 1}),
+    Case("the same rows, subscribed: ordinary progress",
+         lambda: group([client(A, [S], T)], {"T": T}, progress=[row(q, 5, 0, A) for q in T]), None),
+])
+def test_abandoned_topic_backlog(c: Case) -> None:
+    check("ABANDONED_TOPIC_BACKLOG", c)
+
+
+def test_abandoned_topic_text_names_the_topic_the_backlog_and_the_fix() -> None:
+    f = one(run_checks(left_behind((38, 5), (37, 5))), "ABANDONED_TOPIC_BACKLOG")
+    assert f.title == "65 messages wait in U, which no online client of orders-consumer subscribes"
+    assert f.detail.startswith(f"orders-consumer has committed offsets for U (U@broker-a queues 0 and 1), but "
+                               f"none of its online clients ({A}) subscribes it")
+    assert "65 messages now wait there" in f.detail and "consumerProgress" in f.detail
+    assert "start a client of the group that subscribes it" in f.fix and "consumes the 65 waiting messages" in f.fix
+    unknown = one(run_checks(left_behind(None, None)), "ABANDONED_TOPIC_BACKLOG")
+    assert unknown.title == "An unknown backlog waits in U, which no online client of orders-consumer subscribes"
+    assert "unknown for 2 queues wait there" in unknown.detail
+
+
 def test_blocked_queue_idle_time_is_measured_from_now_ms_when_given() -> None:
     v = blocked(ProcessQueueInfo(cached_msg_count=2, last_consume_timestamp=NOW - 1_000))
     assert "BLOCKED_QUEUE" not in codes(run_checks(v))
@@ -306,9 +351,9 @@ def test_dlq_backlog(c: Case) -> None:
 
 # --- LAG_NOT_ADVANCING: error; two samples, broker offset moved, consumer offset did not -----------
 
-def sampled(broker: int, consumer: int, *, at: int = NOW, known: bool = True) -> GroupView:
-    return group([client(A, [S], T[:1])], {"T": T[:1]}, progress=[row(T[0], broker, consumer, A, known=known)],
-                 sampled_at=at)
+def sampled(broker: int, consumer: int, *, at: int = NOW, known: bool = True, cached: int = 0) -> GroupView:
+    return group([client(A, [S], T[:1], pq={T[0]: ProcessQueueInfo(cached_msg_count=cached)})], {"T": T[:1]},
+                 progress=[row(T[0], broker, consumer, A, known=known)], sampled_at=at)
 
 
 @table([
@@ -586,8 +631,9 @@ def test_every_code_is_documented_in_order() -> None:
     assert CODES == (
         "SUBSCRIPTION_TAG_CONFLICT", "SUBSCRIPTION_TOPIC_CONFLICT", "BROKER_SUBSCRIPTION_DIVERGENCE",
         "IDLE_CONSUMERS", "ORPHANED_QUEUES", "DUPLICATE_CLIENT_ID", "UNEVEN_ALLOCATION",
-        "MIXED_CONSUMER_SETTINGS", "BLOCKED_QUEUE", "OFFLINE_GROUP_BACKLOG", "RETRY_BACKLOG", "DLQ_BACKLOG",
-        "LAG_NOT_ADVANCING", "QUEUE_HELD_TWICE", "CONSUME_FAILURES", "ORDERLY_QUEUE_SUSPENDED",
+        "MIXED_CONSUMER_SETTINGS", "BLOCKED_QUEUE", "OFFLINE_GROUP_BACKLOG", "ABANDONED_TOPIC_BACKLOG",
+        "RETRY_BACKLOG", "DLQ_BACKLOG", "LAG_NOT_ADVANCING", "QUEUE_HELD_TWICE", "CONSUME_FAILURES",
+        "ORDERLY_QUEUE_SUSPENDED",
         "REBALANCE_IN_PROGRESS",
     )
 
@@ -608,12 +654,15 @@ def test_checks_without_their_data_are_skipped_and_said_so() -> None:
     assert sorted(skipped) == sorted([
         "SUBSCRIPTION_TAG_CONFLICT", "SUBSCRIPTION_TOPIC_CONFLICT", "IDLE_CONSUMERS", "ORPHANED_QUEUES",
         "UNEVEN_ALLOCATION", "MIXED_CONSUMER_SETTINGS", "BLOCKED_QUEUE", "QUEUE_HELD_TWICE",
-        "ORDERLY_QUEUE_SUSPENDED"])
+        "ORDERLY_QUEUE_SUSPENDED", "ABANDONED_TOPIC_BACKLOG"])
     assert skipped["BLOCKED_QUEUE"] == "needs running_infos: the dashboard does not relay it"
     # the uneven split is not reported (its data is declared missing); the duplicate id still is
     assert codes(run_checks(v, resampled=True)) == ["DUPLICATE_CLIENT_ID"]
     dup_missing = replace(v, unavailable={"duplicate_clients": "not listed"})
     assert "DUPLICATE_CLIENT_ID" in skipped_checks(dup_missing)
+    # a source that cannot list the topics the group has offsets for cannot find topics left behind
+    assert list(skipped_checks(replace(v, unavailable={"offset_topics": "not listed"}))) == [
+        "ABANDONED_TOPIC_BACKLOG"]
     assert "DUPLICATE_CLIENT_ID" not in codes(run_checks(dup_missing))
 
 
@@ -691,6 +740,43 @@ def test_a_pull_consumer_listed_first_does_not_hide_a_blocked_push_consumer() ->
     assert [q["client"] for q in f.evidence["queues"]] == [B]
 
 
+def test_lag_not_advancing_text_names_the_owner_the_queues_and_the_messages() -> None:
+    f = one(run_checks(sampled(105, 40, at=NOW + 30_000), sampled(100, 40)), "LAG_NOT_ADVANCING")
+    assert f.detail == (f"Between two samples 30 s apart, {A} holds T@broker-a queue 0: 5 new messages arrived "
+                        f"and none was consumed (65 messages now wait).")
+    assert f"thread dump of {A} (mqadmin consumerStatus -g orders-consumer -i <client id> -s)" in f.fix
+    assert "owner column" not in f.fix and "ORPHANED_QUEUES" not in f.fix
+    before = group([client(A, [S], T[:1])], {"T": T[:2]}, progress=[row(T[0], 10, 0, A), row(T[1], 10, 0)])
+    after = group([client(A, [S], T[:1])], {"T": T[:2]}, sampled_at=NOW + 30_000,
+                  progress=[row(T[0], 12, 0, A), row(T[1], 13, 0)])
+    f = one(run_checks(after, before, resampled=True), "LAG_NOT_ADVANCING")
+    assert f.detail.endswith(f"{A} holds T@broker-a queue 0: 2 new messages arrived and none was consumed "
+                             "(12 messages now wait); no client holds T@broker-a queue 1: 3 new messages "
+                             "arrived and none was consumed (13 messages now wait).")
+    assert "mqadmin consumerConnection -g orders-consumer" in f.fix
+
+
+@table([
+    Case("2 s apart, nothing cached: a pull the broker holds for its filter may explain it",
+         lambda: sampled(105, 40, at=NOW + 2_000), None, previous=lambda: sampled(100, 40)),
+    Case("20 s apart, nothing cached: still within the broker's 15 s hold and the 5 s commit",
+         lambda: sampled(105, 40, at=NOW + 20_000), None, previous=lambda: sampled(100, 40)),
+    Case("20.001 s apart, nothing cached: no filter explains it any more",
+         lambda: sampled(105, 40, at=NOW + 20_001), "error", previous=lambda: sampled(100, 40)),
+    Case("2 s apart, messages cached and not consumed: the listener, not the filter",
+         lambda: sampled(105, 40, at=NOW + 2_000, cached=5), "error", previous=lambda: sampled(100, 40)),
+])
+def test_lag_not_advancing_waits_out_a_broker_filtered_pull(c: Case) -> None:
+    check("LAG_NOT_ADVANCING", c)
+
+
+def test_lag_not_advancing_leaves_a_topic_left_behind_to_its_own_finding() -> None:
+    before = left_behind((30, 5), (30, 5))
+    after = replace(left_behind((38, 5), (37, 5)), sampled_at=NOW + 10_000)
+    found = codes(run_checks(after, before))
+    assert "LAG_NOT_ADVANCING" not in found and "ABANDONED_TOPIC_BACKLOG" in found
+
+
 def test_lag_not_advancing_with_one_message_waiting() -> None:
     f = one(run_checks(sampled(101, 100, at=NOW + 30_000), sampled(100, 100)), "LAG_NOT_ADVANCING")
     assert f.evidence["queues"][0]["diff"] == 1
@@ -709,7 +795,7 @@ def test_lag_not_advancing_past_a_queue_new_in_the_second_sample() -> None:
     ("a clock that went back between the samples", NOW + 5_000, NOW),
 ])
 def test_lag_not_advancing_interval_is_never_negative(case: str, earlier: int, later: int) -> None:
-    f = one(run_checks(sampled(110, 40, at=later), sampled(100, 40, at=earlier)), "LAG_NOT_ADVANCING")
+    f = one(run_checks(sampled(110, 40, at=later, cached=3), sampled(100, 40, at=earlier)), "LAG_NOT_ADVANCING")
     assert f.evidence["interval_seconds"] == 0.0, case
 
 
