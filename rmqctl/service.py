@@ -797,12 +797,18 @@ def _owners(infos: Mapping[str, ConsumerRunningInfo]) -> dict[MessageQueue, str]
 def _uncommitted_row(mq: MessageQueue, owner: str, min_offset: int | None, max_offset: int | None,
                      pq: ProcessQueueInfo | None) -> QueueProgress:
     """The row of a held queue the group never committed an offset for: everything from the
-    queue's min offset (or from the holder's own offset, when further on) is still to consume."""
+    queue's min offset is still to consume, or from where the holder's running info says it is,
+    when further on: its own offset, or the oldest message it has pulled and not finished (a
+    client that started at the queue's end, CONSUME_FROM_LAST_OFFSET, never owed what came
+    before)."""
     if min_offset is None or max_offset is None:
         return QueueProgress(mq, 0, 0, None, 0, owner, offsets_from="unknown")
     consumer = min_offset
-    if pq is not None and min_offset < pq.commit_offset <= max_offset:
-        consumer = pq.commit_offset
+    if pq is not None:
+        own = [pq.commit_offset]
+        if pq.cached_msg_count > 0:
+            own.append(pq.cached_msg_min_offset)
+        consumer = max([min_offset, *(o for o in own if min_offset < o <= max_offset)])
     return QueueProgress(mq, max_offset, consumer, None, 0, owner, offsets_from="no_commit")
 
 

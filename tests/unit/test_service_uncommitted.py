@@ -30,9 +30,10 @@ class NeverCommittedU(TwoBrokers):
     committed only on T (consume stats and the offset table list T alone). U's queues span
     ``u_min``..``u_max``."""
 
-    def __init__(self, capabilities: Capabilities, u_min: int, u_max: int) -> None:
+    def __init__(self, capabilities: Capabilities, u_min: int, u_max: int, *, cached_from: int = 0) -> None:
         super().__init__(capabilities)
         self.u = (u_min, u_max)
+        self.cached_from = cached_from
         self.configs[A] = {G: SubscriptionGroupConfig(G)}
 
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
@@ -53,7 +54,7 @@ class NeverCommittedU(TwoBrokers):
     async def consumer_running_info(self, address: str, group: str, client_id: str) -> ConsumerRunningInfo:
         self._read("consumer_running_info", address)
         return info(client_id, [parse_tag_expression(t, "*", 1) for t in ("T", "U")], [*T_HELD, *U_HELD],
-                    cached_msg_count=3)
+                    cached_msg_count=3, cached_msg_min_offset=self.cached_from)
 
 
 REMOTING = Capabilities(lists_group_topics=True)
@@ -104,3 +105,11 @@ def test_a_back_ends_own_group_list_says_it_cannot_count_never_committed_topics(
     assert "total_diff" in result.unavailable["uncommitted_topics"]
     assembled = asyncio.run(ClusterService(NeverCommittedU(REMOTING, 0, 0)).group_summaries())
     assert assembled.unavailable == {}
+
+
+def test_a_holder_that_started_past_the_min_offset_owes_only_what_it_pulled_on() -> None:
+    # the client started at offset 6 (CONSUME_FROM_LAST_OFFSET) and hangs on what it pulled from there
+    backend = NeverCommittedU(REMOTING, 2, 10, cached_from=6)
+    view = asyncio.run(ClusterService(backend, FakeClock()).group_view(G))
+    assert [(p.consumer_offset, p.diff) for p in view.progress if p.queue.topic == "U"] == [(6, 4), (6, 4)]
+    assert summary_of(NeverCommittedU(REMOTING, 2, 10, cached_from=6)).total_diff == 12 + 4 + 4
