@@ -22,6 +22,7 @@ from rmqctl.doctor.context import (
     progress_by_queue,
     queue_dict,
     queues_by_topic,
+    queues_text,
 )
 from rmqctl.model import RETRY_PREFIX, Finding, sort_queues
 
@@ -87,9 +88,9 @@ def orphaned_queues(ctx: CheckContext) -> list[Finding]:
     return [finding(
         ctx, "ORPHANED_QUEUES", "error" if lag > 0 or unknown else "warning",
         f"{n_of(len(orphans), 'queue')} of {view.group} {are(len(orphans))} held by no client",
-        f"While the group is online, {n_of(len(orphans), 'queue')} {are(len(orphans))} held by none of its "
-        f"clients, so nobody pulls {'it' if len(orphans) == 1 else 'them'}; the backlog ({backlog}) grows "
-        f"until the allocation changes.",
+        f"While the group is online ({and_list(sorted(view.running_infos))}), {queues_text(orphans)} "
+        f"{are(len(orphans))} held by none of its clients, so nobody pulls {'it' if len(orphans) == 1 else 'them'}; "
+        f"the backlog ({backlog}) grows until the allocation changes.",
         {"queues": [{**queue_dict(mq), "diff": lags[mq]} for mq in orphans], "total_diff": lag,
          "unknown_diff_queues": [queue_dict(mq) for mq in unknown]},
         "Look for the cause among the other findings (different topic sets, duplicate client ids, "

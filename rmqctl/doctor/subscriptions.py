@@ -28,6 +28,7 @@ from rmqctl.doctor.context import (
     progress_by_queue,
     queue_dict,
     queues_by_topic,
+    queues_text,
 )
 from rmqctl.model import (
     RETRY_PREFIX,
@@ -463,6 +464,10 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
                                   for mq, why in stuck_held.items() if mq.topic == topic],
         })
     stuck = sum(len(t["never_pulled_queues"]) for t in per_topic)
+    allocated = {MessageQueue(q["topic"], q["broker"], q["queue_id"]): q["allocated_to"]
+                 for t in per_topic for q in t["never_pulled_queues"] if q["allocated_to"] is not None}
+    never = sort_queues(allocated)
+    to_whom = sorted(set(allocated.values()))
     lag = sum(q["diff"] or 0 for t in per_topic for q in t["never_pulled_queues"])
     unknown = sum(1 for t in per_topic for q in t["never_pulled_queues"] if q["diff"] is None)
     lag_text = backlog_text(lag, unknown)
@@ -478,7 +483,10 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
         f"keeps the topic set of whichever client heartbeated last, so the others' pulls fail with "
         f"'the consumer's subscription not exist' and progress comes in bursts. Every client also "
         f"takes part in every topic's allocation, so {n_of(stuck, 'queue')} {are(stuck)} allocated to clients "
-        f"that never subscribed them: nobody pulls them and their lag ({lag_text}) only grows."
+        f"that never subscribed them"
+        + (f" ({'; '.join(f'{queues_text([q for q in never if allocated[q] == c])} to {c}' for c in to_whom)})"
+           if never else "")
+        + f": nobody pulls them and their lag ({lag_text}) only grows."
         + held_text
     )
     return [finding(

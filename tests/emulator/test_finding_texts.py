@@ -25,3 +25,15 @@ def test_tag_conflict_states_how_many_sampled_messages_were_lost() -> None:
 def test_emulator_run_counts_the_same_loss() -> None:
     result = CliRunner().invoke(app, ["emulator", "run", "tag-overwrite"])
     assert "14 messages lost" in result.stdout
+
+
+def test_topic_conflict_and_orphaned_queues_name_the_queues_and_the_clients() -> None:
+    # topic-overwrite by hand: c1 subscribes topicA, c2 topicB, 4 queues each, AVG over both
+    # clients: topicA queues 2-3 go to c2 and topicB queues 0-1 to c1, which never pull them
+    result = CliRunner().invoke(app, ["--emulator", "topic-overwrite", "-o", "json", "doctor", "g1"])
+    found = {f["code"]: f for f in json.loads(result.stdout)["findings"]}
+    assert ("(topicB@broker-a queues 0 and 1 to 10.0.0.1@c1; topicA@broker-a queues 2 and 3 to 10.0.0.2@c2)"
+            in found["SUBSCRIPTION_TOPIC_CONFLICT"]["detail"])
+    assert found["ORPHANED_QUEUES"]["detail"].startswith(
+        "While the group is online (10.0.0.1@c1 and 10.0.0.2@c2), topicA@broker-a queues 2 and 3; "
+        "topicB@broker-a queues 0 and 1 are held by none of its clients")
