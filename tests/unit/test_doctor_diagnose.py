@@ -11,7 +11,7 @@ import pytest
 
 from rmqctl import errors
 from rmqctl.doctor import REBALANCE_WAIT, diagnose
-from rmqctl.model import GroupView, SampledMessage, TagSample
+from rmqctl.model import GroupView, ProcessQueueInfo, SampledMessage, TagSample
 from tests.fake_source import FakeClock, FakeSource
 from tests.unit.doctor_views import NOW, A, B, client, codes, group, one, qs, row, sub
 
@@ -41,8 +41,12 @@ class ScriptedSource(FakeSource):
         return replace(view, tag_samples={mq: TagSample(mq, 0, 1, (SampledMessage(mq, 0, "tagZ"),))})
 
 
+#: A's listener sits on messages it pulled from queue 0 (so no broker filter explains a still offset)
+CACHED = {T[0]: ProcessQueueInfo(cached_msg_count=5)}
+
+
 def settled(consumer: int = 40, broker: int = 100, name: str = "orders-consumer") -> GroupView:
-    return replace(group([client(A, [S], T[:2]), client(B, [S], T[2:])], {"T": T},
+    return replace(group([client(A, [S], T[:2], pq=CACHED), client(B, [S], T[2:])], {"T": T},
                          progress=[row(T[0], broker, consumer, A)]), group=name)
 
 
@@ -103,7 +107,8 @@ async def test_lag_checks_compare_with_the_first_sample_even_after_a_resample() 
 
 def moving_with(broker: int) -> GroupView:
     v = moving()
-    return replace(v, progress=(row(T[0], broker, 40, A), *v.progress[1:]))
+    return replace(v, progress=(row(T[0], broker, 40, A), *v.progress[1:]), running_infos={
+        **v.running_infos, A: client(A, [S], T[:2], pq=CACHED)})
 
 
 async def test_a_missing_group_alone_is_an_error() -> None:
