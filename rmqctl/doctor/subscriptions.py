@@ -263,24 +263,6 @@ def _sample_basis(samples: Mapping[MessageQueue, TagSample]) -> str:
             f"more).")
 
 
-def _loss_sentence(tally: _Tally, sampled: int) -> str:
-    """`` Of these 20 sampled messages, 14 were lost (…), 6 delivered.``: the sample's total loss."""
-    filtered = sum(tally.filtered.values())
-    dropped = {c: n for c, v in sorted(tally.dropped.items()) if (n := sum(v.values()))}
-    lost = filtered + sum(dropped.values())
-    delivered = sum(sum(v.values()) for v in tally.received.values())
-    pending = sum(tally.pending.values())
-    how = ([f"{filtered} filtered out by the broker"] if filtered else []) + [
-        f"{n} dropped by {c}" for c, n in dropped.items()]
-    text = f" Of these {n_of(sampled, 'sampled message')}, {lost} {'was' if lost == 1 else 'were'} lost"
-    if how:
-        text += f" ({and_list(how)})"
-    text += f", {delivered} delivered"
-    if pending:
-        text += f" and {pending} not consumed yet"
-    return text + "."
-
-
 def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, list[str]],
                   progress: Mapping[MessageQueue, QueueProgress]) -> Finding:
     view = ctx.view
@@ -356,8 +338,6 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
         detail += (f" A SQL92 client ({and_list(sql_clients)}) keeps whatever the broker sends it: "
                    f"the client library filters by tag only.")
     detail += " " + _sample_basis(samples)
-    if samples:
-        detail += _loss_sentence(tally, sum(len(s.messages) for s in samples.values()))
     wants_all = any(s.is_all for s in present.values())
     union = sorted({t for s in present.values() for t in s.tags})
     suggestion = SUB_ALL if wants_all or not union else " || ".join(union)
