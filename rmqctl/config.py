@@ -45,6 +45,8 @@ _CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
     "dashboard": (str, dict), "dashboard_user": str, "dashboard_password": str,
     # writes (group reset …) refuse on a read-only context; a context without the key is read-only
     "read_only": bool,
+    # 5.x proxies' remoting addresses: a list, or one string 'host:8080;host2:8080'
+    "proxy": (list, str),
 }
 _SECRET_KEYS = frozenset({"secret_key", "dashboard_password"})
 
@@ -259,6 +261,27 @@ class Resolved:
     #: writes refuse: the context says ``read_only = true`` or has no ``read_only`` key; name
     #: servers named without a context (``-n``, ``NAMESRV_ADDR``) are not read-only
     read_only: bool = False
+    #: 5.x proxies' remoting addresses (``--proxy``, else the context's ``proxy``)
+    proxies: tuple[str, ...] = ()
+
+
+def split_addresses(value: str | list[Any] | None, where: str) -> tuple[str, ...]:
+    """``host:port`` addresses from ``'a:1;b:2'`` or a list of them (a context's ``proxy``)."""
+    if value is None:
+        return ()
+    items = value.split(";") if isinstance(value, str) else value
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            raise errors.ConfigError(f"{where} must hold host:port strings")
+        item = item.strip()
+        if not item:
+            continue
+        host, colon, port = item.rpartition(":")
+        if not colon or not host or not port.isdigit() or "://" in item:
+            raise errors.UsageError(f"{where} takes host:port, not {item!r}")
+        out.append(item)
+    return tuple(dict.fromkeys(out))
 
 
 def dashboard_of(ctx: dict[str, Any], ctx_name: str) -> tuple[str | None, str | None, str | None]:
@@ -284,6 +307,7 @@ def resolve_connection(
     dashboard: str | None = None,
     config: Config | None = None,
     dashboards: bool = True,
+    proxy: str | None = None,
 ) -> Resolved:
     """The one place that decides what a command reads, first match wins (``dashboards=False``:
     name servers only, for what speaks the native protocol alone).
@@ -339,8 +363,13 @@ def resolve_connection(
     problem = timeout_problem(effective)
     if problem:
         raise errors.UsageError(f"--timeout {problem}")
+    proxies = split_addresses(proxy, "--proxy") if proxy else split_addresses(
+        ctx.get("proxy"), f"contexts.{ctx_name}.proxy")
+    if proxies and login:
+        raise errors.UsageError("--proxy reads proxies over the native protocol; a dashboard cannot",
+                                hint="name the name servers with -n instead of a dashboard")
     return Resolved(address, login, effective, keys, ctx_name,
-                    read_only=bool(ctx_name) and ctx.get("read_only", True) is not False)
+                    read_only=bool(ctx_name) and ctx.get("read_only", True) is not False, proxies=proxies)
 
 
 @dataclass(frozen=True)
@@ -352,6 +381,7 @@ class Target:
     credentials: AccessKeys | None
     context: str | None
     read_only: bool = False
+    proxies: tuple[str, ...] = ()
 
 
 def resolve(
@@ -360,11 +390,12 @@ def resolve(
     context: str | None,
     timeout: float | None,
     config: Config | None = None,
+    proxy: str | None = None,
 ) -> Target:
     """The name servers, timeout and ACL keys of this invocation (:func:`resolve_connection`
     when it reads name servers, a context's dashboard left aside)."""
     resolved = resolve_connection(namesrv=namesrv, context=context, timeout=timeout, config=config,
-                                  dashboards=False)
+                                  dashboards=False, proxy=proxy)
     assert resolved.namesrv is not None  # without dashboards, a name server or a UsageError
     return Target(resolved.namesrv, resolved.timeout, resolved.credentials, resolved.context,
-                  resolved.read_only)
+                  resolved.read_only, resolved.proxies)

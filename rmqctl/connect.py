@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from rmqctl import errors
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.clock import Clock
 from rmqctl.config import resolve
@@ -49,6 +50,8 @@ class Target:
     #: a rocketmq-dashboard URL to read through (else a context's ``dashboard`` when it has one
     #: and no name server was named)
     dashboard: str | None = None
+    #: 5.x proxies' remoting addresses, ``'host:8080;host2:8080'`` (else the context's ``proxy``)
+    proxy: str | None = None
 
 
 def _registry_dir() -> Path:
@@ -94,20 +97,27 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
     if web is not None:
         from rmqctl.backends.dashboard import open_dashboard_backend
 
+        if target.proxy:
+            raise errors.UsageError("--proxy reads proxies over the native protocol; a dashboard cannot",
+                                    hint="name the name servers with -n instead of a dashboard")
+
         async with open_dashboard_backend(web.url, username=web.username, password=web.password,
                                           timeout=web.timeout) as backend:
             service = ClusterService(backend)
             yield Opened(service, f"dashboard {web.url}", service.clock)
         return
-    resolved = resolve(namesrv=target.namesrv, context=target.context, timeout=target.timeout)
+    resolved = resolve(namesrv=target.namesrv, context=target.context, timeout=target.timeout,
+                       proxy=target.proxy)
     keys = resolved.credentials
     admin = AdminClient(
         parse_namesrv(resolved.namesrv), timeout=resolved.timeout,
         credentials=Credentials(keys.access_key, keys.secret_key, keys.security_token) if keys else None,
     )
     clock = await served_emulator_clock(resolved.namesrv)
-    source = ClusterService(RemotingBackend(admin), clock)
+    source = ClusterService(RemotingBackend(admin), clock, proxies=resolved.proxies)
     label = f"namesrv {resolved.namesrv}"
+    if resolved.proxies:
+        label += f", proxy {';'.join(resolved.proxies)}"
     if resolved.context:
         label = f"context {resolved.context} ({label})"
     if clock is not None:

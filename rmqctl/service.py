@@ -28,7 +28,9 @@ from rmqctl.backends import Backend
 from rmqctl.clock import Clock, SystemClock
 from rmqctl.fanout import fan_out
 from rmqctl.model import (
+    DEFAULT_PROXY_REMOTING_PORT,
     DLQ_PREFIX,
+    HEARTBEAT_SYNC_GROUP,
     RETRY_PREFIX,
     SYSTEM_GROUPS,
     BrokerRuntime,
@@ -43,12 +45,14 @@ from rmqctl.model import (
     MessageQueue,
     MessageRef,
     ProcessQueueInfo,
+    ProxyClients,
     QueueProgress,
     SampledMessage,
     TagSample,
     TopicOffset,
     TopicRoute,
     TopicStats,
+    client_sdk,
     decode_offset_message_id,
     retry_topic_groups,
     version_desc,
@@ -93,9 +97,15 @@ def all_failed(failures: Mapping[str, errors.RmqctlError], message: str) -> erro
 class ClusterService:
     """Cluster-wide reads over one back end, stamped with one clock."""
 
-    def __init__(self, backend: Backend, clock: Clock | None = None) -> None:
+    def __init__(self, backend: Backend, clock: Clock | None = None, *, proxies: Sequence[str] = ()) -> None:
         self.backend = backend
         self._clock: Clock = clock or SystemClock()
+        #: 5.x proxies' remoting addresses named by the user (``--proxy``, a context's ``proxy``)
+        self.proxies = tuple(dict.fromkeys(proxies))
+        #: proxies the brokers revealed, found once per service (address → how)
+        self._found_proxies: dict[str, str] | None = None
+        #: revealed proxies whose guessed address did not answer once: not asked again
+        self._silent_proxies: dict[str, str] = {}
 
     @property
     def clock(self) -> Clock:
@@ -259,18 +269,22 @@ class ClusterService:
                 self._fan_out(masters, lambda addr: self.backend.consume_stats(addr, group)),
                 self._fan_out(masters, offset_topics),
             )
+            proxies, proxy_failures = await self._proxy_clients(
+                masters, group, discover=not conns and not conn_failures)
         except errors.RmqctlError as exc:
             return GroupSummary(group, 0, None, None, None, 0, error=str(exc))
         unlisted = sorted({t for b, ts in topics.items() if b in stats
                            for t in set(ts) - {mq.topic for mq in stats[b].offsets}})
         clients = {c.client_id: c for cc in conns.values() for c in cc.connections}
-        cc0 = next(iter(conns.values()), None)
+        add_proxy_clients(clients, proxies)
+        cc0 = next(iter(conns.values()), None) or next((p.connection for p in proxies if p.connection), None)
         diff = sum(
             e.broker_offset - e.consumer_offset for s in stats.values() for e in s.offsets.values()
         )
         tps = sum(s.consume_tps for s in stats.values())
-        version = min((c.version for c in clients.values()), default=None)
-        failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures}
+        # a gRPC client's listed version is its proxy's, not its own
+        version = min((c.version for c in clients.values() if c.sdk != "grpc"), default=None)
+        failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures, **proxy_failures}
         caps = self.backend.capabilities
         # a subscribed topic the group never committed on a broker: consume stats leave it out
         never = sorted({(b, t) for b, cc in conns.items() if b in stats and b in topics and b in masters
@@ -345,7 +359,11 @@ class ClusterService:
         try:
             conns_by_broker, conn_failures = await self._connections(masters, group)
             connections, relay, duplicates = merge_connections(conns_by_broker, masters)
-            known_topics = sorted({t for cc in conns_by_broker.values() for t in cc.subscriptions})
+            proxies, proxy_failures = await self._proxy_clients(
+                masters, group, discover=not connections and not conn_failures)
+            add_proxy_clients(connections, proxies)
+            listed = [*conns_by_broker.values(), *(p.connection for p in proxies if p.connection)]
+            known_topics = sorted({t for cc in listed for t in cc.subscriptions})
             (infos, info_failures), routes, (dlq, dlq_failures), (offset_topics, ot_failures) = await asyncio.gather(
                 self._running_infos(relay if running_info else {}, group),
                 self._routes(known_topics),
@@ -369,6 +387,7 @@ class ClusterService:
         failures.update(info_failures)
         failures.update(dlq_failures)
         failures.update(ot_failures)
+        failures.update(proxy_failures)
 
         owners = _owners(infos)
 
@@ -403,11 +422,13 @@ class ClusterService:
             progress = tuple(dataclasses.replace(p, subscribed=False) if p.queue.topic in left_behind else p
                              for p in progress)
 
-        return assemble_view(
+        view = assemble_view(
             group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
             progress=progress, topic_queues=topic_queues, dlq=dlq, failures=failures,
             sampled_at=int(self._clock.now() * 1000), unavailable=self._unavailable(masters),
+            proxies=tuple(proxies),
         )
+        return pop_view(view) if view.pop else view
 
     def _unavailable(self, masters: Mapping[str, str]) -> dict[str, str]:
         """What the back end declares it cannot supply, for a view of this cluster."""
@@ -417,6 +438,69 @@ class ClusterService:
             out["broker_subscriptions"] = caps.connections_of_one_broker
             out["duplicate_clients"] = caps.connections_of_one_broker
         return out
+
+    async def proxy_addresses(self, masters: Mapping[str, str], *, discover: bool = True) -> dict[str, str]:
+        """The proxies to read, address → how rmqctl knew it (``named``, or ``brokers`` for one
+        the brokers revealed, with ``discover``). Every 5.x proxy in cluster mode is a client of
+        the heartbeat-sync group on each broker; the brokers show its host, not its remoting
+        port, so a proxy found that way is read on the default port unless a named proxy has the
+        same host."""
+        if not discover:
+            return {address: "named" for address in self.proxies}
+        if self._found_proxies is None:
+            async def sync_clients(addr: str) -> ConsumerConnection | None:
+                try:
+                    return await self.backend.consumer_connection(addr, HEARTBEAT_SYNC_GROUP)
+                except errors.ConsumerNotOnline:
+                    return None
+
+            listed, _ = await self._fan_out(masters, sync_clients)
+            hosts = sorted({c.client_addr.rpartition(":")[0] or c.ip
+                            for cc in listed.values() if cc is not None for c in cc.connections})
+            self._found_proxies = {f"{host}:{DEFAULT_PROXY_REMOTING_PORT}": "brokers" for host in hosts if host}
+        named_hosts = {address.rpartition(":")[0] for address in self.proxies}
+        out = {address: "named" for address in self.proxies}
+        for address, found_by in self._found_proxies.items():
+            if address.rpartition(":")[0] not in named_hosts:
+                out.setdefault(address, found_by)
+        return out
+
+    async def _proxy_clients(
+        self, masters: Mapping[str, str], group: str, *, discover: bool
+    ) -> tuple[list[ProxyClients], dict[str, errors.RmqctlError]]:
+        """What each proxy lists for ``group``: the named ones, and with ``discover`` (the
+        brokers list no client of the group, as for a group of gRPC clients) the ones the brokers
+        reveal. A named proxy that fails is a partial result (``proxy:<address>``); one only the
+        brokers revealed, read on the default port, is a guess: its failure is noted on it, not
+        counted against the view, and it is not asked again."""
+        if not self.backend.capabilities.reads_proxies or not (discover or self.proxies):
+            return [], {}
+        addresses = await self.proxy_addresses(masters, discover=discover)
+        silent = {a: self._silent_proxies[a] for a in addresses if a in self._silent_proxies}
+
+        async def one(address: str) -> ConsumerConnection | None:
+            try:
+                cc = await self.backend.consumer_connection(address, group)
+            except errors.ConsumerNotOnline:
+                return None
+            return cc if cc.connections else None
+
+        found, failures = await self._fan_out({a: a for a in addresses if a not in silent}, one)
+        out: list[ProxyClients] = []
+        partial: dict[str, errors.RmqctlError] = {}
+        for address, found_by in sorted(addresses.items()):
+            error = failures.get(address)
+            if error is not None and found_by == "named":
+                partial[f"proxy:{address}"] = error
+            note = silent.get(address)
+            if error is not None:
+                note = str(error)
+                if found_by != "named":
+                    note = self._silent_proxies[address] = (
+                        f"a broker lists a proxy on this host, but the default remoting port did not "
+                        f"answer ({error}); name it with --proxy host:port")
+            out.append(ProxyClients(address, found_by, found.get(address), note))
+        return out, partial
 
     async def _configured(self, masters: Mapping[str, str], group: str) -> bool:
         """Whether any broker keeps a config for ``group`` (a group with no client and no offset)."""
@@ -856,6 +940,33 @@ def merge_connections(
     return connections, relay, duplicates
 
 
+def add_proxy_clients(connections: dict[str, ClientConnection], proxies: Iterable[ProxyClients]) -> None:
+    """Add to ``connections`` (client id → connection, what the brokers list) the clients only
+    proxies list, each marked with the first proxy that lists it and the SDK it speaks; every
+    broker-listed client is a remoting one."""
+    for cid, conn in list(connections.items()):
+        connections[cid] = dataclasses.replace(conn, sdk=client_sdk(cid, via_proxy=False))
+    for proxy in proxies:
+        if proxy.connection is None:
+            continue
+        for conn in proxy.connection.connections:
+            connections.setdefault(conn.client_id, dataclasses.replace(
+                conn, proxy=proxy.address, sdk=client_sdk(conn.client_id, via_proxy=True)))
+
+
+#: why in-flight messages of a POP group are unknown
+POP_INFLIGHT = ("POP consumption commits no pull offset and moves the consumer offset when a message "
+                "is popped, not when it is ACKed: the consume stats do not show what is in flight")
+
+
+def pop_view(view: GroupView) -> GroupView:
+    """A POP group's view: the pull offsets of its consume stats say nothing (POP never commits
+    one), so they and the in-flight counts are unknown rather than 0."""
+    progress = tuple(dataclasses.replace(p, pull_offset=None) for p in view.progress)
+    unavailable = {**view.unavailable, "pull_offset": POP_INFLIGHT, "inflight": POP_INFLIGHT}
+    return dataclasses.replace(view, progress=progress, unavailable=unavailable)
+
+
 def assemble_view(
     group: str,
     conns_by_broker: Mapping[str, ConsumerConnection],
@@ -869,12 +980,13 @@ def assemble_view(
     failures: Mapping[str, errors.RmqctlError],
     sampled_at: int,
     unavailable: Mapping[str, str] | None = None,
+    proxies: tuple[ProxyClients, ...] = (),
 ) -> GroupView:
     """The :class:`GroupView` of the parts read; the group's consume type, model and start point
     come from the first broker that lists its connections. ``sampled_at`` is the clock's "now" in
     epoch ms (what the checks compare client timestamps with)."""
     first = next(iter(sorted(conns_by_broker.items())), None)
-    cc0 = first[1] if first else None
+    cc0 = first[1] if first else next((p.connection for p in proxies if p.connection is not None), None)
     return GroupView(
         group=group,
         connections=tuple(sorted(connections.values(), key=lambda c: c.client_id)),
@@ -890,4 +1002,5 @@ def assemble_view(
         sampled_at=sampled_at,
         errors=failures,
         unavailable=unavailable or {},
+        proxies=proxies,
     )

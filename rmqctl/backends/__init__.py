@@ -66,6 +66,9 @@ class Capabilities:
     #: why, when the back end cannot look one message up by its id or a key (``view_message``,
     #: ``query_messages``); ``None`` when it can
     message_lookups_unavailable: str | None = None
+    #: ``consumer_connection`` also answers for a 5.x proxy's remoting address (the service
+    #: then adds the clients proxies list, gRPC ones included, to each group view)
+    reads_proxies: bool = True
     #: errors that end the whole command rather than one broker's read (a dashboard's shared
     #: deadline, a failed re-login): the service's fan-out re-raises them
     fatal: tuple[type[errors.RmqctlError], ...] = ()

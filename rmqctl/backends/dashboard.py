@@ -77,7 +77,7 @@ class DashboardBackend:
             unavailable={"pull_offset": NO_PULL_OFFSET, "inflight": NO_PULL_OFFSET, "offset_topics": NO_OFFSET_TOPICS},
             connections_of_one_broker=None if self._v2 else ONE_BROKER_ONLY,
             lists_groups=True, lists_subscription_groups=False, queue_offsets=False, message_reads=False,
-            message_lookups_unavailable=NO_MESSAGE_LOOKUPS,
+            message_lookups_unavailable=NO_MESSAGE_LOOKUPS, reads_proxies=False,
             # the command shares one deadline, and a failed re-login ends it
             fatal=(errors.TimeoutError, errors.ConfigError),
         )

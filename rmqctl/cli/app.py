@@ -28,6 +28,7 @@ from rmqctl.cli.common import (
     EmulatorOpt,
     NamesrvOpt,
     OutputOpt,
+    ProxyOpt,
     Settings,
     TimeoutOpt,
     console,
@@ -114,6 +115,7 @@ def main_callback(
     emulator: EmulatorOpt = None,
     at: AtOpt = None,
     dashboard: DashboardOpt = None,
+    proxy: ProxyOpt = None,
     debug: Annotated[bool, typer.Option("--debug", help="Tracebacks and wire logs on stderr.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
@@ -130,6 +132,7 @@ def main_callback(
         emulator=emulator,
         at=at,
         dashboard=dashboard,
+        proxy=proxy,
     )
 
 

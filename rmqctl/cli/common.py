@@ -71,6 +71,11 @@ EmulatorOpt = Annotated[
     typer.Option("--emulator", help="Run against the built-in emulator: a scenario name or TOML file.",
                  show_default=False),
 ]
+ProxyOpt = Annotated[
+    str | None,
+    typer.Option("--proxy", help="Also read the clients of these 5.x proxies' remoting ports, "
+                 "'host:8080;host2:8080' (gRPC clients are listed by proxies only).", show_default=False),
+]
 DashboardOpt = Annotated[
     str | None,
     typer.Option("--dashboard", help="Read the cluster through this rocketmq-dashboard URL "
@@ -121,6 +126,7 @@ class Settings:
     emulator: str | None = None
     at: float | None = None
     dashboard: str | None = None
+    proxy: str | None = None
     no_headers: bool = False
     table: str | None = None
 
@@ -139,7 +145,7 @@ def settings(ctx: typer.Context, **overrides: Any) -> Settings:
 
 _SHARED_OPTIONS: dict[str, Any] = {
     "namesrv": NamesrvOpt, "context": ContextOpt, "output": OutputOpt, "timeout": TimeoutOpt,
-    "dashboard": DashboardOpt, "emulator": EmulatorOpt, "at": AtOpt, "no_headers": NoHeadersOpt,
+    "dashboard": DashboardOpt, "proxy": ProxyOpt, "emulator": EmulatorOpt, "at": AtOpt, "no_headers": NoHeadersOpt,
     "table": TableKindOpt,
 }
 
@@ -192,7 +198,7 @@ def target(opts: Settings) -> Target:
     if opts.emulator is None and opts.at is not None:
         raise errors.UsageError("--at needs --emulator SCENARIO (it advances the emulated scenario)")
     return Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
-                  emulator=opts.emulator, at=opts.at, dashboard=opts.dashboard)
+                  emulator=opts.emulator, at=opts.at, dashboard=opts.dashboard, proxy=opts.proxy)
 
 
 @contextlib.asynccontextmanager

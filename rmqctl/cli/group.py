@@ -87,7 +87,7 @@ def show(
             for row in doc["subscriptions"]
         ]
         tables = [
-            Table(["client_id", "client_addr", "language", "version", "strategy", "consume_ok_tps",
+            Table(["client_id", "client_addr", "language", "version", "sdk", "strategy", "consume_ok_tps",
                    "consume_failed_tps"], doc["connections"],
                   title=f"Group {group}: {_count(len(doc['connections']), 'client')}",
                   flexible=("client_id", "version")),
@@ -99,6 +99,13 @@ def show(
             f"Message model: {doc['message_model'] or '-'}",
             f"Consume from where: {doc['consume_from_where'] or '-'}",
         ]
+        if doc["consumption"] in ("pop", "mixed"):
+            footer.append(f"Consumption: {doc['consumption'].upper()} (the broker hands each message to whichever "
+                          "client pops next: no client owns a queue)")
+        for proxy in doc["proxies"]:
+            how = "named" if proxy["found_by"] == "named" else "found through the brokers' heartbeat-sync group"
+            state = proxy["error"] or _count(len(proxy["clients"]), "client")
+            footer.append(f"Proxy {proxy['address']} ({how}): {state}")
         for conflict in doc["subscription_conflicts"]:
             footer.append(f"[{conflict['severity'].upper()}] {conflict['code']}: {conflict['title']}"
                           f" (details: rmqctl doctor {group})")
@@ -209,6 +216,9 @@ def assignment_view(view: GroupView, rates: dict[tuple[str, str, int], float] | 
     n_clients, n_nobody, n_twice = len(doc["assignments"]), len(doc["unassigned_queues"]), len(doc["held_twice"])
     footer = [f"{_count(n_clients, 'client')}, {_count(n_nobody, 'queue')} held by nobody"
               + (f", {_count(n_twice, 'queue')} held twice" if n_twice else "")]
+    if doc.get("pop_owner"):
+        footer = [f"{doc.get('pop_owner')}: the broker hands each message to whichever client pops next; "
+                  "no client holds a queue"]
     for q in doc["held_twice"]:
         footer.append(f"held twice: {q['topic']}@{q['broker']}/{q['queue_id']} by {' and '.join(q['clients'])}")
     moving = doc["rebalance_in_progress"]

@@ -88,13 +88,25 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
 }
 
 
+#: checks of who holds which queue: under POP no client holds a queue (the broker hands each
+#: message to whichever client pops next), so they do not apply to a POP group
+OWNERSHIP_CODES = ("IDLE_CONSUMERS", "ORPHANED_QUEUES", "UNEVEN_ALLOCATION", "QUEUE_HELD_TWICE",
+                   "BLOCKED_QUEUE", "REBALANCE_IN_PROGRESS")
+POP_SKIP = ("does not apply: the group consumes by POP, where the broker hands each message to "
+            "whichever client pops next and no client holds a queue")
+
+
 def skipped_checks(view: GroupView) -> dict[str, str]:
-    """Check code → why it cannot run on this view (data the source could not supply)."""
+    """Check code → why it cannot run on this view (data the source could not supply, or a POP
+    group, where queue ownership does not exist)."""
     out = {}
     for code, fields in NEEDS.items():
         missing = [f for f in fields if f in view.unavailable]
         if missing:
             out[code] = "; ".join(f"needs {f}: {view.unavailable[f]}" for f in missing)
+    if view.pop:
+        for code in OWNERSHIP_CODES:
+            out[code] = POP_SKIP
     return out
 
 

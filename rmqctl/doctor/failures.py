@@ -28,7 +28,8 @@ def retry_backlog(ctx: CheckContext) -> list[Finding]:
     total = sum(p.diff for p in rows)
     return [finding(
         ctx, "RETRY_BACKLOG", "warning" if total >= RETRY_WARNING_DIFF else "info",
-        f"{n_of(total, 'message')} {'waits' if total == 1 else 'wait'} in {RETRY_PREFIX}{ctx.view.group}",
+        f"{n_of(total, 'message')} {'waits' if total == 1 else 'wait'} in "
+        f"{', '.join(sorted({p.queue.topic for p in rows}))}",
         "Messages the listener failed to consume wait in the retry topic with growing delays "
         "(10 s up to 2 h); after 16 failures they move to the dead-letter queue.",
         {"total_diff": total, "queues": [{**queue_dict(p.queue), "diff": p.diff} for p in rows]},

@@ -40,8 +40,10 @@ from rmqctl.model.consumer import (
     ConsumeStatus,
     OffsetEntry,
     ProcessQueueInfo,
+    ProxyClients,
     Subscription,
     SubscriptionGroupConfig,
+    client_sdk,
     parse_tag_expression,
     sql92_subscription,
 )
@@ -61,7 +63,9 @@ from rmqctl.model.message import (
 )
 from rmqctl.model.names import (
     BROKER_BUILTIN_GROUPS,
+    DEFAULT_PROXY_REMOTING_PORT,
     DLQ_PREFIX,
+    HEARTBEAT_SYNC_GROUP,
     POP_RETRY_SEPARATOR_V1,
     POP_RETRY_SEPARATOR_V2,
     RETRY_PREFIX,
@@ -75,6 +79,8 @@ __all__ = [
     "BROKER_BUILTIN_GROUPS", "DEFAULT_STRATEGY", "DLQ_PREFIX", "RETRY_PREFIX", "SEVERITY_RANK",
     "SQL92", "SQL92_MAX_CHARS", "VERDICTS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL",
     "SYSTEM_GROUPS", "SYSTEM_TOPICS", "POP_RETRY_SEPARATOR_V1", "POP_RETRY_SEPARATOR_V2",
+    "DEFAULT_PROXY_REMOTING_PORT", "HEARTBEAT_SYNC_GROUP",
+    "ProxyClients", "client_sdk",
     "BrokerData", "BrokerRuntime", "ClientConnection", "ClusterInfo", "ConsumeStats",
     "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Explanation", "Finding", "GroupSummary",
     "GroupView", "Message", "MessageQueue", "MessageRef", "OffsetEntry", "ProcessQueueInfo", "QueueData",

@@ -132,15 +132,57 @@ class ClientConnection:
     client_addr: str
     language: str
     version: int
+    #: the 5.x proxy (its remoting address) that lists this client, ``None`` when a broker does
+    proxy: str | None = None
+    #: ``remoting`` or ``grpc``; ``None`` when it cannot be told (see :func:`client_sdk`)
+    sdk: str | None = None
 
     @property
     def version_desc(self) -> str:
         return version_desc(self.version)
 
     @property
+    def sdk_version(self) -> str | None:
+        """The client's own release, ``None`` for a gRPC client: a proxy lists every gRPC client
+        with the proxy's own version, the SDK's is not on the remoting protocol."""
+        return None if self.sdk == "grpc" else self.version_desc
+
+    @property
     def ip(self) -> str:
         """The IP part of the client id (what mqadmin shows as Client IP)."""
         return self.client_id.split("@", 1)[0]
+
+
+def client_sdk(client_id: str, *, via_proxy: bool) -> str | None:
+    """Which SDK a client speaks, from what a broker or proxy lists: a broker holds only remoting
+    channels; a proxy holds both. The gRPC SDKs (rocketmq-clients: Java, Go, C++, C#, Python,
+    Node.js) name a client ``host@pid@index@sequence``, the remoting clients ``ip@instance``
+    (``@unit`` appended at most), so a proxy's client with the four-part name is a gRPC one."""
+    if not via_proxy:
+        return "remoting"
+    parts = client_id.split("@")
+    if len(parts) == 4 and parts[1].isdigit() and parts[2].isdigit():
+        return "grpc"
+    return "remoting"
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyClients:
+    """What one 5.x proxy lists for a group (GET_CONSUMER_CONNECTION_LIST on its remoting port).
+
+    gRPC clients are invisible to the brokers (the broker answers "not online" for their group):
+    only the proxies that hold their streams list them, and proxies share what they hold, so each
+    proxy of a cluster lists the clients of every other."""
+
+    #: the proxy's remoting address (``host:port``)
+    address: str
+    #: how rmqctl knew it: ``named`` (``--proxy`` or the context) or ``brokers`` (a broker lists
+    #: the proxy among the clients of the proxies' heartbeat-sync group)
+    found_by: str
+    #: what it lists; ``None`` when it holds no client of the group or could not be read
+    connection: ConsumerConnection | None = None
+    #: why it could not be read, when it could not
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqctl.errors import RmqctlError
-from rmqctl.model.cluster import MessageQueue, TopicOffset, sort_queues
-from rmqctl.model.consumer import ClientConnection, ConsumerRunningInfo, Subscription
+from rmqctl.model.cluster import MessageQueue, TopicOffset, retry_topic_owner, sort_queues
+from rmqctl.model.consumer import ClientConnection, ConsumerRunningInfo, ProxyClients, Subscription
 from rmqctl.model.names import RETRY_PREFIX
 
 
@@ -138,6 +138,8 @@ class GroupView:
     #: recent messages per queue of topics whose clients subscribe different tags (read back by
     #: offset, nothing committed); empty when not sampled (``--no-sample``) or not needed
     tag_samples: Mapping[MessageQueue, TagSample] = field(default_factory=dict)
+    #: what each 5.x proxy read for this view lists (gRPC clients are listed by proxies only)
+    proxies: tuple[ProxyClients, ...] = ()
     #: holdings derived once per view (a dashboard and the doctor ask many times); not part of
     #: the view's value: excluded from comparison, and ``replace`` starts it afresh
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -145,6 +147,37 @@ class GroupView:
     @property
     def online(self) -> bool:
         return bool(self.connections)
+
+    @property
+    def pop_retry_topics(self) -> tuple[str, ...]:
+        """The group's POP retry topics among its progress rows (``%RETRY%<group>_<topic>`` or
+        ``+<topic>``): offsets there mean the group has consumed by POP."""
+        topics = {p.queue.topic for p in self.progress} | set(self.topic_queues)
+        out = []
+        for topic in sorted(topics):
+            owner = retry_topic_owner(topic, topics=topics, groups={self.group})
+            if owner is not None and owner[0] == self.group and owner[1] is not None:
+                out.append(topic)
+        return tuple(out)
+
+    @property
+    def consumption(self) -> str | None:
+        """How the group consumes: ``pop`` (the broker hands each message to whichever client
+        pops next: every gRPC client, and remoting clients registered as CONSUME_POP), ``push``
+        (remoting clients that divide the queues among themselves), ``mixed`` (both at once, on
+        the same offsets) or ``None`` when nothing tells (no client, no POP retry topic)."""
+        pop = any(c.sdk == "grpc" for c in self.connections) or (self.consume_type or "") == "CONSUME_POP"
+        push = any(c.sdk != "grpc" for c in self.connections) and (self.consume_type or "") != "CONSUME_POP"
+        if pop and push:
+            return "mixed"
+        if pop or (not self.connections and self.pop_retry_topics):
+            return "pop"
+        return "push" if push else None
+
+    @property
+    def pop(self) -> bool:
+        """Whether messages are handed out by POP (``pop`` or ``mixed``): no client owns a queue."""
+        return self.consumption in ("pop", "mixed")
 
     @property
     def client_ids(self) -> tuple[str, ...]:

@@ -26,7 +26,12 @@ BROKER_BUILTIN_GROUPS = (
     "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
     "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_SYS_RMQ_TRANS",
 )
+#: The group every 5.x proxy in cluster mode consumes (BROADCASTING) to share its clients'
+#: heartbeats with the other proxies: its connections on a broker are the proxies.
+HEARTBEAT_SYNC_GROUP = "CID_DefaultHeartBeatSyncerTopic"
+#: ``ProxyConfig.remotingListenPort``'s default
+DEFAULT_PROXY_REMOTING_PORT = 8080
 #: Groups that are not user groups: the brokers' built-ins and what brokers and tools use.
 SYSTEM_GROUPS = frozenset(
-    {*BROKER_BUILTIN_GROUPS, "CID_RMQ_SYS_TRANS", "CID_DefaultHeartBeatSyncerTopic"}
+    {*BROKER_BUILTIN_GROUPS, "CID_RMQ_SYS_TRANS", HEARTBEAT_SYNC_GROUP}
 )

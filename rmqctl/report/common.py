@@ -69,12 +69,16 @@ def subscription_doc(sub: Subscription) -> dict[str, Any]:
 
 
 def connection_doc(conn: ClientConnection) -> dict[str, Any]:
-    """A client connection; ``version`` is the Java enum name (``V5_3_3``)."""
+    """A client connection; ``version`` is the Java enum name (``V5_3_3``), ``null`` for a gRPC
+    client (a proxy lists it with the proxy's own version); ``sdk`` is ``remoting`` or ``grpc``;
+    ``proxy`` the proxy that lists it (``null`` when a broker does)."""
     return {
         "client_id": conn.client_id,
         "client_addr": conn.client_addr,
         "language": conn.language,
-        "version": conn.version_desc,
+        "version": conn.sdk_version,
+        "sdk": conn.sdk,
+        "proxy": conn.proxy,
     }
 
 

@@ -98,6 +98,10 @@ class GroupShowDoc(TypedDict):
     message_model: str | None
     consume_from_where: str | None
     connections: list[dict[str, Any]]
+    #: ``pop``, ``push``, ``mixed`` or null (see GroupView.consumption)
+    consumption: str | None
+    #: the 5.x proxies read: address, how rmqctl knew it, the clients it lists, why it failed
+    proxies: list[dict[str, Any]]
     broker_subscriptions: dict[str, list[dict[str, Any]]]
     client_subscriptions: dict[str, list[dict[str, Any]]]
     client_strategies: dict[str, str | None]
@@ -108,7 +112,7 @@ class GroupShowDoc(TypedDict):
 
 
 #: a connection row of ``group show``; the consume numbers come from the client's running info
-CONNECTION_COLUMNS = ("client_id", "client_addr", "language", "version", "strategy", "consume_ok_tps",
+CONNECTION_COLUMNS = ("client_id", "client_addr", "language", "version", "sdk", "strategy", "consume_ok_tps",
                       "consume_failed_tps", "consume_failed_msgs")
 
 
@@ -133,6 +137,10 @@ def group_show(view: GroupView, findings: Iterable[Finding]) -> GroupShowDoc:
         consume_from_where=view.consume_from_where,
         connections=[{**connection_doc(c), "strategy": strategies.get(c.client_id),
                       **_consume_numbers(view, c.client_id)} for c in view.connections],
+        consumption=view.consumption,
+        proxies=[{"address": p.address, "found_by": p.found_by,
+                  "clients": [c.client_id for c in p.connection.connections] if p.connection else [],
+                  "error": p.error} for p in view.proxies],
         broker_subscriptions={
             broker: [subscription_doc(s) for _, s in sorted(table.items())]
             for broker, table in sorted(view.broker_subscriptions.items())
@@ -219,10 +227,13 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
     sums the known rows while ``unknown_diff_queues`` counts the others."""
     missing = {k: v for k, v in view.unavailable.items() if k in PROGRESS_FIELDS}
     stuck = {mq: unpullable_reason(mq.topic, mq.broker_name) for mq in view.unpullable()}
+    pop_owner = pop_label(view)
     rows = []
     for p in view.progress:
         row = progress_row(p)
         row.update(dict.fromkeys(missing))
+        if pop_owner and row["owner"] is None:
+            row["owner"] = pop_owner
         # a held queue whose pulls fail: why (its topic is missing from the broker's table)
         row["unpullable"] = stuck.get(p.queue)
         rows.append(row)
@@ -268,25 +279,49 @@ class GroupAssignmentDoc(TypedDict):
     #: the clients move to the new allocation (``null`` when the holdings look settled)
     rebalance_in_progress: dict[str, Any] | None
     errors: Errors
+    #: a POP group only: ``pop`` or ``mixed`` (see GroupView.consumption)
+    consumption: NotRequired[str]
+    #: a POP group only: the queues its clients pop from (no client holds them)
+    pop_queues: NotRequired[list[QueueDict]]
+    #: a POP group only: ``POP (n clients)``
+    pop_owner: NotRequired[str]
     unavailable: NotRequired[dict[str, str]]
 
 
 
 
+def pop_label(view: GroupView) -> str | None:
+    """What stands in a POP group's owner column: ``POP (n clients)``; ``None`` for other groups."""
+    if not view.pop:
+        return None
+    n = sum(1 for c in view.connections if c.sdk == "grpc" or view.consumption == "pop")
+    return f"POP ({n} client{'' if n == 1 else 's'})"
+
+
 def group_assignment(view: GroupView) -> GroupAssignmentDoc:
-    """``group assignment``: what each client holds, what nobody holds, what two hold at once."""
+    """``group assignment``: what each client holds, what nobody holds, what two hold at once.
+    In a POP group no client holds a queue: every queue is handed out by POP (``pop_queues``),
+    none is held by nobody and no client is idle for holding none."""
     assignments = view.assignments()
+    pop = view.pop
+    if pop:
+        assignments = {cid: qs for cid, qs in assignments.items() if qs}
     doc = GroupAssignmentDoc(
         group=view.group,
         message_model=view.message_model,
         assignments={cid: queues_doc(qs) for cid, qs in assignments.items()},
-        unassigned_queues=queues_doc(view.unassigned()),
+        unassigned_queues=[] if pop else queues_doc(view.unassigned()),
         held_twice=[HeldTwiceDict(topic=mq.topic, broker=mq.broker_name, queue_id=mq.queue_id, clients=cids)
                     for mq, cids in view.held_twice().items()],
         idle_clients=[cid for cid, qs in assignments.items() if not qs],
-        rebalance_in_progress=_rebalance_doc(view),
+        rebalance_in_progress=None if pop else _rebalance_doc(view),
         errors=errors_doc(view.errors),
     )
+    label = pop_label(view)
+    if label is not None and view.consumption is not None:
+        doc["consumption"] = view.consumption
+        doc["pop_queues"] = queues_doc(view.unassigned())
+        doc["pop_owner"] = label
     if view.unavailable:
         doc["unavailable"] = dict(view.unavailable)
     return doc
@@ -308,6 +343,8 @@ def assignment_rows(doc: GroupAssignmentDoc) -> list[dict[str, Any]]:
             rows.append({"client_id": cid, **q, "state": state})
     for q in doc["unassigned_queues"]:
         rows.append({"client_id": None, **q, "state": "held by nobody"})
+    for q in doc.get("pop_queues", []):
+        rows.append({"client_id": None, **q, "state": doc.get("pop_owner")})
     return rows
 
 

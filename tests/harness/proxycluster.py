@@ -331,6 +331,20 @@ class GrpcClientsProcess(ScenarioClientsProcess):
             cmd["id"] = id
         return {k: dict(v) for k, v in self.request(cmd)["counts"].items()}
 
+    def warm_up(self, topic: str, timeout: float = 120.0) -> dict[str, dict[str, int]]:
+        """Send a ``warm`` message now and then until every consumer got one, and return the
+        numeric counts then: a POP group whose first pop comes after a message starts from the
+        queue's end and never sees it."""
+        def everyone_received() -> dict[str, dict[str, int]] | None:
+            counts = self.counts()
+            if counts and all(int(c["received"]) > 0 for c in counts.values()):
+                return {cid: {k: int(v) for k, v in c.items() if isinstance(v, int)} for cid, c in counts.items()}
+            self.send(topic, "warm")
+            return None
+
+        return self.wait_until(everyone_received, timeout=timeout, interval=2.0,
+                               message=lambda: f"every consumer received a message: {self.counts()}")
+
     def close(self, graceful: bool = True) -> None:
         super().close(graceful)
         if self.work_dir is not None and self._own_dir and not os.environ.get("RMQCTL_KEEP_CLUSTER_DIR"):

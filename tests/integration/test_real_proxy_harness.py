@@ -11,20 +11,6 @@ from tests.harness.proxycluster import GrpcClientsProcess, RealProxy, create_nor
 from tests.harness.realcluster import RealCluster, raw_request
 
 
-def warm_up(clients: GrpcClientsProcess, topic: str) -> dict[str, dict[str, int]]:
-    """Send a message now and then until every consumer got one, and return the counts then: a
-    POP group starts from the queue's end when its first pop comes after the messages."""
-    def everyone_received() -> dict[str, dict[str, int]] | None:
-        counts = clients.counts()
-        if all(int(c["received"]) > 0 for c in counts.values()):
-            return {cid: {k: int(v) for k, v in c.items() if isinstance(v, int)} for cid, c in counts.items()}
-        clients.send(topic, "warm")
-        return None
-
-    return clients.wait_until(everyone_received, timeout=120, interval=2.0,
-                              message=lambda: f"every consumer received a message: {clients.counts()}")
-
-
 def test_grpc_consumers_behave_as_told_and_only_the_proxy_lists_them(
     real_cluster: RealCluster, real_proxy: RealProxy, grpc_clients: GrpcClientsProcess,
     rmq_names: Callable[[str], str],
@@ -35,7 +21,7 @@ def test_grpc_consumers_behave_as_told_and_only_the_proxy_lists_them(
     push = grpc_clients.start_push("push", push_group, {topic: "*"})
     grpc_clients.start_push("failing", fail_group, {topic: "*"}, fail_tag="bad")
     simple = grpc_clients.start_simple("simple", simple_group, {topic: "*"}, skip_ack_tag="bad", invisible_s=10)
-    base = warm_up(grpc_clients, topic)
+    base = grpc_clients.warm_up(topic)
     grpc_clients.send(topic, "ok", 6)
     grpc_clients.send(topic, "bad", 2)
 

@@ -1,0 +1,93 @@
+"""rmqctl against a real 5.x proxy with real gRPC consumers (rocketmq-client-java): the proxy's
+clients make a gRPC group online, each client says which SDK it speaks, and healthy POP groups
+draw no finding, sampled again and again while messages flow.
+
+What the consumers received is checked against the harness's own counts, never against rmqctl's
+output; the expected client ids are the ones the SDK reports for itself."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+
+import pytest
+from typer.testing import CliRunner
+
+from rmqctl.backends.remoting import RemotingBackend
+from rmqctl.cli.app import app
+from rmqctl.doctor import run_checks, skipped_checks
+from rmqctl.model import GroupView
+from rmqctl.remoting.admin import AdminClient
+from rmqctl.service import ClusterService
+from tests.harness.proxycluster import GrpcClientsProcess, RealProxy, create_normal_topic
+from tests.harness.realcluster import RealCluster
+
+pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(600)]
+
+
+def views(cluster: RealCluster, groups: list[str], proxies: tuple[str, ...] = ()) -> dict[str, GroupView]:
+    async def read() -> dict[str, GroupView]:
+        source = ClusterService(RemotingBackend(AdminClient([cluster.namesrv_addr], timeout=10)), proxies=proxies)
+        try:
+            return {g: await source.group_view(g) for g in groups}
+        finally:
+            await source.close()
+
+    return asyncio.run(read())
+
+
+def test_grpc_groups_are_online_through_the_proxy_and_healthy_pop_groups_draw_no_finding(
+    real_cluster: RealCluster, real_proxy: RealProxy, grpc_clients: GrpcClientsProcess,
+    rmq_names: Callable[[str], str],
+) -> None:
+    topic = rmq_names("PopTopic")
+    create_normal_topic(real_cluster, topic, 2)
+    push_group, simple_group = rmq_names("GPopPush"), rmq_names("GPopSimple")
+    push = grpc_clients.start_push("push", push_group, {topic: "*"})
+    simple = grpc_clients.start_simple("simple", simple_group, {topic: "*"}, invisible_s=10)
+    base = grpc_clients.warm_up(topic)
+    grpc_clients.send(topic, "ok", 10)
+    grpc_clients.wait_until(lambda: all(int(c["acked"]) >= base[k]["acked"] + 10
+                                        for k, c in grpc_clients.counts().items()),
+                            timeout=120, interval=1.0, message=lambda: f"both acked: {grpc_clients.counts()}")
+    groups = [push_group, simple_group]
+
+    # without the proxy, the brokers alone see no client of either group (what rmqctl showed
+    # before); the brokers do reveal the proxy, as a client of the heartbeat-sync group
+    alone = views(real_cluster, groups)
+    assert not alone[push_group].online and not alone[simple_group].online
+    assert any(p.found_by == "brokers" for p in alone[push_group].proxies)
+
+    proxied = (real_proxy.remoting_addr,)
+    for round_no in range(3):  # healthy groups stay clean while messages keep flowing
+        grpc_clients.send(topic, "ok", 4)
+        seen = views(real_cluster, groups, proxied)
+        for group, client in ((push_group, push), (simple_group, simple)):
+            view = seen[group]
+            assert [(c.client_id, c.sdk, c.proxy, c.sdk_version) for c in view.connections] == [
+                (client, "grpc", real_proxy.remoting_addr, None)]
+            assert view.consumption == "pop"
+            assert run_checks(view) == [], (round_no, group, run_checks(view))
+            assert "ORPHANED_QUEUES" in skipped_checks(view)
+            assert view.total_inflight is None  # POP commits no pull offset: unknown, never 0
+        assert seen[push_group].consume_type == "CONSUME_PASSIVELY"
+        assert seen[simple_group].consume_type == "CONSUME_ACTIVELY"
+
+    runner = CliRunner()
+    base_args = ["-n", real_cluster.namesrv_addr, "--proxy", real_proxy.remoting_addr]
+    listed = runner.invoke(app, [*base_args, "group", "list", "-o", "json"])
+    assert listed.exit_code == 0, listed.output
+    rows = {g["group"]: g for g in json.loads(listed.stdout)["groups"]}
+    assert rows[push_group]["clients"] == 1 and rows[push_group]["online"] is True
+    assert rows[simple_group]["clients"] == 1 and rows[simple_group]["online"] is True
+
+    shown = runner.invoke(app, [*base_args, "group", "assignment", simple_group, "-o", "json"])
+    assert shown.exit_code == 0, shown.output
+    doc = json.loads(shown.stdout)
+    assert doc["unassigned_queues"] == [] and doc["idle_clients"] == []
+    assert doc["pop_owner"] == "POP (1 client)"
+
+    doctor = runner.invoke(app, [*base_args, "doctor", push_group, simple_group, "-o", "json"])
+    assert doctor.exit_code == 0, doctor.output
+    assert json.loads(doctor.stdout)["findings"] == []

@@ -1,0 +1,160 @@
+"""Group views with 5.x proxies, over a fake back end: gRPC clients are listed by proxies only,
+the brokers reveal proxies through the heartbeat-sync group, and a POP group has no queue
+owners, no known in-flight count and no ownership findings."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from rmqctl import errors
+from rmqctl.backends import Capabilities
+from rmqctl.config import Config, resolve_connection, split_addresses
+from rmqctl.doctor import run_checks, skipped_checks
+from rmqctl.doctor.checks import OWNERSHIP_CODES
+from rmqctl.model import (
+    HEARTBEAT_SYNC_GROUP,
+    ClientConnection,
+    ConsumerConnection,
+    ConsumeStats,
+    GroupView,
+    MessageQueue,
+    OffsetEntry,
+    QueueProgress,
+    client_sdk,
+    parse_tag_expression,
+)
+from rmqctl.report import group_assignment, group_progress
+from rmqctl.service import ClusterService
+from tests.fake_source import FakeClock
+from tests.unit.test_doctor import G
+from tests.unit.test_service import A, B, TwoBrokers
+
+PROXY = "10.0.0.9:8081"
+GRPC_ID = "app-host@4242@0@4e1tsla2r"  # rocketmq-client-java's host@pid@index@sequence
+
+
+class BehindAProxy(TwoBrokers):
+    """Brokers that hold no channel of the group (its clients speak gRPC) and one proxy that lists
+    them; the heartbeat-sync group lists the proxy's own client on each broker."""
+
+    def __init__(self, capabilities: Capabilities | None = None) -> None:
+        super().__init__(capabilities)
+        self.proxy_down: errors.RmqctlError | None = None
+        self.sync_host = "10.0.0.9"
+
+    async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
+        self.calls.append(f"consumer_connection {address} {group}")
+        if group == HEARTBEAT_SYNC_GROUP and address in (A, B):
+            return ConsumerConnection((ClientConnection(f"{self.sync_host}@DEFAULT", f"{self.sync_host}:54106",
+                                                        "JAVA", 479),), {}, "CONSUME_PASSIVELY",
+                                      "BROADCASTING", "CONSUME_FROM_LAST_OFFSET")
+        if address in (A, B):
+            raise errors.ConsumerNotOnline(206, "not online")
+        if self.proxy_down is not None:
+            raise self.proxy_down
+        return ConsumerConnection((ClientConnection(GRPC_ID, "10.0.0.7:51000", "JAVA", 479),),
+                                  {"T": parse_tag_expression("T", "*", 1)},
+                                  "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET")
+
+    async def consume_stats(self, address: str, group: str) -> ConsumeStats:
+        broker = "broker-a" if address == A else "broker-b"
+        # POP: the pull offset equals the consumer offset, whatever is in flight
+        return ConsumeStats({MessageQueue("T", broker, 0): OffsetEntry(10, 9, 9, 0)}, 2.0)
+
+
+def view_with(backend: BehindAProxy, proxies: tuple[str, ...] = (PROXY,)) -> GroupView:
+    return asyncio.run(ClusterService(backend, FakeClock(), proxies=proxies).group_view(G))
+
+
+def test_a_grpc_group_is_online_through_its_proxy() -> None:
+    view = view_with(BehindAProxy())
+    assert view.online
+    assert [(c.client_id, c.sdk, c.proxy, c.sdk_version) for c in view.connections] == [
+        (GRPC_ID, "grpc", PROXY, None)]
+    assert view.consume_type == "CONSUME_PASSIVELY" and view.consumption == "pop"
+    named = next(p for p in view.proxies if p.address == PROXY)
+    assert named.found_by == "named" and named.error is None
+    assert not view.running_infos  # a proxy relays no running info: not asked of the brokers either
+
+
+def test_without_a_proxy_the_group_is_offline_and_the_brokers_reveal_the_proxy() -> None:
+    backend = BehindAProxy()
+    backend.proxy_down = errors.ConnectionError("connection refused")
+    view = view_with(backend, proxies=())
+    assert not view.online
+    (found,) = view.proxies
+    assert (found.address, found.found_by, found.connection) == ("10.0.0.9:8080", "brokers", None)
+    assert found.error is not None and "--proxy" in found.error
+    assert not [k for k in view.errors if k.startswith("proxy:")]  # a guess that fails is no partial result
+
+
+def test_a_revealed_proxy_is_read_on_the_default_port() -> None:
+    view = view_with(BehindAProxy(), proxies=())
+    assert [(c.client_id, c.proxy) for c in view.connections] == [(GRPC_ID, "10.0.0.9:8080")]
+
+
+def test_a_named_proxy_that_fails_is_a_partial_result_and_replaces_the_guess_on_its_host() -> None:
+    backend = BehindAProxy()
+    backend.proxy_down = errors.ConnectionError("connection refused")
+    view = view_with(backend)
+    assert [p.address for p in view.proxies] == [PROXY]  # not also 10.0.0.9:8080
+    assert isinstance(view.errors[f"proxy:{PROXY}"], errors.ConnectionError)
+
+
+def test_a_back_end_that_reads_no_proxies_asks_none() -> None:
+    backend = BehindAProxy(Capabilities(reads_proxies=False))
+    view = view_with(backend)
+    assert not view.proxies
+    assert not [c for c in backend.calls if HEARTBEAT_SYNC_GROUP in c or PROXY in c]
+
+
+def test_a_pop_group_has_no_owners_no_inflight_and_no_ownership_findings() -> None:
+    view = view_with(BehindAProxy())
+    assert view.total_inflight is None and "inflight" in view.unavailable
+    assert all(p.pull_offset is None for p in view.progress)
+    assert run_checks(view) == []
+    assert set(OWNERSHIP_CODES) <= set(skipped_checks(view))
+    progress = group_progress(view)
+    assert {r["owner"] for r in progress["queues"]} == {"POP (1 client)"}
+    assert progress["total_inflight"] is None
+    assignment = group_assignment(view)
+    assert assignment["unassigned_queues"] == [] and assignment["idle_clients"] == []
+    assert len(assignment["pop_queues"]) == 2 and assignment["pop_owner"] == "POP (1 client)"
+
+
+def test_a_group_with_offsets_on_its_pop_retry_topic_is_pop_without_clients() -> None:
+    rows = (QueueProgress(MessageQueue("T", "broker-a", 0), 10, 4, 4, 0),
+            QueueProgress(MessageQueue(f"%RETRY%{G}_T", "broker-a", 0), 3, 1, 1, 0))
+    view = GroupView(G, (), {}, {}, rows)
+    assert view.pop_retry_topics == (f"%RETRY%{G}_T",) and view.consumption == "pop"
+    classic = GroupView(G, (), {}, {}, (rows[0], dataclasses.replace(rows[1], queue=MessageQueue(
+        f"%RETRY%{G}", "broker-a", 0))))
+    assert classic.pop_retry_topics == () and classic.consumption is None
+
+
+@pytest.mark.parametrize(("client_id", "via_proxy", "sdk"), [
+    ("app-host@4242@0@4e1tsla2r", True, "grpc"),
+    ("10.0.0.1@4242#1234567890", True, "remoting"),  # a remoting client through a proxy
+    ("10.0.0.1@instance@unit", True, "remoting"),
+    ("app-host@4242@0@4e1tsla2r", False, "remoting"),  # a broker holds remoting channels only
+])
+def test_client_sdk(client_id: str, via_proxy: bool, sdk: str) -> None:
+    assert client_sdk(client_id, via_proxy=via_proxy) == sdk
+
+
+def test_proxy_addresses_from_the_option_or_the_context() -> None:
+    assert split_addresses("a:8080; b:8081;", "--proxy") == ("a:8080", "b:8081")
+    assert split_addresses(["a:8080", "a:8080"], "proxy") == ("a:8080",)
+    with pytest.raises(errors.UsageError, match="takes host:port"):
+        split_addresses("http://a:8080", "--proxy")
+    config = Config(contexts={"prod": {"namesrv": "n:9876", "proxy": ["p:8080"]}})
+    resolved = resolve_connection(namesrv=None, context="prod", timeout=None, config=config)
+    assert resolved.proxies == ("p:8080",)
+    named = resolve_connection(namesrv=None, context="prod", timeout=None, config=config, proxy="q:9090")
+    assert named.proxies == ("q:9090",)
+    with pytest.raises(errors.UsageError, match="dashboard"):
+        resolve_connection(namesrv=None, context=None, timeout=None, config=Config(), proxy="q:9090",
+                           dashboard="http://d:8082")
