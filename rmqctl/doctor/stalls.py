@@ -83,7 +83,7 @@ def _why_blocked(rows: list[dict[str, Any]]) -> str:
     if reason == "never committed":
         backlog = sum(r["backlog"] for r in rows)
         return (f"{queues}, with {n_of(backlog, 'message')} waiting beyond an offset the group never "
-                f"committed, none of them consumed")
+                f"committed, none of them finished")
     if reason == "no consumption":
         cached = sum(r["cached_msg_count"] for r in rows)
         idle = max(r["idle_ms"] for r in rows) // 1000
@@ -103,6 +103,10 @@ def blocked_queue(ctx: CheckContext) -> list[Finding]:
             row = _blocked(ctx, cid, info, mq, pq)
             if row is None and mq in uncommitted:
                 row = _never_committed(ctx, cid, info, mq, pq, uncommitted[mq])
+            elif row is not None and row["reason"] == "no consumption" and uncommitted.get(mq, 0) > 0:
+                # a listener hung on its very first messages: no commit exists, so nothing but
+                # this finding shows the backlog
+                row = {**row, "reason": "never committed", "backlog": uncommitted[mq]}
             if row is not None:
                 rows.append(row)
     if not rows:

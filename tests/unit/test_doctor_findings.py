@@ -184,6 +184,11 @@ def never_committed(pq: ProcessQueueInfo, broker_offset: int, consumer_offset: i
          lambda: never_committed(ProcessQueueInfo(), 40, 40), None),
     Case("no commit, last consumed 60.001 s ago: blocked",
          lambda: never_committed(ProcessQueueInfo(last_consume_timestamp=NOW - 60_001), 7, 0), "error"),
+    Case("no commit, its listener stuck on its first messages for 61 s: never committed, idle time kept",
+         lambda: never_committed(ProcessQueueInfo(cached_msg_count=5, last_consume_timestamp=NOW - 61_000), 7, 0),
+         "error", {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "client": A,
+                               "reason": "never committed", "idle_ms": 61_000, "cached_msg_count": 5,
+                               "backlog": 7}]}),
     Case("no commit, last consumed exactly 60 s ago: its first commit may still come",
          lambda: never_committed(ProcessQueueInfo(last_consume_timestamp=NOW - 60_000), 7, 0), None),
     Case("the same numbers from consume stats are ordinary lag, not a missing commit",
@@ -200,7 +205,7 @@ def test_blocked_queue_never_committed(c: Case) -> None:
 def test_blocked_queue_text_names_the_client_the_queues_and_the_backlog() -> None:
     f = one(run_checks(never_committed(ProcessQueueInfo(cached_msg_count=1024), 125_000, 0)), "BLOCKED_QUEUE")
     assert f.detail.startswith(f"{A} holds T@broker-a queue 0, with 125000 messages waiting beyond an offset "
-                               "the group never committed, none of them consumed.")
+                               "the group never committed, none of them finished.")
     assert "consumerStatus -g orders-consumer -i <client id> -s" in f.fix and A in f.fix
     assert "resetOffsetByTime -g orders-consumer" in f.fix and "orderly" not in f.fix.lower()
 
