@@ -329,3 +329,42 @@ def reset(
 
     run_reset(opts, group, to_earliest=to_earliest, to_latest=to_latest, to_time=to_time, to_offset=to_offset,
               shift_by=shift_by, from_file=from_file, topic=topic, queue=queue, execute=execute, yes=yes)
+
+
+@app.command("delete")
+@cluster_options
+def delete(
+    ctx: typer.Context,
+    opts: Settings,
+    group: GroupArg,
+    clean_offsets: Annotated[bool, typer.Option("--clean-offsets", help="Also remove its committed offsets.")] = False,
+    with_topics: Annotated[bool, typer.Option("--with-retry-dlq",
+                                              help="Also delete its retry and DLQ topics.")] = False,
+    execute: Annotated[bool, typer.Option("--execute", help="Delete (else the plan is only printed).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --execute: do not ask on the terminal.")] = False,
+) -> None:
+    """Delete a group with no online client from every broker: prints the plan; --execute deletes."""
+    from rmqctl.cli.delete_cmd import run_delete  # only when it runs
+
+    run_delete(opts, group, clean_offsets=clean_offsets, with_topics=with_topics, execute=execute, yes=yes)
+
+
+@app.command("prune")
+@cluster_options
+def prune(
+    ctx: typer.Context,
+    opts: Settings,
+    idle: Annotated[float, typer.Option("--idle", parser=duration_parser(at_least=1), metavar="DURATION",
+                                        help="Groups with no online client and nothing consumed for this long "
+                                             "(7d, 12h …).", show_default=False)],
+    clean_offsets: Annotated[bool, typer.Option("--clean-offsets",
+                                                help="Also remove their committed offsets.")] = False,
+    with_topics: Annotated[bool, typer.Option("--with-retry-dlq",
+                                              help="Also delete their retry and DLQ topics.")] = False,
+    execute: Annotated[bool, typer.Option("--execute", help="Delete them (else they are only listed).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --execute: do not ask on the terminal.")] = False,
+) -> None:
+    """List idle groups with the evidence; --execute deletes them (never one with an online client)."""
+    from rmqctl.cli.delete_cmd import run_prune  # only when it runs
+
+    run_prune(opts, idle_s=idle, clean_offsets=clean_offsets, with_topics=with_topics, execute=execute, yes=yes)

@@ -137,6 +137,8 @@ class BrokerService:
             RequestCode.VIEW_MESSAGE_BY_ID: self.view_message,
             RequestCode.QUERY_MESSAGE: self.query_message,
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+            RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
+            RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
         }
 
     # -- clients -------------------------------------------------------------------------------
@@ -177,6 +179,19 @@ class BrokerService:
         stored = self.broker.store.update_offset(ext.get("consumerGroup", ""), ext.get("topic", ""),
                                                  ext_int(ext, "queueId"), ext_int(ext, "commitOffset"))
         return respond(cmd, ResponseCode.SUCCESS, remark=None if stored else "Offset has been previously reset")
+
+    def delete_group(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        """DELETE_SUBSCRIPTIONGROUP (207): the group's config, and its offsets with ``cleanOffset``."""
+        group = cmd.ext_fields.get("groupName", "")
+        self.broker.groups.delete_group_config(group)
+        if ext_bool(cmd.ext_fields, "cleanOffset", False):
+            self.broker.store.remove_group_offsets(group)
+        return respond(cmd, ResponseCode.SUCCESS)
+
+    def delete_topic(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        """DELETE_TOPIC_IN_BROKER (215): the topic's config and queues (and every group's offsets on it)."""
+        self.broker.store.delete_topic(cmd.ext_fields.get("topic", ""))
+        return respond(cmd, ResponseCode.SUCCESS)
 
     def reset_offset(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         """INVOKE_BROKER_TO_RESET_OFFSET (222), ``AdminBrokerProcessor.resetOffset``: with

@@ -180,6 +180,11 @@ class ConsumerGroups:
             self._bump_group_version()
         return config
 
+    def delete_group_config(self, group: str) -> None:
+        """``deleteSubscriptionGroupConfig``: gone until a lookup creates it again."""
+        if self.group_configs.pop(group, None) is not None:
+            self._bump_group_version()
+
     def set_group_config(self, config: SubscriptionGroupConfig) -> None:
         self.group_configs[config.group_name] = config
         self._bump_group_version()

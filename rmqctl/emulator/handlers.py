@@ -105,4 +105,6 @@ def namesrv_handlers(cluster: EmulatedCluster) -> dict[int, Handler]:
         RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: system_topics,
         RequestCode.GET_KVLIST_BY_NAMESPACE: kv_list,
         RequestCode.GET_KV_CONFIG: kv_config,
+        # routes are built from the brokers' topic tables: a topic deleted there is gone here
+        RequestCode.DELETE_TOPIC_IN_NAMESRV: lambda cmd, conn: respond(cmd, ResponseCode.SUCCESS),
     }

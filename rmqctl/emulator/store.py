@@ -161,6 +161,29 @@ class MessageStore:
             self.on_topic_change(name)
         return config
 
+    def delete_topic(self, name: str) -> None:
+        """``deleteTopicConfig`` and the topic's queues and offsets (``ConsumerOffsetManager.cleanOffsetByTopic``)."""
+        if self.topics.pop(name, None) is None:
+            return
+        for queue_key in [k for k in self._queues if k[0] == name]:
+            del self._queues[queue_key]
+        for table in (self.offsets, self.pull_offsets, self.reset_offsets):
+            for key in [k for k in table if k[0] == name]:
+                del table[key]
+        for topics in self._offset_topics.values():
+            topics.pop(name, None)
+        self.topic_version[0] += 1
+        self.topic_version[1] = self.scheduler.now_ms
+        if self.on_topic_change is not None:
+            self.on_topic_change(name)
+
+    def remove_group_offsets(self, group: str) -> None:
+        """``ConsumerOffsetManager.removeOffset``: every committed offset of ``group``."""
+        for table in (self.offsets, self.pull_offsets, self.reset_offsets):
+            for key in [k for k in table if k[1] == group]:
+                del table[key]
+        self._offset_topics.pop(group, None)
+
     def user_topics(self) -> list[str]:
         return [t for t in self.topics if not t.startswith(RETRY_PREFIX)]
 

@@ -5,7 +5,8 @@
 or on 5.x one queue to an offset, which the broker applies itself when ``useServerSideResetOffset``
 is on and otherwise hands to the online clients with RESET_CONSUMER_CLIENT_OFFSET, 220) and
 UPDATE_CONSUMER_OFFSET (15: the broker's offset table, which a live client overwrites with its
-next commit), plus GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29) and GET_BROKER_CONFIG (26).
+next commit), DELETE_SUBSCRIPTIONGROUP (207), DELETE_TOPIC_IN_BROKER (215) and
+DELETE_TOPIC_IN_NAMESRV (216), plus GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29) and GET_BROKER_CONFIG (26).
 
 Only :mod:`rmqctl.actions` imports this module (an import-linter contract): every write is a plan
 first, confirmed, verified and audited there. Must not import anything above the remoting layer.
@@ -90,3 +91,18 @@ class OffsetWrites:
         """UPDATE_CONSUMER_OFFSET (15): write the broker's offset table for one queue."""
         await self.admin.call(address, RequestCode.UPDATE_CONSUMER_OFFSET,
                               {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset})
+
+    async def delete_group(self, address: str, group: str, *, clean_offset: bool) -> None:
+        """DELETE_SUBSCRIPTIONGROUP (207): drop the group's config on one broker, and its committed
+        offsets with ``clean_offset``."""
+        await self.admin.call(address, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                              {"groupName": group, "cleanOffset": clean_offset})
+
+    async def delete_topic_in_broker(self, address: str, topic: str) -> None:
+        """DELETE_TOPIC_IN_BROKER (215): drop a topic's config and queues on one broker."""
+        await self.admin.call(address, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+
+    async def delete_topic_in_namesrv(self, topic: str) -> None:
+        """DELETE_TOPIC_IN_NAMESRV (216) on every name server, as mqadmin does."""
+        for address in self.admin.namesrv:
+            await self.admin.call(address, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic})

@@ -78,3 +78,20 @@ def test_bad_targets_are_one_line_and_exit_2(args: list[str]) -> None:
     result = runner.invoke(app, [*E, "group", "reset", "test-consumer", *args])
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith("rmqctl: error: ")
+
+
+def test_deleting_a_group_with_online_clients_is_refused_with_exit_8(isolated: Path) -> None:
+    planned = runner.invoke(app, [*E, "group", "delete", "test-consumer", "-o", "json"])
+    assert planned.exit_code == 0, planned.output
+    assert json.loads(planned.stdout)["online_clients"] == ["10.0.0.1@consumer1", "10.0.0.2@consumer2"]
+    result = runner.invoke(app, [*E, "group", "delete", "test-consumer", "--execute", "--yes"])
+    assert result.exit_code == 8, result.output
+    assert "2 online client(s)" in result.stderr.splitlines()[0]
+    assert not (isolated / "state").exists()
+
+
+def test_prune_lists_every_group_with_its_verdict() -> None:
+    result = runner.invoke(app, [*E, "group", "prune", "--idle", "1s", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)["groups"]
+    assert row["group"] == "test-consumer" and row["verdict"] == "kept: 2 online client(s)"

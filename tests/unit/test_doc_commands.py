@@ -32,6 +32,8 @@ CANNOT_RUN = {
     "rmqctl msg explain TOPIC --queue broker-a/0 --offset 0 --group GROUP --snapshots":
         "needs recorded snapshots (tests/emulator/test_explain.py records some)",
     "rmqctl msg show TOPIC --key": "the built-in scenarios send no keys (tests/emulator/test_messages.py finds keys)",
+    "rmqctl group delete GROUP --clean-offsets --with-retry-dlq --execute":
+        "every group of the built-in scenarios has online clients (tests/emulator/test_actions_delete.py deletes one)",
     "rmqctl group reset GROUP --from-file ~/.local/state/rmqctl/undo/ID.json":
         "needs the undo plan an earlier --execute wrote (tests/emulator/test_actions_reset.py applies one)",
 }

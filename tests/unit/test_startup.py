@@ -69,4 +69,5 @@ def test_running_a_command_builds_only_that_command_of_its_group() -> None:
         for args in (["group", "-h"], ["group", "shwo"], ["emulator", "ctl", "state"]):
             _, whole, _ = root.resolve_command(ctx, args)
             assert len(whole.commands) > 1, args
-        assert sorted(root.get_command(ctx, "group").commands) == ["assignment", "list", "progress", "reset", "show"]
+        assert sorted(root.get_command(ctx, "group").commands) == [
+            "assignment", "delete", "list", "progress", "prune", "reset", "show"]
