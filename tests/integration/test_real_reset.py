@@ -10,7 +10,9 @@ is the 5.3.3 default; the broker's ``useServerSideResetOffset`` is switched off 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,17 @@ from typing import Any
 import pytest
 
 from rmqctl.actions.permission import Writer
-from rmqctl.actions.plan import APPLIED, CLIENT, OFFSET_TABLE, OVERWRITTEN, SERVER, ResetOutcome, ResetPlan, ResetTarget
+from rmqctl.actions.plan import (
+    APPLIED,
+    CLIENT,
+    OFFSET_TABLE,
+    OVERWRITTEN,
+    SERVER,
+    ResetOutcome,
+    ResetPlan,
+    ResetTarget,
+    plan_from_document,
+)
 from rmqctl.actions.reset import apply_reset, plan_reset
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.remoting.admin import AdminClient
@@ -149,9 +161,7 @@ def test_latest_time_offset_zero_and_undo_on_a_group_with_no_online_client(
     assert outcome.all_applied
     assert consumer_progress(real_cluster, group, topic) == {0: 0, 1: 0}
     assert outcome.undo_file is not None
-    import json
 
-    from rmqctl.actions.plan import plan_from_document
 
     undo = plan_from_document(json.loads(Path(outcome.undo_file).read_text()))
     assert run_apply(real_cluster, undo, from_file=True).all_applied
@@ -160,8 +170,6 @@ def test_latest_time_offset_zero_and_undo_on_a_group_with_no_online_client(
 
 async def _broker_now(cluster: RealCluster) -> float:
     """The store time of a fresh message is the broker's clock; the host's is the same machine's."""
-    import time
-
     await asyncio.sleep(1.1)  # messages stored before this are older than the mark
     return time.time() * 1000
 
