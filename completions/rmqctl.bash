@@ -8,7 +8,7 @@ _rmqctl_lookup() {
   # A|path: positional arguments). Sets _rmqctl_r; status 1 when there is no such entry.
   _rmqctl_r=
   case "$1" in
-    'S|') _rmqctl_r='doctor demo tui cluster topic group msg config rebalance emulator snapshot analyze completion' ;;
+    'S|') _rmqctl_r='doctor demo tui cluster topic group msg dlq config rebalance emulator snapshot analyze completion' ;;
     'O|') _rmqctl_r='--namesrv -n --context --output -o --timeout --emulator --at --dashboard --proxy --debug --version --help -h' ;;
     'V||--namesrv') _rmqctl_r='@none' ;;
     'V||-n') _rmqctl_r='@none' ;;
@@ -197,7 +197,7 @@ _rmqctl_lookup() {
     'V|group reset|--at') _rmqctl_r='@none' ;;
     'V|group reset|--table') _rmqctl_r='@none' ;;
     'A|group reset') _rmqctl_r='@groups' ;;
-    'O|group delete') _rmqctl_r='--clean-offsets --with-retry-dlq --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
+    'O|group delete') _rmqctl_r='--clean-offsets --with-retry-dlq --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
     'V|group delete|--namesrv') _rmqctl_r='@none' ;;
     'V|group delete|-n') _rmqctl_r='@none' ;;
     'V|group delete|--context') _rmqctl_r='@contexts' ;;
@@ -205,11 +205,12 @@ _rmqctl_lookup() {
     'V|group delete|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|group delete|--timeout') _rmqctl_r='@none' ;;
     'V|group delete|--dashboard') _rmqctl_r='@none' ;;
+    'V|group delete|--proxy') _rmqctl_r='@none' ;;
     'V|group delete|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group delete|--at') _rmqctl_r='@none' ;;
     'V|group delete|--table') _rmqctl_r='@none' ;;
     'A|group delete') _rmqctl_r='@groups' ;;
-    'O|group prune') _rmqctl_r='--idle --clean-offsets --with-retry-dlq --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
+    'O|group prune') _rmqctl_r='--idle --clean-offsets --with-retry-dlq --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
     'V|group prune|--idle') _rmqctl_r='@none' ;;
     'V|group prune|--namesrv') _rmqctl_r='@none' ;;
     'V|group prune|-n') _rmqctl_r='@none' ;;
@@ -218,6 +219,7 @@ _rmqctl_lookup() {
     'V|group prune|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|group prune|--timeout') _rmqctl_r='@none' ;;
     'V|group prune|--dashboard') _rmqctl_r='@none' ;;
+    'V|group prune|--proxy') _rmqctl_r='@none' ;;
     'V|group prune|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group prune|--at') _rmqctl_r='@none' ;;
     'V|group prune|--table') _rmqctl_r='@none' ;;
@@ -287,6 +289,20 @@ _rmqctl_lookup() {
     'V|msg browse|--at') _rmqctl_r='@none' ;;
     'V|msg browse|--table') _rmqctl_r='@none' ;;
     'A|msg browse') _rmqctl_r='@topics' ;;
+    'S|dlq') _rmqctl_r='list' ;;
+    'O|dlq') _rmqctl_r='--help -h' ;;
+    'O|dlq list') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'V|dlq list|--namesrv') _rmqctl_r='@none' ;;
+    'V|dlq list|-n') _rmqctl_r='@none' ;;
+    'V|dlq list|--context') _rmqctl_r='@contexts' ;;
+    'V|dlq list|--output') _rmqctl_r='table json jsonl csv' ;;
+    'V|dlq list|-o') _rmqctl_r='table json jsonl csv' ;;
+    'V|dlq list|--timeout') _rmqctl_r='@none' ;;
+    'V|dlq list|--dashboard') _rmqctl_r='@none' ;;
+    'V|dlq list|--proxy') _rmqctl_r='@none' ;;
+    'V|dlq list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|dlq list|--at') _rmqctl_r='@none' ;;
+    'V|dlq list|--table') _rmqctl_r='@none' ;;
     'S|config') _rmqctl_r='view use-context set-context' ;;
     'O|config') _rmqctl_r='--help -h' ;;
     'O|config view') _rmqctl_r='--output -o --help -h' ;;

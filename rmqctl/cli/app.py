@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "topic": "rmqctl.cli.topic:app",
     "group": "rmqctl.cli.group:app",
     "msg": "rmqctl.cli.msg_cmd:app",
+    "dlq": "rmqctl.cli.dlq_cmd:app",
     "config": "rmqctl.cli.config_cmd:app",
     "rebalance": "rmqctl.cli.rebalance_cmd:app",
     "emulator": "rmqctl.cli.emulator_cmd:app",

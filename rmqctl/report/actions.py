@@ -1,18 +1,21 @@
-"""The documents of the commands that write: ``group reset``'s plan (also the plan file that
-``--from-file`` reads back, so its shape is written beside its reader in
-:mod:`rmqctl.actions.plan`) and its outcome, and the rows ``jsonl``/``csv`` print.
+"""The documents of the commands that write, and of the dead-letter queues: ``group reset``'s
+plan (also the plan file that ``--from-file`` reads back, so its shape is written beside its
+reader in :mod:`rmqctl.actions.plan`) and its outcome, ``dlq list``, and the rows ``jsonl`` and
+``csv`` print.
 
-Must not import the CLI, the TUI, the doctor or pyspark; imports only the plan types of
-:mod:`rmqctl.actions`, never what reaches a cluster.
+Must not import the CLI, the TUI, the doctor or pyspark; of :mod:`rmqctl.actions` it imports only
+the plan types, never what reaches a cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rmqctl.actions.plan import ResetOutcome, ResetPlan, outcome_document, plan_document, queue_name
-from rmqctl.model import MessageQueue
-from rmqctl.report.common import RowSet
+from rmqctl.errors import RmqctlError
+from rmqctl.model import MessageQueue, TopicStats
+from rmqctl.report.common import RowSet, error_rows, errors_doc
 
 PLAN_COLUMNS = ["queue", "owner", "current", "target", "replay", "skip", "method"]
 OUTCOME_COLUMNS = ["queue", "target", "status", "offset_after", "client", "code"]
@@ -43,3 +46,22 @@ def reset_plan_rows(doc: dict[str, Any]) -> list[RowSet]:
 def reset_outcome_rows(doc: dict[str, Any]) -> list[RowSet]:
     rows = [{"queue": _queue(q), **{k: q[k] for k in OUTCOME_COLUMNS if k in q}} for q in doc["queues"]]
     return [RowSet("queue", ("queue", *OUTCOME_COLUMNS[1:]), rows)]
+
+
+DLQ_COLUMNS = ("group", "topic", "queues", "messages", "newest_ts")
+
+
+def dlq_list(found: Sequence[tuple[str, TopicStats]], errors: Mapping[str, RmqctlError]) -> dict[str, Any]:
+    """``dlq list``: per dead-letter topic its group, queue count, messages stored (max − min over its
+    queues) and the store time of its newest message."""
+    rows = []
+    for topic, stats in found:
+        newest = [o.newest_store_ms for o in stats.offsets if o.newest_store_ms]
+        rows.append({"group": topic.removeprefix("%DLQ%"), "topic": topic, "queues": len(stats.offsets),
+                     "messages": sum(max(0, o.max_offset - o.min_offset) for o in stats.offsets),
+                     "newest_ts": max(newest) if newest else None})
+    return {"dead_letter_queues": rows, "errors": errors_doc(errors)}
+
+
+def dlq_list_rows(doc: Mapping[str, Any]) -> list[RowSet]:
+    return [RowSet("dead_letter_queue", DLQ_COLUMNS, doc["dead_letter_queues"]), *error_rows(doc)]

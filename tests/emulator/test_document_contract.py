@@ -43,6 +43,7 @@ EMBEDDED: dict[str, tuple[str, ...]] = {
     "group reset": (*E, "group", "reset", "test-consumer", "--to-earliest"),
     "group delete": (*E, "group", "delete", "test-consumer"),
     "group prune": (*E, "group", "prune", "--idle", "1s"),
+    "dlq list": (*E, "dlq", "list"),
     "doctor": (*E, "doctor", "--all", "--fail-on", "never"),
     "msg show": (*E, "msg", "show", "TopicTest2", "--queue", "broker-a/0", "--offset", "0"),
     "msg browse": (*E, "msg", "browse", "TopicTest2", "--tag", "tag1"),

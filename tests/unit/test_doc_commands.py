@@ -42,7 +42,7 @@ CANNOT_RUN = {
 PLACEHOLDERS = {"GROUP": "test-consumer", "GROUP1": "test-consumer", "GROUP2": "test-consumer",
                 "TOPIC": "TopicTest2", "T": "TopicTest2"}
 CLUSTER_OPTIONS = {"-n", "--namesrv", "--context", "--dashboard"}
-CLUSTER_COMMANDS = {"group", "doctor", "topic", "cluster", "snapshot", "rebalance", "msg"}
+CLUSTER_COMMANDS = {"group", "doctor", "topic", "cluster", "snapshot", "rebalance", "msg", "dlq"}
 SHELL_OPERATORS = {"&&", "||", "|", ">", ">>", ";", "<"}
 
 
