@@ -456,7 +456,10 @@ class BrokerService:
         message = self.broker.put_message(topic, queue_id, props.get("TAGS"), seq=seq, msg_id=msg_id,
                                           born_ms=ext_int(ext, "bornTimestamp") or None, body=cmd.body,
                                           keys=props.get("KEYS"), producer=ext.get("producerGroup", ""),
-                                          properties=user_properties(props))
+                                          properties=user_properties(props),
+                                          # a copy sent to a retry topic is consumed under its first topic
+                                          origin_topic=props.get("RETRY_TOPIC") if topic.startswith("%RETRY%")
+                                          else None)
         self.cluster.record_send(message)
         return respond(cmd, ResponseCode.SUCCESS, ext={
             "msgId": offset_message_id(self._store_host(), message.physical_offset), "queueId": str(queue_id),

@@ -1,4 +1,5 @@
-"""The requests that change a cluster's consumer offsets, and the reads a reset is planned with.
+"""The requests that change a cluster (offsets, groups, topics, messages sent back), and the reads
+a reset is planned with.
 
 :class:`OffsetWrites` sends, over an :class:`~rmqctl.remoting.admin.AdminClient`, what
 ``mqadmin``'s offset commands send: INVOKE_BROKER_TO_RESET_OFFSET (222: by time for a whole topic,
@@ -6,7 +7,8 @@ or on 5.x one queue to an offset, which the broker applies itself when ``useServ
 is on and otherwise hands to the online clients with RESET_CONSUMER_CLIENT_OFFSET, 220) and
 UPDATE_CONSUMER_OFFSET (15: the broker's offset table, which a live client overwrites with its
 next commit), DELETE_SUBSCRIPTIONGROUP (207), DELETE_TOPIC_IN_BROKER (215) and
-DELETE_TOPIC_IN_NAMESRV (216), plus GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29) and GET_BROKER_CONFIG (26).
+DELETE_TOPIC_IN_NAMESRV (216), SEND_MESSAGE (10: a dead letter sent back to its group), plus
+GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29) and GET_BROKER_CONFIG (26).
 
 Only :mod:`rmqctl.actions` imports this module (an import-linter contract): every write is a plan
 first, confirmed, verified and audited there. Must not import anything above the remoting layer.
@@ -14,12 +16,15 @@ first, confirmed, verified and audited there. Must not import anything above the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rmqctl import errors
 from rmqctl.model import MessageQueue
 from rmqctl.remoting import bodies
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.codes import RequestCode
 from rmqctl.remoting.frame import RemotingCommand
+from rmqctl.remoting.messages import encode_properties
 
 
 def _offset(response: RemotingCommand, what: str, address: str) -> int:
@@ -106,3 +111,18 @@ class OffsetWrites:
         """DELETE_TOPIC_IN_NAMESRV (216) on every name server, as mqadmin does."""
         for address in self.admin.namesrv:
             await self.admin.call(address, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": topic})
+
+    async def send_message(self, address: str, topic: str, queue_id: int, body: bytes,
+                           properties: Mapping[str, str], *, producer_group: str,
+                           born_ms: int) -> tuple[str, int]:
+        """SEND_MESSAGE (10) of one message to one queue; the broker's message id and queue offset."""
+        response = await self.admin.call(address, RequestCode.SEND_MESSAGE, {
+            "producerGroup": producer_group, "topic": topic, "defaultTopic": "TBW102",
+            "defaultTopicQueueNums": 4, "queueId": queue_id, "sysFlag": 0, "bornTimestamp": born_ms,
+            "flag": 0, "properties": encode_properties(properties), "reconsumeTimes": 0, "unitMode": False,
+            "batch": False,
+        }, body=body)
+        try:
+            return response.ext_fields.get("msgId", ""), int(response.ext_fields.get("queueOffset", ""))
+        except ValueError as exc:
+            raise errors.ProtocolError(f"SEND_MESSAGE answered no queue offset from {address}") from exc

@@ -7,9 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from rmqctl.actions import audit
+from rmqctl.actions.dlq import apply_replay, plan_replay
+from rmqctl.actions.permission import Writer
 from rmqctl.cli.app import app
+from rmqctl.emulator.embedded import embedded_opened
+from rmqctl.emulator.scenario import parse_scenario
+from rmqctl.emulator.world import EmulatedCluster
 
 SCENARIO = """
 name = "dead-letters"
@@ -43,3 +50,26 @@ def test_dlq_list_counts_the_dead_letters_of_the_failing_group(tmp_path: Path) -
     (row,) = doc["dead_letter_queues"]
     assert row["group"] == "failing" and row["topic"] == "%DLQ%failing"
     assert row["messages"] == 3 and isinstance(row["newest_ts"], int)
+
+
+async def test_a_replay_sends_the_dead_letters_back_to_their_group_only(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    async with embedded_opened(parse_scenario(SCENARIO), at=20000) as opened:
+        cluster: EmulatedCluster = opened.cluster
+        failing = next(c for c in cluster.consumers if c.group == "failing")
+        fine = next(c for c in cluster.consumers if c.group == "fine")
+        plan = await plan_replay(opened.source, "failing", cluster="c")
+        assert len(plan.letters) == 3 and {d.origin_topic for d in plan.letters} == {"Orders"}
+        assert plan.target_topic == "%RETRY%failing"
+        before_failing, before_fine = len(failing.deliveries), len(fine.deliveries)
+        outcome = await apply_replay(opened.source, plan, Writer("tester", None, None))
+        assert outcome.all_sent and outcome.stored == 3
+        # before the first retry delay (10 s) of the listener that fails them once more
+        await opened.clock.sleep(5)
+        again = failing.deliveries[before_failing:]
+        assert sorted(m.msg_id for m in again) == sorted(d.msg_id for d in plan.letters)
+        assert {m.origin_topic for m in again} == {"Orders"}
+        assert len(fine.deliveries) == before_fine  # the other group of the topic sees nothing
+        (record,) = audit.read_log()
+        assert record["action"] == "dlq replay" and record["outcome"]["stored"] == 3
