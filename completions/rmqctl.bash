@@ -303,7 +303,7 @@ _rmqctl_lookup() {
     'V|dlq list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|dlq list|--at') _rmqctl_r='@none' ;;
     'V|dlq list|--table') _rmqctl_r='@none' ;;
-    'O|dlq replay') _rmqctl_r='--limit --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --emulator --at --no-headers --table --help -h' ;;
+    'O|dlq replay') _rmqctl_r='--limit --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
     'V|dlq replay|--limit') _rmqctl_r='@none' ;;
     'V|dlq replay|--namesrv') _rmqctl_r='@none' ;;
     'V|dlq replay|-n') _rmqctl_r='@none' ;;
@@ -312,6 +312,7 @@ _rmqctl_lookup() {
     'V|dlq replay|-o') _rmqctl_r='table json jsonl csv' ;;
     'V|dlq replay|--timeout') _rmqctl_r='@none' ;;
     'V|dlq replay|--dashboard') _rmqctl_r='@none' ;;
+    'V|dlq replay|--proxy') _rmqctl_r='@none' ;;
     'V|dlq replay|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|dlq replay|--at') _rmqctl_r='@none' ;;
     'V|dlq replay|--table') _rmqctl_r='@none' ;;
