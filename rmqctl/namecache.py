@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         MessageRef,
         TopicRoute,
         TopicStats,
+        TraceEvent,
     )
     from rmqctl.source import ClusterSource, Partial
 
@@ -214,6 +215,9 @@ class RecordingSource:
 
     async def topic_groups(self, topic: str) -> Partial[list[str]]:
         return await self.inner.topic_groups(topic)
+
+    async def message_traces(self, message: Message) -> Partial[list[TraceEvent]]:
+        return await self.inner.message_traces(message)
 
     async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
         return await self.inner.message_copies(group, message)

@@ -33,6 +33,7 @@ from rmqctl.model import (
     HEARTBEAT_SYNC_GROUP,
     RETRY_PREFIX,
     SYSTEM_GROUPS,
+    TRACE_TOPIC,
     BrokerRuntime,
     ClientConnection,
     ClusterInfo,
@@ -52,8 +53,10 @@ from rmqctl.model import (
     TopicOffset,
     TopicRoute,
     TopicStats,
+    TraceEvent,
     client_sdk,
     decode_offset_message_id,
+    decode_trace_events,
     retry_topic_groups,
     version_desc,
 )
@@ -830,6 +833,22 @@ class ClusterService:
                                                 lambda addr: self.backend.topic_consumers(addr, topic))
         names = {g for groups in results.values() for g in groups} - SYSTEM_GROUPS
         return Partial(sorted(names), failures)
+
+    async def message_traces(self, message: Message) -> Partial[list[TraceEvent]]:
+        """The consume records of ``message`` in the trace topic (clients with message tracing on
+        write them, keyed by the unique key); empty when nothing traced it or there is no trace
+        topic."""
+        key = message.unique_key
+        if key is None or self.backend.capabilities.message_lookups_unavailable:
+            return Partial([])
+        try:
+            found = await self._query_topic(TRACE_TOPIC, key, unique_key=False)
+        except errors.NotFound:
+            return Partial([])
+        events = [e for m in found.value for e in decode_trace_events(m.body, m.born_host.rpartition(":")[0])
+                  if e.msg_id == key]
+        return Partial(sorted(events, key=lambda e: (e.timestamp or 0, e.kind)),
+                       {f"trace:{b}": e for b, e in found.errors.items()})
 
     async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
         """The copies of ``message`` the group's consumers sent back: in ``%RETRY%<group>`` after

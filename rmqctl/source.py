@@ -27,6 +27,7 @@ from rmqctl.model import (
     MessageRef,
     TopicRoute,
     TopicStats,
+    TraceEvent,
 )
 from rmqctl.service import Partial
 
@@ -80,6 +81,10 @@ class ClusterSource(Protocol):
 
     async def topic_groups(self, topic: str) -> Partial[list[str]]:
         """The consumer groups that subscribe ``topic`` or have offsets on it."""
+        ...
+
+    async def message_traces(self, message: Message) -> Partial[list[TraceEvent]]:
+        """The consume records message tracing wrote for ``message`` (empty without tracing)."""
         ...
 
     async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:

@@ -37,7 +37,9 @@ from rmqctl.model import (
     Message,
     QueueOwnership,
     Subscription,
+    TraceEvent,
     compile_sql92,
+    format_millis,
     parse_tag_expression,
 )
 
@@ -84,11 +86,13 @@ def client_keeps(sub: Subscription, message: Message) -> bool:
 
 
 def explain_message(message: Message, view: GroupView, *, copies: Sequence[Message] = (),
-                    ownership: QueueOwnership | None = None) -> Explanation:
+                    ownership: QueueOwnership | None = None, traces: Sequence[TraceEvent] = ()) -> Explanation:
     """The verdict on ``message`` for ``view.group``.
 
     ``copies`` are the message's retry and dead-letter copies of this group (found by its unique
-    key); ``ownership`` who held its queue (default: the live assignment of ``view``).
+    key); ``ownership`` who held its queue (default: the live assignment of ``view``); ``traces``
+    the consume records message tracing wrote for it (a listener that returned success is
+    ``consumed`` even before its offset is committed).
     """
     group = view.group
     topic = message.queue.topic
@@ -99,6 +103,20 @@ def explain_message(message: Message, view: GroupView, *, copies: Sequence[Messa
     retried = [c for c in copies if c.is_retry_copy]
     if dead or retried:
         return _sent_back(group, base, retried, dead, view)
+
+    traced = _traced_success(view.group, traces)
+    if traced is not None:
+        before, after = traced
+        row = next((p for p in view.progress if p.queue == message.queue), None)
+        evidence = {**base, "consumed_by_host": after.client_host, "consumed_ts": before.timestamp if before else None,
+                    "finished_ts": after.timestamp, "cost_ms": after.cost_ms,
+                    "committed": (message.queue_offset < row.consumer_offset) if row is not None and row.known
+                    else None, "from_trace": True}
+        when = f" at {format_millis(before.timestamp)}" if before and before.timestamp else ""
+        return Explanation(group, "consumed", (
+            f"Consumed (message trace): a client of {group} on {after.client_host or 'an unknown host'} ran its "
+            f"listener{when}, which returned success in {after.cost_ms} ms."
+            + ("" if evidence["committed"] is not False else " Its offset is not committed yet.")), evidence)
 
     if (view.message_model or "").upper() == "BROADCASTING":
         return Explanation(group, "unknown", (
@@ -189,6 +207,18 @@ def explain_message(message: Message, view: GroupView, *, copies: Sequence[Messa
     return Explanation(group, "consumed", (
         f"Consumed: {own.owner} holds {_where(message)} and the group's offset ({consumer_offset}) is past "
         f"it; both filters let it through."), evidence, own.source, caveats)
+
+
+def _traced_success(group: str, traces: Sequence[TraceEvent]) -> tuple[TraceEvent | None, TraceEvent] | None:
+    """The first successful consumption by ``group`` in the traces (its SubBefore, SubAfter)."""
+    befores = {e.request_id: e for e in traces if e.kind == "SubBefore"}
+    for after in traces:
+        if after.kind != "SubAfter" or not after.success:
+            continue
+        before = befores.get(after.request_id)
+        if (after.group or (before.group if before else None)) == group:
+            return before, after
+    return None
 
 
 def _where(message: Message) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from rmqctl import errors
 from rmqctl.doctor.explain import explain_message
-from rmqctl.model import Explanation, Message, MessageRef, QueueOwnership
+from rmqctl.model import Explanation, Message, MessageRef, QueueOwnership, TraceEvent
 from rmqctl.source import ClusterSource
 
 #: who held a queue for a group when a message was stored (None: not known there)
@@ -69,15 +69,17 @@ async def explain(source: ClusterSource, ref: MessageRef, groups: Sequence[str] 
             failures.update({f"groups:{k}": v for k, v in listed.errors.items()})
             names = listed.value
             explained.extend(g for g in names if g not in explained)
+        traces = await source.message_traces(message)
+        failures.update(traces.errors)
         results = []
         for group in names:
-            results.append(await _explain_one(source, message, group, ownership, failures))
+            results.append(await _explain_one(source, message, group, ownership, failures, traces.value))
         fates.append(MessageFate(message, tuple(results)))
     return ExplainResult(tuple(fates), tuple(explained), failures)
 
 
 async def _explain_one(source: ClusterSource, message: Message, group: str, ownership: OwnershipLookup | None,
-                       failures: dict[str, errors.RmqctlError]) -> Explanation:
+                       failures: dict[str, errors.RmqctlError], traces: Sequence[TraceEvent]) -> Explanation:
     try:
         view = await source.group_view(group)
     except errors.NotFound as exc:
@@ -89,7 +91,7 @@ async def _explain_one(source: ClusterSource, message: Message, group: str, owne
     copies = await source.message_copies(group, message)
     failures.update({f"{group}:{k}": v for k, v in copies.errors.items()})
     owned = ownership(group, message) if ownership is not None else None
-    explanation = explain_message(message, view, copies=copies.value, ownership=owned)
+    explanation = explain_message(message, view, copies=copies.value, ownership=owned, traces=traces)
     if ownership is not None and owned is None and explanation.ownership_from == "live":
         explanation = Explanation(
             explanation.group, explanation.verdict, explanation.summary, explanation.evidence,

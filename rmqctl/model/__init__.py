@@ -52,14 +52,18 @@ from rmqctl.model.formatting import format_millis, unpullable_reason
 from rmqctl.model.group import GroupSummary, GroupView, QueueProgress, SampledMessage, TagSample
 from rmqctl.model.java import java_str_key, java_string_hash, version_desc, version_ordinal
 from rmqctl.model.message import (
+    TRACE_TOPIC,
     VERDICTS,
     Explanation,
     Message,
     MessageRef,
     QueueOwnership,
+    TraceEvent,
     Verdict,
     decode_offset_message_id,
+    decode_trace_events,
     encode_offset_message_id,
+    encode_trace_events,
 )
 from rmqctl.model.names import (
     BROKER_BUILTIN_GROUPS,
@@ -77,7 +81,7 @@ from rmqctl.model.sql92 import SQL92_MAX_CHARS, SQL92_MAX_DEPTH, Selector, Sql92
 
 __all__ = [
     "BROKER_BUILTIN_GROUPS", "DEFAULT_STRATEGY", "DLQ_PREFIX", "RETRY_PREFIX", "SEVERITY_RANK",
-    "SQL92", "SQL92_MAX_CHARS", "VERDICTS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL",
+    "SQL92", "SQL92_MAX_CHARS", "TRACE_TOPIC", "VERDICTS", "SQL92_MAX_DEPTH", "STRATEGY_CLASSES", "SUB_ALL",
     "SYSTEM_GROUPS", "SYSTEM_TOPICS", "POP_RETRY_SEPARATOR_V1", "POP_RETRY_SEPARATOR_V2",
     "DEFAULT_PROXY_REMOTING_PORT", "HEARTBEAT_SYNC_GROUP",
     "ProxyClients", "client_sdk",
@@ -86,8 +90,9 @@ __all__ = [
     "GroupView", "Message", "MessageQueue", "MessageRef", "OffsetEntry", "ProcessQueueInfo", "QueueData",
     "QueueOwnership", "QueueProgress", "SampledMessage", "Selector", "Severity", "Sql92Error", "Subscription",
     "SubscriptionGroupConfig", "TagSample",
-    "TopicKind", "TopicOffset", "TopicRoute", "TopicStats", "Verdict",
-    "compile_sql92", "decode_offset_message_id", "encode_offset_message_id",
+    "TopicKind", "TopicOffset", "TopicRoute", "TopicStats", "TraceEvent", "Verdict",
+    "compile_sql92", "decode_offset_message_id", "decode_trace_events", "encode_offset_message_id",
+    "encode_trace_events",
     "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
     "sort_queues", "sql92_subscription", "topic_kind", "version_desc", "version_ordinal",
     "retry_topic_groups", "retry_topic_owner",

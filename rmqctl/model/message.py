@@ -180,3 +180,69 @@ class Explanation:
     ownership_from: str | None = None
     #: what could not be read and would have decided (for ``unknown``, and caveats otherwise)
     missing: tuple[str, ...] = ()
+
+
+#: ``TopicValidator.RMQ_SYS_TRACE_TOPIC``: where clients with message tracing on write their traces
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+_CONTENT_SPLITOR = "\x01"
+_FIELD_SPLITOR = "\x02"
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One consume record of message tracing (``TraceDataEncoder``): ``SubBefore`` when a
+    consumer hands the message to its listener, ``SubAfter`` when the listener returned."""
+
+    kind: Literal["SubBefore", "SubAfter"]
+    #: the unique key of the traced message
+    msg_id: str
+    #: the consumer group (SubAfter names it only from 4.9 on: else None)
+    group: str | None
+    #: ties a SubBefore to its SubAfter
+    request_id: str
+    #: when the consumer began (SubBefore) or, from 4.9 on, finished (SubAfter), epoch ms
+    timestamp: int | None = None
+    retry_times: int | None = None
+    #: SubAfter: did the listener return CONSUME_SUCCESS, and how long it took
+    success: bool | None = None
+    cost_ms: int | None = None
+    #: the host the trace was sent from (the consumer's), from the trace message's born host
+    client_host: str | None = None
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def decode_trace_events(data: bytes, client_host: str | None = None) -> list[TraceEvent]:
+    """The consume records of one trace message's body (records of other kinds are skipped; a
+    body batches the records of several messages, so callers keep those of their message)."""
+    out = []
+    for record in data.decode("utf-8", "replace").split(_FIELD_SPLITOR):
+        f = record.split(_CONTENT_SPLITOR)
+        if f[0] == "SubBefore" and len(f) >= 7:
+            out.append(TraceEvent("SubBefore", f[5], f[3] or None, f[4], _int_or_none(f[1]), _int_or_none(f[6]),
+                                  client_host=client_host))
+        elif f[0] == "SubAfter" and len(f) >= 5:
+            out.append(TraceEvent("SubAfter", f[2], (f[8] or None) if len(f) >= 9 else None, f[1],
+                                  _int_or_none(f[7]) if len(f) >= 8 else None, None, f[4] == "true",
+                                  _int_or_none(f[3]), client_host))
+    return out
+
+
+def encode_trace_events(events: list[TraceEvent]) -> bytes:
+    """The body a 5.x client writes for ``events`` (region ``DefaultRegion``, no keys, context
+    code 0); :func:`decode_trace_events` reads it back."""
+    parts = []
+    for e in events:
+        if e.kind == "SubBefore":
+            fields = ["SubBefore", str(e.timestamp or 0), "DefaultRegion", e.group or "", e.request_id, e.msg_id,
+                      str(e.retry_times or 0), ""]
+        else:
+            fields = ["SubAfter", e.request_id, e.msg_id, str(e.cost_ms or 0), "true" if e.success else "false", "",
+                      "0", str(e.timestamp or 0), e.group or ""]
+        parts.append(_CONTENT_SPLITOR.join(fields) + _FIELD_SPLITOR)
+    return "".join(parts).encode("utf-8")

@@ -215,3 +215,30 @@ def test_a_snapshot_directory_without_snapshots_is_a_usage_error(tmp_path: Path)
     result = runner.invoke(app, ["--emulator", "topic-overwrite", "msg", "explain", "topicA", "-q", "broker-a/2",
                                  "--offset", "0", "--snapshots", str(tmp_path)])
     assert result.exit_code == 2 and result.stderr.startswith("rmqctl: error: --snapshots")
+
+
+async def test_a_message_trace_says_who_consumed_it_and_when() -> None:
+    from rmqctl.doctor.explaining import explain
+    from rmqctl.model import TRACE_TOPIC, TraceEvent, encode_trace_events
+
+    async with open_source(Target(emulator="topic-overwrite")) as opened:
+        cluster = opened.cluster
+        cluster.brokers["broker-a"].create_topic(TRACE_TOPIC, 1, 1)
+        # topicA/0 was consumed by c1, which (here) traced it; topicA/1 was consumed untraced
+        traced = next(m for m in cluster.messages if m.topic == "topicA" and m.queue_id == 0 and m.queue_offset == 0)
+        body = encode_trace_events([
+            TraceEvent("SubBefore", traced.msg_id, "g1", "req-1", timestamp=1_704_067_231_000, retry_times=0),
+            TraceEvent("SubAfter", traced.msg_id, "g1", "req-1", timestamp=1_704_067_231_020, success=True,
+                       cost_ms=20),
+            TraceEvent("SubAfter", "someone-else", "g1", "req-2", success=True, cost_ms=1),
+        ])
+        cluster.produce(TRACE_TOPIC, 1, None, keys=traced.msg_id, body=body, producer="10.0.0.1@c1-trace")
+        result = await explain(opened.source, MessageRef(topic="topicA", broker="broker-a", queue_id=0, offset=0))
+        [fate] = result.fates
+        [explanation] = fate.explanations
+        assert explanation.verdict == "consumed" and explanation.evidence["from_trace"] is True
+        assert explanation.evidence["consumed_ts"] == 1_704_067_231_000 and explanation.evidence["cost_ms"] == 20
+        assert explanation.evidence["committed"] is True
+        untraced = await explain(opened.source, MessageRef(topic="topicA", broker="broker-a", queue_id=1, offset=0))
+        [explanation] = untraced.fates[0].explanations
+        assert explanation.verdict == "consumed" and "from_trace" not in explanation.evidence

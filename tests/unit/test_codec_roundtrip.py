@@ -34,8 +34,11 @@ from rmqctl.model import (
     TopicOffset,
     TopicRoute,
     TopicStats,
+    TraceEvent,
     decode_offset_message_id,
+    decode_trace_events,
     encode_offset_message_id,
+    encode_trace_events,
 )
 from rmqctl.remoting import bodies, fastjson, frame, messages
 from rmqctl.remoting.bodies import ConsumerData, HeartbeatData, TopicConfig
@@ -286,6 +289,21 @@ def test_whole_messages(recs: list[MessageRecord], broker: str) -> None:
         assert message.queue == MessageQueue(record.topic, broker, record.queue_id)
         # the broker's id names the store host and the commit-log offset
         assert decode_offset_message_id(message.offset_msg_id) == (*record.store_host, record.physical_offset)
+
+
+TRACE_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02"), max_size=10)
+trace_events = st.one_of(
+    st.builds(TraceEvent, st.just("SubBefore"), TRACE_TEXT, TRACE_TEXT.map(lambda g: g or None), TRACE_TEXT,
+              timestamp=LONG, retry_times=INT),
+    st.builds(TraceEvent, st.just("SubAfter"), TRACE_TEXT, TRACE_TEXT.map(lambda g: g or None), TRACE_TEXT,
+              timestamp=LONG, success=st.booleans(), cost_ms=LONG),
+)
+
+
+@PROPERTIES
+@given(st.lists(trace_events, max_size=4))
+def test_trace_records(events: list[TraceEvent]) -> None:
+    assert decode_trace_events(encode_trace_events(events)) == events
 
 
 @PROPERTIES
