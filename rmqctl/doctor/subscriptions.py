@@ -125,6 +125,9 @@ class _Tally:
     outside_filter: dict[str, dict[str, int]] = field(default_factory=dict)
     #: consumed, but the broker's filter cannot be judged (no properties, or a refused expression)
     unknown: dict[str, int] = field(default_factory=dict)
+    #: stored before the broker's current expression (or the queue's current owner) was in place:
+    #: another expression or client may have judged them, so they count as neither lost nor delivered
+    earlier: dict[str, int] = field(default_factory=dict)
 
     def lost(self) -> dict[str, int]:
         """Per tag, sampled messages that were consumed without reaching any listener."""
@@ -182,14 +185,24 @@ def _message_fate(filt: Subscription | None, own: Subscription | None, owner: st
 
 
 def _count_sample(sample: TagSample, done_below: int, owner: str | None, filt: Subscription | None,
-                  own: Subscription | None, tally: _Tally) -> dict[str, dict[str, int]]:
+                  own: Subscription | None, tally: _Tally, since_ms: int) -> dict[str, dict[str, int]]:
     """Per tag, how many sampled messages of one queue were delivered, dropped, filtered or are
-    still pending (at or past the consumer offset); adds them to the topic's ``tally``."""
+    still pending (at or past the consumer offset); adds them to the topic's ``tally``. A consumed
+    message stored before ``since_ms`` (when the broker's current expression and the queue's
+    current owner were both in place) counts as ``before_current_expression``: it may have been
+    judged by another expression or client, so it is neither lost nor delivered."""
     counts: dict[str, dict[str, int]] = {}
     for m in sample.messages:
         tag = m.tag
-        kind = "pending" if m.offset >= done_below else _message_fate(filt, own, owner, m)
-        if kind == "pending":
+        if m.offset >= done_below:
+            kind = "pending"
+        elif since_ms > 0 and (m.store_timestamp is None or m.store_timestamp < since_ms):
+            kind = "before_current_expression"
+        else:
+            kind = _message_fate(filt, own, owner, m)
+        if kind == "before_current_expression":
+            _bump(tally.earlier, tag)
+        elif kind == "pending":
             _bump(tally.pending, tag)
         elif kind == "unknown":
             _bump(tally.unknown, tag)
@@ -237,6 +250,11 @@ def _sampled_sentences(tally: _Tally) -> str:
         if counts:
             out += (f" {client} received {sum(counts.values())} message(s) its own SQL92 expression "
                     f"excludes ({_counts_text(counts)}).")
+    if tally.earlier:
+        out += (f" {sum(tally.earlier.values())} consumed message(s) were stored before the broker's "
+                f"current expression and the queue's current owner were in place (their subVersion), "
+                f"so another expression or client may have judged them: they are counted as unknown, "
+                f"neither lost nor delivered ({_counts_text(tally.earlier)}).")
     if tally.unknown:
         out += (f" {sum(tally.unknown.values())} consumed message(s) cannot be judged: the broker's "
                 f"SQL92 filter needs properties that could not be read, or is an expression the "
@@ -299,8 +317,16 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
             p = progress.get(mq)
             done_below = p.consumer_offset if p is not None and p.known else sample.from_offset
             filt = stored_by_broker.get(mq.broker_name, stored)
+            # subVersion is the client's clock (ms) when it last subscribed or re-balanced: the
+            # broker's copy dates its expression, the owner's its current holdings
+            # broker's copy dates its expression, the owner's its current holdings; a version
+            # later than the sample itself is no time to compare with (a skewed clock, a pinned
+            # version) and dates nothing
+            versions = [s.sub_version for s in (filt, own) if s is not None]
+            since = max((v for v in versions if 0 < v <= view.sampled_at), default=0)
+            row["expression_since_ms"] = since or None
             row["sample"] = {"from_offset": sample.from_offset, "to_offset": sample.to_offset,
-                             "counts": _count_sample(sample, done_below, owner, filt, own, tally)}
+                             "counts": _count_sample(sample, done_below, owner, filt, own, tally, since)}
         queue_rows.append(row)
 
     # a tag a SQL92 filter may pass (its properties decide) is not known to be lost
@@ -369,6 +395,7 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
         evidence["delivered_outside_own_filter"] = {c: dict(sorted(v.items()))
                                                     for c, v in sorted(tally.outside_filter.items()) if v}
         evidence["unjudged_in_sample"] = dict(sorted(tally.unknown.items()))
+        evidence["consumed_before_current_expression"] = dict(sorted(tally.earlier.items()))
     return finding(
         ctx, "SUBSCRIPTION_TAG_CONFLICT", "error",
         f"Clients of {view.group} subscribe {topic} with different tags",

@@ -84,6 +84,8 @@ class SampledMessage:
     #: every property the message carries (``TAGS``, ``KEYS`` and the user's), what a SQL92
     #: filter reads; None when the source could not read them
     properties: Mapping[str, str] | None = None
+    #: when the broker stored it, epoch ms (None when not read)
+    store_timestamp: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

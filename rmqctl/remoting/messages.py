@@ -166,7 +166,8 @@ def decode_messages(body: bytes, broker_name: str) -> list[SampledMessage]:
     :func:`decode_records`)."""
     return [
         SampledMessage(MessageQueue(r.topic, broker_name, r.queue_id), r.queue_offset,
-                       r.properties.get("TAGS") or None, r.reconsume_times, dict(r.properties))
+                       r.properties.get("TAGS") or None, r.reconsume_times, dict(r.properties),
+                       r.store_timestamp)
         for r in decode_records(body)
     ]
 

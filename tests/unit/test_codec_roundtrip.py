@@ -275,7 +275,7 @@ def test_message_records(recs: list[MessageRecord]) -> None:
     assert messages.decode_records(body) == recs
     assert messages.decode_messages(body, "b") == [
         SampledMessage(MessageQueue(r.topic, "b", r.queue_id), r.queue_offset, r.properties.get("TAGS") or None,
-                       r.reconsume_times, r.properties) for r in recs
+                       r.reconsume_times, r.properties, r.store_timestamp) for r in recs
     ]
 
 

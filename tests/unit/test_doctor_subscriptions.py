@@ -218,8 +218,9 @@ def test_two_brokers_storing_different_subscriptions_filter_their_own_queues() -
 
 # --- SUBSCRIPTION_TAG_CONFLICT with a message sample ------------------------------------------------
 
-def msg(mq: MessageQueue, offset: int, tag: str | None) -> SampledMessage:
-    return SampledMessage(mq, offset, tag)
+def msg(mq: MessageQueue, offset: int, tag: str | None, stored_at: int = 10_000) -> SampledMessage:
+    # stored after every subVersion of these views (100, 200): judged by the current expression
+    return SampledMessage(mq, offset, tag, store_timestamp=stored_at)
 
 
 def sampled_view(*, q0_known: bool = True) -> GroupView:

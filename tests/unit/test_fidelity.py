@@ -60,8 +60,9 @@ def test_decode_pulled_messages_keeps_queue_offset_tag_and_reconsume_times() -> 
     body = (message_v1(3, 41, b"T", b"TAGS\x01tagX\x02UNIQ_KEY\x01AB\x02")
             + message_v1(3, 42, b"T", b"UNIQ_KEY\x01AC\x02", reconsume=2))
     assert decode_messages(body, "broker-a") == [
-        SampledMessage(MessageQueue("T", "broker-a", 3), 41, "tagX", 0, {"TAGS": "tagX", "UNIQ_KEY": "AB"}),
-        SampledMessage(MessageQueue("T", "broker-a", 3), 42, None, 2, {"UNIQ_KEY": "AC"}),
+        SampledMessage(MessageQueue("T", "broker-a", 3), 41, "tagX", 0, {"TAGS": "tagX", "UNIQ_KEY": "AB"},
+                       1700000000001),
+        SampledMessage(MessageQueue("T", "broker-a", 3), 42, None, 2, {"UNIQ_KEY": "AC"}, 1700000000001),
     ]
     with pytest.raises(errors.ProtocolError):
         decode_messages(body[:-5], "broker-a")

@@ -1,0 +1,89 @@
+"""Losses are judged against the expression the broker held when a message was consumed.
+
+One group, topic TopicH with 2 queues. B ("*") starts first, A ("tagX") at 1 s: the broker
+stores A's "tagX" (its subVersion is the later one) and AVG gives A queue 0, B queue 1. At 5 s 4
+tagX and 4 tagY are sent round robin (queue 0: tagX, tagX, tagY, tagY; queue 1 the same), and the
+broker passes only tagX. Each client consumes its two tagX; its next pull (from offset 4) is held
+by long polling for 15 s, so the filtered tagY are not yet committed past. At 10 s A leaves with
+its offset at 2: B takes queue 0, re-balances (a new subVersion) and the broker holds B's "*" from
+then on, so B receives queue 0's tagY; queue 1's tagY were filtered under "tagX" and are lost.
+A doctor run afterwards sees only "*"; judged by it alone, every tagY would read as delivered. All
+eight messages were stored before the broker's current expression was in place, so they count as
+consumed before it: neither delivered nor lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rmqctl.backends.remoting import RemotingBackend
+from rmqctl.doctor import run_checks
+from rmqctl.doctor.checks import tag_conflict_topics
+from rmqctl.doctor.context import CheckContext, progress_by_queue
+from rmqctl.doctor.subscriptions import _tag_conflict
+from rmqctl.emulator.embedded import embedded_cluster
+from rmqctl.emulator.scenario import parse_scenario
+from rmqctl.remoting.admin import AdminClient
+from rmqctl.service import ClusterService
+
+A, B = "10.0.0.1@A", "10.0.0.2@B"
+SCENARIO = f"""
+name = "expression-history"
+duration = 30
+
+[[topics]]
+name = "TopicH"
+queues = 2
+
+[[consumers]]
+group = "hist"
+client_id = "{B}"
+subscriptions = {{ TopicH = "*" }}
+
+[[consumers]]
+group = "hist"
+client_id = "{A}"
+subscriptions = {{ TopicH = "tagX" }}
+start = 1.0
+stop = 10.0
+
+[[produce]]
+at = 5.0
+topic = "TopicH"
+tag = "tagX"
+count = 4
+
+[[produce]]
+at = 5.0
+topic = "TopicH"
+tag = "tagY"
+count = 4
+"""
+
+
+async def test_messages_consumed_under_an_earlier_expression_are_unknown_not_delivered() -> None:
+    async with embedded_cluster(parse_scenario(SCENARIO)) as (cluster, server):
+        source = ClusterService(RemotingBackend(AdminClient([server.namesrv_addr])))
+        try:
+            view = await source.group_view("hist")
+            # B alone now: no conflict, but judge the sample as the conflict check does
+            view = await source.sample_messages(view, ["TopicH"])
+        finally:
+            await source.close()
+        received = {c.client_id: dict(c.received_by_tag) for c in cluster.consumers}
+        report: Any = cluster.report()
+    # the truth: queue 0's tagY reached B after the switch, queue 1's were lost
+    assert received[A] == {"tagX": 2} and received[B] == {"tagX": 2, "tagY": 2}
+    assert report["lost_by_tag"]["tagY"] == 2
+    # the broker now holds "*": judging the sample by it alone would call every tagY delivered
+    assert view.broker_subscriptions["broker-a"]["TopicH"].expression == "*"
+    assert tag_conflict_topics(view) == []
+    f = _tag_conflict(CheckContext(view, None, view.sampled_at, False), "TopicH", view.owners(),
+                      progress_by_queue(view))
+    ev = f.evidence
+    assert ev["counts"]["received_by_client"] == {B: {}}
+    assert ev["consumed_before_current_expression"] == {"tagX": 4, "tagY": 4}
+    assert "stored before the broker's current expression" in f.detail
+    assert all(row["expression_since_ms"] for row in ev["queues"])
+    # with one client left there is no conflict to report
+    assert all(x.code != "SUBSCRIPTION_TAG_CONFLICT" for x in run_checks(view))
