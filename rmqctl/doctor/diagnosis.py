@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.doctor.checks import run_checks, skipped_checks, tag_conflict_topics
-from rmqctl.doctor.failures import orderly_suspects
+from rmqctl.doctor.failures import orderly_candidates
 from rmqctl.model import SEVERITY_RANK, Finding, GroupView
 from rmqctl.source import ClusterSource
 
 #: seconds between the sample that showed a rebalance in progress and the one taken again
 REBALANCE_WAIT = 3.0
-#: seconds between a single sample that showed an orderly queue failing in place and the one taken
+#: seconds between a single sample that showed an orderly queue standing still and the one taken
 #: again to see whether it moves (the client retries a suspended message every second)
 ORDERLY_WAIT = 3.0
 #: what ``doctor --sample all`` reads back per queue at most
@@ -88,7 +88,7 @@ async def diagnose(
         resampled = True
     # One sample cannot show that an orderly queue does not move: look again a little later.
     orderly_again: dict[str, GroupView] = {}
-    if interval is None and any(orderly_suspects(v) for v in last.current.views.values()):
+    if interval is None and any(orderly_candidates(v) for v in last.current.views.values()):
         await watcher.clock.sleep(ORDERLY_WAIT)
         again = await watcher.poll()
         orderly_again = {g: v for g, v in again.current.views.items() if g in last.current.views}

@@ -123,16 +123,21 @@ def _orderly_held(view: GroupView) -> dict[tuple[str, MessageQueue], ProcessQueu
             if pq.locked and not pq.dropped and pq.cached_msg_count > 0 and not mq.topic.startswith(RETRY_PREFIX)}
 
 
-def orderly_suspects(view: GroupView) -> list[tuple[str, MessageQueue]]:
-    """Queues an orderly client holds locked, with messages cached and waiting, whose topic its
-    listener reports failures for: one sample cannot tell whether they move."""
+def orderly_candidates(view: GroupView, *, failing_only: bool = False) -> list[tuple[str, MessageQueue]]:
+    """Queues an orderly client holds locked, with messages waiting and its oldest cached message
+    at (or below) the committed offset: one sample cannot tell whether they move. With
+    ``failing_only``, only those whose topic the client reports failures for (a one-minute rate,
+    so it can lag behind a queue that just stopped)."""
     progress = progress_by_queue(view)
     out = []
-    for (cid, mq), _ in sorted(_orderly_held(view).items(), key=lambda kv: (kv[0][0], kv[0][1])):
+    for (cid, mq), pq in sorted(_orderly_held(view).items(), key=lambda kv: (kv[0][0], kv[0][1])):
         p = progress.get(mq)
+        if p is None or not p.known or p.diff <= 0 or pq.cached_msg_min_offset > p.consumer_offset:
+            continue
         status = view.running_infos[cid].status.get(mq.topic)
-        if p is not None and p.known and p.diff > 0 and status is not None and status.failing:
-            out.append((cid, mq))
+        if failing_only and (status is None or not status.failing):
+            continue
+        out.append((cid, mq))
     return out
 
 
@@ -155,7 +160,7 @@ def orderly_queue_suspended(ctx: CheckContext) -> list[Finding]:
             rows.append(_orderly_row(cid, mq, pq, p.consumer_offset, p.diff,
                                      status is not None and status.failing))
     else:
-        for cid, mq in orderly_suspects(view):
+        for cid, mq in orderly_candidates(view, failing_only=True):
             p = progress[mq]
             rows.append(_orderly_row(cid, mq, held[(cid, mq)], p.consumer_offset, p.diff, True))
     if not rows:
@@ -180,7 +185,9 @@ def orderly_queue_suspended(ctx: CheckContext) -> list[Finding]:
                    "to the retry topic or the DLQ, every later message of the queue waits behind it, and "
                    "each retry refreshes the queue's last-consume time, so it does not look idle.")
     if len(failing) < len(rows):
-        detail += " Where the listener reports no failures it has not returned from the message."
+        detail += (" Where the client's statistics show no failures (a rate over the last minute, which "
+                   "lags), the listener has either not returned from the message or its failures are "
+                   "not counted yet.")
     return [finding(
         ctx, "ORDERLY_QUEUE_SUSPENDED", "error" if confirmed else "warning",
         f"Orderly consumption of {view.group} is stopped on {n_of(len(rows), 'queue')}",

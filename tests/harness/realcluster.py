@@ -723,6 +723,8 @@ class RealCluster:
             "longPollingEnable": "true" if self.long_polling else "false",
             "shortPollingTimeMills": 1000,
             "diskMaxUsedSpaceRatio": 95,
+            # SQL92 subscriptions (MessageSelector.bySql); tag subscriptions are filtered as before
+            "enablePropertyFilter": "true",
         }
         br_conf.update(self._broker_overrides)
         ns_path = b / "conf" / "namesrv.conf"
@@ -1008,6 +1010,9 @@ class ScenarioClientsProcess:
     period (``rocketmq.client.rebalance.waitInterval``) is ``rebalance_interval_ms``.
     """
 
+    #: the Java program this drives (same line protocol: ping, commands, shutdown)
+    main_class = "rmqctl.harness.ScenarioClients"
+
     def __init__(
         self,
         cluster: RealCluster | None = None,
@@ -1074,7 +1079,7 @@ class ScenarioClientsProcess:
             f"-Drocketmq.client.logRoot={self.work_dir}",
             f"-Drmq.logback.configurationFile={self.work_dir / 'logback.xml'}",
             f"-Drmqctl.log.file={self.work_dir / 'clients.log'}",
-            *self.jvm_args, "-cp", cp, "rmqctl.harness.ScenarioClients",
+            *self.jvm_args, "-cp", cp, self.main_class,
         ]
         env = self.cluster.env() if self.cluster and self.cluster.base_dir else dict(os.environ)
         with open(self.work_dir / "stderr.log", "ab") as err:
