@@ -22,7 +22,7 @@ from rmqctl.doctor.allocation import (
     rebalance_in_progress,
     uneven_allocation,
 )
-from rmqctl.doctor.clients import duplicate_client_id, mixed_consumer_settings
+from rmqctl.doctor.clients import duplicate_client_id, mixed_consumer_settings, mixed_consumption
 from rmqctl.doctor.context import Check, CheckContext
 from rmqctl.doctor.failures import (
     RETRY_WARNING_DIFF,
@@ -56,6 +56,7 @@ CHECKS: Sequence[tuple[str, Check]] = (
     ("DUPLICATE_CLIENT_ID", duplicate_client_id),
     ("UNEVEN_ALLOCATION", uneven_allocation),
     ("MIXED_CONSUMER_SETTINGS", mixed_consumer_settings),
+    ("MIXED_CONSUMPTION", mixed_consumption),
     ("BLOCKED_QUEUE", blocked_queue),
     ("OFFLINE_GROUP_BACKLOG", offline_group_backlog),
     ("ABANDONED_TOPIC_BACKLOG", abandoned_topic_backlog),

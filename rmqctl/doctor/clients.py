@@ -51,3 +51,23 @@ def mixed_consumer_settings(ctx: CheckContext) -> list[Finding]:
         "Configure every client of the group identically (message model, push/pull, orderly, "
         "allocation strategy).",
     )]
+
+
+def mixed_consumption(ctx: CheckContext) -> list[Finding]:
+    """Remoting clients that divide the queues and gRPC clients that pop from them, in one group."""
+    view = ctx.view
+    if view.consumption != "mixed":
+        return []
+    popping = sorted(c.client_id for c in view.connections if c.sdk == "grpc")
+    dividing = sorted(c.client_id for c in view.connections if c.sdk != "grpc")
+    return [finding(
+        ctx, "MIXED_CONSUMPTION", "error",
+        f"{view.group} is consumed by remoting clients and gRPC (POP) clients at once",
+        f"{n_of(len(dividing), 'remoting client')} divide the queues among themselves and commit what "
+        f"they consumed, while {n_of(len(popping), 'gRPC client')} pop from the same queues through a "
+        "proxy, which moves the same consumer offsets when it hands messages out. Each kind overwrites "
+        "the other's progress: messages are delivered twice, and messages one kind filters out by "
+        "tag are passed over for the other as well — they are never delivered.",
+        {"remoting_clients": dividing, "grpc_clients": popping},
+        "Give the gRPC clients and the remoting clients consumer groups of their own.",
+    )]

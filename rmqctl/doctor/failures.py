@@ -73,10 +73,16 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
             "queues": [queue_dict(mq) for mq in owners.get(cid, []) if mq.topic in failing],
         })
     # Every failed message is written back to the group's retry topic: its growth is the traffic.
-    now_retry = {p.queue: p.broker_offset for p in view.progress if p.queue.topic == retry and p.known}
+    # Under POP, every message not ACKed in time (failed, or never ACKed) is revived into the
+    # group's POP retry topic of its topic and delivered again: the same traffic, elsewhere.
+    retry_topics = {retry, *view.pop_retry_topics}
+    if ctx.previous is not None:
+        retry_topics.update(ctx.previous.pop_retry_topics)
+    now_retry = {p.queue: p.broker_offset for p in view.progress if p.queue.topic in retry_topics and p.known}
     grown = 0
     if ctx.previous is not None:
-        before = {p.queue: p.broker_offset for p in ctx.previous.progress if p.queue.topic == retry and p.known}
+        before = {p.queue: p.broker_offset for p in ctx.previous.progress
+                  if p.queue.topic in retry_topics and p.known}
         grown = sum(max(0, now_retry[q] - before[q]) for q in now_retry if q in before)
     if not clients and grown <= 0:
         return []
@@ -96,14 +102,22 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
                    f"consumptions (SUSPEND_CURRENT_QUEUE_A_MOMENT or an exception): the message is not "
                    f"sent anywhere; the client keeps it and retries it a second later, forever by "
                    f"default, and its queue waits behind it (see ORDERLY_QUEUE_SUSPENDED).")
+    pop_topics = sorted(retry_topics - {retry})
+    if view.pop and not clients:
+        detail = (f"Messages of {view.group} are not ACKed in time (the listener fails them, or the "
+                  f"client never ACKs them): POP makes each visible again when its invisible time runs "
+                  f"out and delivers it again through {', '.join(pop_topics) or retry}; after the "
+                  f"group's maximum of deliveries (16 retries by default) it goes to the dead-letter queue.")
     if grown > 0:
-        detail += f" {grown} message(s) were written to {retry} between the two samples."
+        written_to = ", ".join(sorted({q.topic for q in now_retry if now_retry[q] > 0})) or retry
+        detail += f" {grown} message(s) were written to {written_to} between the two samples."
     return [finding(
         ctx, "CONSUME_FAILURES", "warning",
         f"Clients of {view.group} fail to consume messages",
         detail,
         {"clients": clients, "retry_topic": retry,
-         "retry_messages_written": sum(now_retry.values()), "retry_growth": grown if ctx.previous else None},
+         "retry_messages_written": sum(now_retry.values()), "retry_growth": grown if ctx.previous else None,
+         **({"pop_retry_topics": pop_topics} if pop_topics else {})},
         ("Find why the listener returns RECONSUME_LATER or throws (application logs of the clients "
          "named); messages keep coming back until it succeeds or they reach the DLQ."
          if concurrent or not clients else

@@ -91,3 +91,31 @@ def test_grpc_groups_are_online_through_the_proxy_and_healthy_pop_groups_draw_no
     doctor = runner.invoke(app, [*base_args, "doctor", push_group, simple_group, "-o", "json"])
     assert doctor.exit_code == 0, doctor.output
     assert json.loads(doctor.stdout)["findings"] == []
+
+
+def test_a_grpc_consumer_that_fails_messages_shows_consume_failures(
+    real_cluster: RealCluster, real_proxy: RealProxy, grpc_clients: GrpcClientsProcess,
+    rmq_names: Callable[[str], str],
+) -> None:
+    topic, group = rmq_names("PopFailTopic"), rmq_names("GPopFail")
+    create_normal_topic(real_cluster, topic, 2)
+    grpc_clients.start_push("failing", group, {topic: "*"}, fail_tag="bad")
+    grpc_clients.warm_up(topic)
+    grpc_clients.send(topic, "bad", 5)
+    proxied = (real_proxy.remoting_addr,)
+
+    def failed() -> int:
+        return int(grpc_clients.counts()["failing"]["failed"])
+
+    grpc_clients.wait_until(lambda: failed() >= 10, timeout=180, interval=1.0,
+                            message=lambda: f"failed messages delivered again: {grpc_clients.counts()}")
+    first = views(real_cluster, [group], proxied)[group]
+    assert first.pop_retry_topics  # the redeliveries went through the group's POP retry topic
+    seen = failed()
+    grpc_clients.wait_until(lambda: failed() >= seen + 5, timeout=180, interval=1.0,
+                            message=lambda: f"five more failures: {grpc_clients.counts()}")
+    second = views(real_cluster, [group], proxied)[group]
+    findings = {f.code: f for f in run_checks(second, first)}
+    assert "CONSUME_FAILURES" in findings, [f.code for f in findings.values()]
+    evidence = findings["CONSUME_FAILURES"].evidence
+    assert evidence["retry_growth"] > 0 and evidence["pop_retry_topics"] == list(first.pop_retry_topics)

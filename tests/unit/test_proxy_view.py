@@ -158,3 +158,34 @@ def test_proxy_addresses_from_the_option_or_the_context() -> None:
     with pytest.raises(errors.UsageError, match="dashboard"):
         resolve_connection(namesrv=None, context=None, timeout=None, config=Config(), proxy="q:9090",
                            dashboard="http://d:8082")
+
+
+def pop_view_at(retry_max: int, at: int) -> GroupView:
+    rows = (QueueProgress(MessageQueue("T", "broker-a", 0), 50, 50, None, 0),
+            QueueProgress(MessageQueue(f"%RETRY%{G}_T", "broker-a", 0), retry_max, retry_max, None, 0))
+    grpc = ClientConnection(GRPC_ID, "10.0.0.7:51000", "JAVA", 479, proxy=PROXY, sdk="grpc")
+    return GroupView(G, (grpc,), {}, {}, rows, consume_type="CONSUME_PASSIVELY", sampled_at=at)
+
+
+def test_redeliveries_through_a_pop_retry_topic_are_consume_failures() -> None:
+    """A gRPC consumer that fails (or never ACKs) messages: the broker revives each into the POP
+    retry topic of its topic; the classic %RETRY%<group> never moves."""
+    before, after = pop_view_at(10, 1_000_000), pop_view_at(55, 1_040_000)
+    (finding,) = [f for f in run_checks(after, before) if f.code == "CONSUME_FAILURES"]
+    assert finding.evidence["retry_growth"] == 45
+    assert finding.evidence["pop_retry_topics"] == [f"%RETRY%{G}_T"]
+    assert f"%RETRY%{G}_T" in finding.detail
+    assert [f.code for f in run_checks(pop_view_at(10, 1_040_000), before)] == []
+
+
+def test_remoting_and_grpc_clients_in_one_group_are_mixed_consumption() -> None:
+    remoting = ClientConnection("10.0.0.1@4242#1234567890", "10.0.0.1:50000", "JAVA", 479, sdk="remoting")
+    grpc = ClientConnection(GRPC_ID, "10.0.0.7:51000", "JAVA", 479, proxy=PROXY, sdk="grpc")
+    rows = (QueueProgress(MessageQueue("T", "broker-a", 0), 50, 50, 50, 0),)
+    view = GroupView(G, (remoting, grpc), {}, {}, rows, consume_type="CONSUME_PASSIVELY")
+    assert view.consumption == "mixed"
+    (finding,) = [f for f in run_checks(view) if f.code == "MIXED_CONSUMPTION"]
+    assert finding.severity == "error"
+    assert finding.evidence == {"remoting_clients": [remoting.client_id], "grpc_clients": [GRPC_ID]}
+    alone = GroupView(G, (remoting,), {}, {}, rows, consume_type="CONSUME_PASSIVELY")
+    assert alone.consumption == "push" and "MIXED_CONSUMPTION" not in [f.code for f in run_checks(alone)]
