@@ -109,7 +109,7 @@ def write_cache(directory: Path, file_name: str, lines: list[str]) -> None:
 def test_commands_and_subcommands(shell: Shell) -> None:
     shell.completes_to("rmqctl gr", "rmqctl group ")
     shell.reset()
-    shell.offered("rmqctl group ", {"list", "show", "progress", "assignment"})
+    shell.offered("rmqctl group ", {"list", "show", "progress", "assignment", "reset", "delete", "prune"})
 
 
 def test_zsh_script_sourced_after_compinit(tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_zsh_script_sourced_after_compinit(tmp_path: Path) -> None:
     sh = Shell("zsh", tmp_path, sourced=True).start()
     try:
         write_cache(sh.cache, "namesrv_10.0.0.1_9876.groups", NAMESRV_GROUPS)
-        sh.offered("rmqctl group ", {"list", "show", "progress", "assignment"})
+        sh.offered("rmqctl group ", {"list", "show", "progress", "assignment", "reset", "delete", "prune"})
         sh.reset()
         sh.completes_to("rmqctl -n 10.0.0.1:9876 doctor pay", "rmqctl -n 10.0.0.1:9876 doctor payment ")
     finally:
