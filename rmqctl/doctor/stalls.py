@@ -144,19 +144,28 @@ def offline_group_backlog(ctx: CheckContext) -> list[Finding]:
     view = ctx.view
     if view.online:
         return []
-    rows = [p for p in view.progress if p.diff > 0]
-    if not rows:
+    rows = [p for p in view.progress if p.known and p.diff > 0]
+    unknown = [p.queue for p in view.progress if not p.known]
+    if not rows and not unknown:
         return []
     total = sum(p.diff for p in rows)
+    group = view.group
+    parts = []
+    if rows:
+        parts.append(f"{queues_text([p.queue for p in rows])} {'holds' if len(rows) == 1 else 'hold'} "
+                     f"{n_of(total, 'unconsumed message')}")
+    if unknown:
+        parts.append(f"the offsets of {queues_text(unknown)} could not be read (their backlog is unknown)")
     return [finding(
         ctx, "OFFLINE_GROUP_BACKLOG", "warning",
-        f"{view.group} has no online client and {n_of(total, 'message')} waiting",
-        f"No client of {view.group} is connected, and {n_of(len(rows), 'queue')} "
-        f"{'holds' if len(rows) == 1 else 'hold'} {n_of(total, 'unconsumed message')} that will wait until "
-        f"a consumer starts (or expire with the "
-        f"commit log).",
-        {"total_diff": total, "queues": [{**queue_dict(p.queue), "diff": p.diff} for p in rows]},
-        "Start the group's consumers, or delete the group's offsets if it is retired.",
+        f"{group} has no online client and {n_of(total, 'message')} waiting" if total else
+        f"{group} has no online client and an unknown backlog",
+        f"No client of {group} is connected, and " + "; ".join(parts) + ": nothing is consumed until a "
+        "consumer starts (or the messages expire with the commit log).",
+        {"total_diff": total, "queues": [{**queue_dict(p.queue), "diff": p.diff} for p in rows],
+         "unknown_diff_queues": [queue_dict(mq) for mq in unknown]},
+        f"Start a consumer of {group}: it resumes from the committed offsets. If the group is retired, "
+        f"delete it on its brokers (mqadmin deleteSubscriptionGroup -g {group}) together with its offsets.",
     )]
 
 

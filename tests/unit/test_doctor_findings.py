@@ -300,11 +300,26 @@ def offline(*progress: tuple[int, int]) -> GroupView:
          {"total_diff": 8, "queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "diff": 3},
                                        {"topic": "T", "broker": "broker-a", "queue_id": 2, "diff": 5}]}),
     Case("no client online but nothing waits: nothing", lambda: offline((10, 10)), None),
+    Case("no client online and a queue's offsets unreadable: an unknown backlog, never none",
+         lambda: group([], {"T": T}, progress=[row(T[0], 10, 10), row(T[1], 0, 0, known=False)], stored={}),
+         "warning", {"total_diff": 0, "queues": [],
+                     "unknown_diff_queues": [{"topic": "T", "broker": "broker-a", "queue_id": 1}]}),
     Case("a client is online: not offline",
          lambda: group([client(A, [S], T)], {"T": T}, progress=[row(T[0], 10, 2, A)]), None),
 ])
 def test_offline_group_backlog(c: Case) -> None:
     check("OFFLINE_GROUP_BACKLOG", c)
+
+
+def test_offline_group_backlog_text_names_the_queues_and_the_fix() -> None:
+    f = one(run_checks(offline((10, 7), (5, 5), (9, 4))), "OFFLINE_GROUP_BACKLOG")
+    assert f.detail.startswith("No client of orders-consumer is connected, and T@broker-a queues 0 and 2 hold "
+                               "8 unconsumed messages: nothing is consumed until a consumer starts")
+    assert "mqadmin deleteSubscriptionGroup -g orders-consumer" in f.fix
+    unknown = group([], {"T": T}, progress=[row(T[1], 0, 0, known=False)], stored={})
+    f = one(run_checks(unknown), "OFFLINE_GROUP_BACKLOG")
+    assert f.title == "orders-consumer has no online client and an unknown backlog"
+    assert "the offsets of T@broker-a queue 1 could not be read" in f.detail
 
 
 # --- RETRY_BACKLOG: info, a warning from 1,000 messages --------------------------------------------
