@@ -128,6 +128,8 @@ class _Tally:
     #: stored before the broker's current expression (or the queue's current owner) was in place:
     #: another expression or client may have judged them, so they count as neither lost nor delivered
     earlier: dict[str, int] = field(default_factory=dict)
+    #: judged by the expression and owner of the previous sample (consumed before it)
+    reconstructed: dict[str, int] = field(default_factory=dict)
 
     def lost(self) -> dict[str, int]:
         """Per tag, sampled messages that were consumed without reaching any listener."""
@@ -184,20 +186,66 @@ def _message_fate(filt: Subscription | None, own: Subscription | None, owner: st
     return "delivered" if _passes_client(own, m.tag) else "dropped_by_client"
 
 
+def _dated(view: GroupView, filt: Subscription | None, own: Subscription | None) -> int:
+    """When the broker's expression and the queue's owner were both in place (0: unknown)."""
+    versions = [s.sub_version for s in (filt, own) if s is not None]
+    return max((v for v in versions if 0 < v <= view.sampled_at), default=0)
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """What judged a queue's messages at the previous sample (``--interval``, ``--watch``)."""
+
+    since: int
+    consumed_below: int
+    owner: str | None
+    filt: Subscription
+    own: Subscription | None
+
+
+def _earlier_judge(prev: GroupView | None, mq: MessageQueue, topic: str) -> _Earlier | None:
+    """The previous sample's expression and owner of ``mq``, when they are dated. A message
+    stored after that date and consumed before that sample was judged by them: no newer
+    subVersion had been stored by then, and versions only grow."""
+    if prev is None:
+        return None
+    p = progress_by_queue(prev).get(mq)
+    filt = prev.broker_subscriptions.get(mq.broker_name, {}).get(topic)
+    if p is None or not p.known or filt is None:
+        return None
+    holders = prev.owners().get(mq, [])
+    owner = holders[0] if holders else None
+    own = client_sub(prev, owner, topic) if owner else None
+    since = _dated(prev, filt, own)
+    return _Earlier(since, p.consumer_offset, owner, filt, own) if since else None
+
+
 def _count_sample(sample: TagSample, done_below: int, owner: str | None, filt: Subscription | None,
-                  own: Subscription | None, tally: _Tally, since_ms: int) -> dict[str, dict[str, int]]:
+                  own: Subscription | None, tally: _Tally, since_ms: int,
+                  earlier: _Earlier | None = None) -> dict[str, dict[str, int]]:
     """Per tag, how many sampled messages of one queue were delivered, dropped, filtered or are
     still pending (at or past the consumer offset); adds them to the topic's ``tally``. A consumed
     message stored before ``since_ms`` (when the broker's current expression and the queue's
     current owner were both in place) counts as ``before_current_expression``: it may have been
-    judged by another expression or client, so it is neither lost nor delivered."""
+    judged by another expression or client, so it is neither lost nor delivered, unless
+    ``earlier`` (the previous sample) dates what judged it."""
     counts: dict[str, dict[str, int]] = {}
     for m in sample.messages:
         tag = m.tag
+        who, whose = owner, own
         if m.offset >= done_below:
             kind = "pending"
         elif since_ms > 0 and (m.store_timestamp is None or m.store_timestamp < since_ms):
             kind = "before_current_expression"
+            if (earlier is not None and m.store_timestamp is not None
+                    and m.store_timestamp >= earlier.since and m.offset < earlier.consumed_below):
+                # consumed before the previous sample, under what held then
+                kind = _message_fate(earlier.filt, earlier.own, earlier.owner, m)
+                _bump(tally.reconstructed, tag)
+                if earlier.owner is not None:
+                    tally.received.setdefault(earlier.owner, {})
+                    tally.dropped.setdefault(earlier.owner, {})
+                who, whose = earlier.owner, earlier.own
         else:
             kind = _message_fate(filt, own, owner, m)
         if kind == "before_current_expression":
@@ -208,12 +256,12 @@ def _count_sample(sample: TagSample, done_below: int, owner: str | None, filt: S
             _bump(tally.unknown, tag)
         elif kind == "filtered_by_broker":
             _bump(tally.filtered, tag)
-        elif kind == "dropped_by_client" and owner is not None:
-            _bump(tally.dropped[owner], tag)
-        elif kind == "delivered" and owner is not None and own is not None:
-            _bump(tally.received[owner], tag)
-            if own.wants(tag, m.properties) is False:
-                _bump(tally.outside_filter.setdefault(owner, {}), tag)
+        elif kind == "dropped_by_client" and who is not None:
+            _bump(tally.dropped[who], tag)
+        elif kind == "delivered" and who is not None and whose is not None:
+            _bump(tally.received[who], tag)
+            if whose.wants(tag, m.properties) is False:
+                _bump(tally.outside_filter.setdefault(who, {}), tag)
         slot = counts.setdefault(_label(tag), {})
         slot[kind] = slot.get(kind, 0) + 1
     return dict(sorted(counts.items()))
@@ -318,15 +366,15 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
             done_below = p.consumer_offset if p is not None and p.known else sample.from_offset
             filt = stored_by_broker.get(mq.broker_name, stored)
             # subVersion is the client's clock (ms) when it last subscribed or re-balanced: the
-            # broker's copy dates its expression, the owner's its current holdings
             # broker's copy dates its expression, the owner's its current holdings; a version
             # later than the sample itself is no time to compare with (a skewed clock, a pinned
             # version) and dates nothing
-            versions = [s.sub_version for s in (filt, own) if s is not None]
-            since = max((v for v in versions if 0 < v <= view.sampled_at), default=0)
+            since = _dated(view, filt, own)
             row["expression_since_ms"] = since or None
+            earlier = _earlier_judge(ctx.previous, mq, topic)
             row["sample"] = {"from_offset": sample.from_offset, "to_offset": sample.to_offset,
-                             "counts": _count_sample(sample, done_below, owner, filt, own, tally, since)}
+                             "counts": _count_sample(sample, done_below, owner, filt, own, tally, since,
+                                                     earlier)}
         queue_rows.append(row)
 
     # a tag a SQL92 filter may pass (its properties decide) is not known to be lost
@@ -396,6 +444,7 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
                                                     for c, v in sorted(tally.outside_filter.items()) if v}
         evidence["unjudged_in_sample"] = dict(sorted(tally.unknown.items()))
         evidence["consumed_before_current_expression"] = dict(sorted(tally.earlier.items()))
+        evidence["judged_by_previous_sample"] = dict(sorted(tally.reconstructed.items()))
     return finding(
         ctx, "SUBSCRIPTION_TAG_CONFLICT", "error",
         f"Clients of {view.group} subscribe {topic} with different tags",

@@ -87,3 +87,29 @@ async def test_messages_consumed_under_an_earlier_expression_are_unknown_not_del
     assert all(row["expression_since_ms"] for row in ev["queues"])
     # with one client left there is no conflict to report
     assert all(x.code != "SUBSCRIPTION_TAG_CONFLICT" for x in run_checks(view))
+
+
+async def _view_at(at: float) -> Any:
+    async with embedded_cluster(parse_scenario(SCENARIO), at=at) as (_, server):
+        source = ClusterService(RemotingBackend(AdminClient([server.namesrv_addr])))
+        try:
+            view = await source.group_view("hist")
+            return await source.sample_messages(view, ["TopicH"])
+        finally:
+            await source.close()
+
+
+async def test_a_previous_sample_dates_what_judged_the_messages_consumed_before_it() -> None:
+    # the same deterministic run looked at twice, as doctor --interval 22 does from 8 s: at 8 s
+    # the broker held "tagX" (A on queue 0, B on queue 1) and each queue's consumer offset was 2
+    before, now = await _view_at(8.0), await _view_at(30.0)
+    assert before.broker_subscriptions["broker-a"]["TopicH"].expression == "tagX"
+    f = _tag_conflict(CheckContext(now, before, now.sampled_at, False), "TopicH", now.owners(),
+                      progress_by_queue(now))
+    ev = f.evidence
+    # the tagX at offsets 0 and 1 of each queue were consumed before 8 s, under "tagX", by A on
+    # queue 0 and B on queue 1: exactly what the listeners received then
+    assert ev["judged_by_previous_sample"] == {"tagX": 4}
+    assert ev["counts"]["received_by_client"] == {A: {"tagX": 2}, B: {"tagX": 2}}
+    # the tagY at offsets 2 and 3 were committed after 8 s: still unknown
+    assert ev["consumed_before_current_expression"] == {"tagY": 4}
