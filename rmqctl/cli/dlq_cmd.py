@@ -1,9 +1,10 @@
 """``rmqctl dlq …``: the dead-letter queues (``%DLQ%GROUP`` topics) of the consumer groups.
 
 ``dlq list`` is a read: each dead-letter topic, its queues, how many messages it stores and when
-the newest arrived. ``dlq replay GROUP`` plans sending a group's dead letters back to it through
-its retry topic; ``--execute`` sends them (:mod:`rmqctl.actions.dlq`). Reaches the core through
-its public modules; must not import textual, pyspark or another command module.
+the newest arrived; ``dlq show GROUP`` its dead letters. ``dlq replay GROUP`` plans sending a
+group's dead letters back to it through its retry topic; ``--execute`` sends them
+(:mod:`rmqctl.actions.dlq`). Reaches the core through its public modules; must not import
+textual, pyspark or another command module.
 """
 
 from __future__ import annotations
@@ -43,6 +44,30 @@ def list_(ctx: typer.Context, opts: Settings) -> None:
         shown = [{**r, "newest": "-" if r["newest_ts"] is None else r["newest_ts"]} for r in doc["dead_letter_queues"]]
         columns = [c if c != "newest_ts" else ("newest", "NEWEST_MS") for c in DLQ_COLUMNS]
         return View(doc, [Table(columns, shown, flexible=("group", "topic"))], records=dlq_list_rows(doc)), failures
+
+    execute(opts, run)
+
+
+@app.command("show")
+@cluster_options
+def show(
+    ctx: typer.Context,
+    opts: Settings,
+    group: Annotated[str, typer.Argument(help="Consumer group name.", show_default=False)],
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many dead letters, oldest first.")] = 20,
+) -> None:
+    """A group's dead letters, oldest first: first topic, tag, keys, retries, when stored, the body."""
+    from rmqctl.actions.dlq import plan_replay
+    from rmqctl.report.actions import DLQ_SHOW_COLUMNS, dlq_show, dlq_show_rows
+
+    async def run(source: ClusterSource) -> View:
+        plan = await plan_replay(source, group, cluster="", limit=limit)
+        doc = dlq_show(group, plan.letters, plan.left_out)
+        shown = [{**r, "origin_topic": r["origin_topic"] or "-", "tag": r["tag"] or "-", "keys": r["keys"] or "-"}
+                 for r in doc["dead_letters"]]
+        footer = [f"{plan.left_out} more left out by --limit."] if plan.left_out else []
+        return View(doc, [Table(list(DLQ_SHOW_COLUMNS), shown, title=f"Dead letters of {group}",
+                                flexible=("body", "msg_id"))], footer=footer, records=dlq_show_rows(doc))
 
     execute(opts, run)
 

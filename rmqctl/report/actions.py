@@ -65,3 +65,27 @@ def dlq_list(found: Sequence[tuple[str, TopicStats]], errors: Mapping[str, Rmqct
 
 def dlq_list_rows(doc: Mapping[str, Any]) -> list[RowSet]:
     return [RowSet("dead_letter_queue", DLQ_COLUMNS, doc["dead_letter_queues"]), *error_rows(doc)]
+
+
+DLQ_SHOW_COLUMNS = ("queue", "offset", "msg_id", "origin_topic", "tag", "keys", "reconsume_times", "store_ts",
+                    "body")
+#: characters of a body a row shows (the whole body is one ``msg show`` away)
+BODY_PREVIEW = 200
+
+
+def dlq_show(group: str, letters: Sequence[Any], left_out: int) -> dict[str, Any]:
+    """``dlq show``: each dead letter of ``group`` (a :class:`~rmqctl.actions.dlq.DeadLetter`),
+    its body as text (UTF-8, undecodable bytes replaced) cut to :data:`BODY_PREVIEW` characters."""
+    rows = []
+    for d in letters:
+        m = d.message
+        rows.append({"queue": f"{d.queue.broker_name}/{d.queue.queue_id}", "topic": d.queue.topic,
+                     "offset": d.offset, "msg_id": d.msg_id, "origin_topic": d.origin_topic, "tag": d.tag,
+                     "keys": m.properties.get("KEYS") or None, "reconsume_times": d.reconsume_times,
+                     "store_ts": m.store_timestamp or None,
+                     "body": m.body.decode("utf-8", "replace")[:BODY_PREVIEW]})
+    return {"group": group, "dead_letters": rows, "left_out": left_out, "errors": {}}
+
+
+def dlq_show_rows(doc: Mapping[str, Any]) -> list[RowSet]:
+    return [RowSet("dead_letter", DLQ_SHOW_COLUMNS, doc["dead_letters"]), *error_rows(doc)]

@@ -73,3 +73,13 @@ async def test_a_replay_sends_the_dead_letters_back_to_their_group_only(tmp_path
         assert len(fine.deliveries) == before_fine  # the other group of the topic sees nothing
         (record,) = audit.read_log()
         assert record["action"] == "dlq replay" and record["outcome"]["stored"] == 3
+
+
+def test_dlq_show_lists_the_dead_letters_with_their_first_topic(tmp_path: Path) -> None:
+    path = tmp_path / "dead.toml"
+    path.write_text(SCENARIO)
+    result = CliRunner().invoke(app, ["--emulator", str(path), "--at", "20000", "dlq", "show", "failing", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert [(r["origin_topic"], r["reconsume_times"] >= 16) for r in doc["dead_letters"]] == [("Orders", True)] * 3
+    assert all(isinstance(r["store_ts"], int) for r in doc["dead_letters"]) and doc["left_out"] == 0

@@ -44,6 +44,7 @@ EMBEDDED: dict[str, tuple[str, ...]] = {
     "group delete": (*E, "group", "delete", "test-consumer"),
     "group prune": (*E, "group", "prune", "--idle", "1s"),
     "dlq list": (*E, "dlq", "list"),
+    "dlq show": (*E, "dlq", "show", "test-consumer"),
     "dlq replay": (*E, "dlq", "replay", "test-consumer"),
     "doctor": (*E, "doctor", "--all", "--fail-on", "never"),
     "msg show": (*E, "msg", "show", "TopicTest2", "--queue", "broker-a/0", "--offset", "0"),
