@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Generic, Protocol, TypeVar
 
+from rich.box import SIMPLE_HEAD
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 
-from rmqctl.model import MessageQueue, Subscription
+from rmqctl.model import Finding, MessageQueue, Subscription
 from tui.state import (
     NOT_YET,
     ClientRow,
@@ -108,7 +111,7 @@ def plain(cell: Cell) -> str:
 class Column(Generic[R]):
     """A table column: its key (the row field it shows), header, width (``0``: takes what is
     left), priority (``0`` is never dropped; higher numbers are dropped first when the table is
-    narrow), how a value is shown and how it sorts."""
+    narrow), how a value is shown and how it sorts, and how narrow it may be squeezed."""
 
     key: str
     label: str
@@ -119,6 +122,9 @@ class Column(Generic[R]):
     #: the row fields the column's value is made of (default: the field named ``key``; several
     #: give a tuple)
     fields: tuple[str, ...] = ()
+    #: the narrowest the column may be squeezed to when the terminal is narrow (``0``: its width;
+    #: text longer than the column is elided in the middle, the full value is in the detail pane)
+    min_width: int = 0
     value: Callable[[R], Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -126,9 +132,35 @@ class Column(Generic[R]):
 
 
 class RowSource(Protocol):
-    """What a :class:`Live` cell reads its row from (a table)."""
+    """What a :class:`Live` cell reads its row from (a table), and each column's drawn width."""
 
-    rows_by_key: Mapping[str, Any]
+    @property
+    def rows_by_key(self) -> Mapping[str, Any]: ...
+
+    @property
+    def widths(self) -> Mapping[str, int]: ...
+
+
+def elide_middle(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, with its middle replaced by ``…`` when it is longer (both
+    ends of an id or a name are what tells it from its neighbours)."""
+    if width <= 0 or len(text) <= width:
+        return text
+    if width == 1:
+        return "…"
+    keep = width - 1
+    head = (keep + 1) // 2
+    tail = keep - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def fit(shown: Cell, width: int) -> Cell:
+    """A cell's text elided in the middle to ``width`` cells (keeping its style)."""
+    text = plain(shown)
+    if width <= 0 or len(text) <= width:
+        return shown
+    short = elide_middle(text, width)
+    return Text(short, style=shown.style) if isinstance(shown, Text) else short
 
 
 class Live:
@@ -156,6 +188,8 @@ class Live:
 
     def __rich__(self) -> Text:
         shown = self.cell()
+        if self.column.min_width:  # a column that may be squeezed: elide in the middle
+            shown = fit(shown, self.source.widths.get(self.column.key, 0))
         if isinstance(shown, Text):
             return shown
         # as DataTable shows a one-line string cell, but never read as markup
@@ -279,15 +313,18 @@ def by_shown(show: Callable[[Any], Cell]) -> Callable[[Any], tuple[int, Any]]:
 # -- the tables -------------------------------------------------------------------------------
 
 GROUP_COLUMNS: list[Column[GroupRow]] = [
-    Column("group", "GROUP", 36), Column("health", "HEALTH", 10, show=HEALTH_TEXT.__getitem__),
+    Column("group", "GROUP", 36, min_width=16), Column("health", "HEALTH", 10, show=HEALTH_TEXT.__getitem__),
     Column("clients", "CLIENTS", 7, show=count_or_dash), Column("queues", "QUEUES", 6, show=count_or_dash),
     Column("lag", "LAG", 9, show=show_group_lag, order=lambda lag: by_value(lag.sort_value)),
     Column("trend", "TREND", 12, 2, show=show_trend, order=trend_order),
     Column("tps", "TPS", 8, 1, show=show_tps, order=lambda v: by_value(v[0]), fields=("tps", "error")),
 ]
+#: the broker column goes first when the group's queues are on one broker (its name tells no
+#: row from another); with several brokers the screen keeps it (see ``KeyedTable.keep``)
 QUEUE_COLUMNS: list[Column[QueueRow]] = [
-    Column("topic", "TOPIC", 16), Column("broker", "BROKER", 10, 1), Column("queue", "Q", 3, fields=("queue_id",)),
-    Column("owner", "OWNER", 28, show=show_owner, order=owner_order),
+    Column("topic", "TOPIC", 16, min_width=10), Column("broker", "BROKER", 10, 6, min_width=8),
+    Column("queue", "Q", 3, fields=("queue_id",)),
+    Column("owner", "OWNER", 28, show=show_owner, order=owner_order, min_width=12),
     Column("broker_offset", "BROKER_OFF", 10, 4, show=show_reported, order=reported_order),
     Column("consumer_offset", "CONSUMER_OFF", 12, 4, show=show_reported, order=reported_order),
     Column("lag", "LAG", 7, show=show_reported, order=reported_order),
@@ -297,22 +334,117 @@ QUEUE_COLUMNS: list[Column[QueueRow]] = [
     Column("status", "STATUS", 10, show=STATUS_TEXT.__getitem__),
 ]
 CLIENT_COLUMNS: list[Column[ClientRow]] = [
-    Column("client", "CLIENT", 30), Column("count", "QUEUES", 6, fields=("queue_count",)),
+    Column("client", "CLIENT", 30, min_width=14), Column("count", "QUEUES", 6, fields=("queue_count",)),
     Column("subs", "SUBSCRIPTIONS", 22, show=show_subscriptions, order=by_shown(show_subscriptions),
-           fields=("subscriptions",)),
+           fields=("subscriptions",), min_width=12),
     Column("idle", "IDLE", 4, show=show_idle),
-    Column("conflict", "CONFLICT", 24, 1, show=show_conflicts, order=by_shown(show_conflicts), fields=("conflicts",)),
-    Column("held", "HELD", 0, 2, show=show_held, order=lambda qs: by_value(len(qs))),
+    Column("conflict", "CONFLICT", 34, show=show_conflicts, order=by_shown(show_conflicts), fields=("conflicts",),
+           min_width=16),
+    Column("held", "HELD", 0, 2, show=show_held, order=lambda qs: by_value(len(qs)), min_width=12),
 ]
 FINDING_COLUMNS: list[Column[FindingRow]] = [
     Column("severity", "SEVERITY", 8, show=lambda s: Text(s, style=HEALTH_STYLE.get(s, ""))),
-    Column("code", "CODE", 26), Column("title", "TITLE", 0),
+    # codes are never cut: the longest, BROKER_SUBSCRIPTION_DIVERGENCE, is 30 characters
+    Column("code", "CODE", 30), Column("title", "TITLE", 0, min_width=12),
 ]
 WHATIF_COLUMNS: list[Column[WhatIfRow]] = [
-    Column("client", "CLIENT", 30), Column("live_n", "LIVE", 4, fields=("live_count",)),
-    Column("live", "LIVE QUEUES", 24, 1, show=show_queue_ids, order=by_shown(show_queue_ids)),
+    Column("client", "CLIENT", 30, min_width=14), Column("live_n", "LIVE", 4, fields=("live_count",)),
+    Column("live", "LIVE QUEUES", 24, 1, show=show_queue_ids, order=by_shown(show_queue_ids), min_width=12),
     Column("sim_n", "SIM", 4, fields=("simulated_count",)),
     Column("sim", "SIMULATED QUEUES", 24, 1, show=show_queue_ids, order=by_shown(show_queue_ids),
-           fields=("simulated",)),
+           fields=("simulated",), min_width=12),
     Column("change", "CHANGE", 10, show=show_change),
 ]
+
+
+# -- the detail pane: a row's every value in full ---------------------------------------------
+
+
+def describe_queue(row: QueueRow) -> str:
+    """The row under the cursor of queue → owner, nothing elided."""
+    owner = ", ".join(row.owner.holders) or "nobody"
+    return (f"{row.topic} · {row.broker} · queue {row.queue_id} │ owner {owner} │ "
+            f"broker offset {show_reported(row.broker_offset)} · consumer offset {show_reported(row.consumer_offset)}"
+            f" · lag {show_reported(row.lag)} · inflight {show_reported(row.inflight)}"
+            f" · last consumed {show_age(row.age_ms)} ago │ {row.status}")
+
+
+def describe_client(row: ClientRow) -> str:
+    """The row under the cursor of client → queues, nothing elided."""
+    parts = [f"{row.client} │ {row.queue_count} queue{'s' if row.queue_count != 1 else ''}"
+             + (" (idle)" if row.idle else ""), f"subscribes {show_subscriptions(row.subscriptions)}"]
+    if row.conflicts:
+        parts.append("conflict: " + plain(show_conflicts(row.conflicts)))
+    if row.held:
+        parts.append("holds " + show_held(row.held))
+    return " │ ".join(parts)
+
+
+# -- a finding in words and tables (never its JSON) -------------------------------------------
+
+#: evidence fields that name queues: one row per queue
+_QUEUE_FIELDS = ("topic", "broker", "queue_id")
+
+
+def _words(key: str) -> str:
+    return key.replace("_", " ")
+
+
+def _flat(value: Any) -> str:
+    """A value as a short phrase: lists joined, mappings as ``key=value``."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_flat(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ", ".join(_flat(v) for v in value) or "none"
+    return str(value)
+
+
+def _is_queue_list(value: Any) -> bool:
+    return (isinstance(value, (list, tuple)) and bool(value)
+            and all(isinstance(v, Mapping) and all(k in v for k in _QUEUE_FIELDS) for v in value))
+
+
+def _queue_table(queues: Sequence[Mapping[str, Any]]) -> Table:
+    extra = [k for k in dict.fromkeys(k for q in queues for k in q) if k not in _QUEUE_FIELDS]
+    table = Table(box=SIMPLE_HEAD, expand=False, show_edge=False, pad_edge=False)
+    for name in ("TOPIC", "BROKER", "Q", *(_words(k).upper() for k in extra)):
+        table.add_column(name, overflow="fold")
+    for q in queues:
+        table.add_row(str(q["topic"]), str(q["broker"]), str(q["queue_id"]), *(_flat(q.get(k)) for k in extra))
+    return table
+
+
+def _pairs_table(pairs: Mapping[str, Any]) -> Table:
+    table = Table(box=None, show_header=False, show_edge=False, pad_edge=False)
+    table.add_column(overflow="fold")
+    table.add_column(overflow="fold")
+    for name, value in pairs.items():
+        table.add_row(str(name), _flat(value))
+    return table
+
+
+def describe_finding(finding: Finding) -> Group:
+    """Code, severity and title; the impact in words; the affected queues and clients as
+    tables; the other evidence as short phrases; the fix."""
+    parts: list[Any] = [
+        Text.assemble((f"{finding.code}", "bold"), " · ", (finding.severity, HEALTH_STYLE.get(finding.severity, ""))),
+        Text(finding.title, style="bold"), Text(""),
+        Text("Impact", style="bold underline"), Text(finding.detail), Text(""),
+    ]
+    phrases: list[tuple[str, str]] = []
+    for key, value in finding.evidence.items():
+        if _is_queue_list(value):
+            parts += [Text(_words(key).capitalize(), style="bold"), _queue_table(value)]
+        elif isinstance(value, Mapping) and value:
+            # one line per entry (per client, per broker, per tag); nested ones as key=value
+            parts += [Text(_words(key).capitalize(), style="bold"), _pairs_table(value), Text("")]
+        else:
+            phrases.append((_words(key), _flat(value)))
+    if phrases:
+        parts += [Text("Evidence", style="bold"), _pairs_table(dict(phrases))]
+    parts += [Text(""), Text("Fix", style="bold underline"), Text(finding.fix)]
+    return Group(*parts)

@@ -13,7 +13,6 @@ Imports textual, rmqctl's rebalance simulator and tui's own modules (never tui.a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,6 +38,9 @@ from tui.columns import (
     QUEUE_COLUMNS,
     WHATIF_COLUMNS,
     Column,
+    describe_client,
+    describe_finding,
+    describe_queue,
     filter_rows,
 )
 from tui.keys import DEFAULT_KEYS, key_display
@@ -279,6 +281,7 @@ class GroupScreen(DashScreen):
         with ContentSwitcher(initial=self.view_layout, id="layouts"):
             yield KeyedTable[QueueRow](QUEUE_COLUMNS, id="queues")
             yield KeyedTable[ClientRow](CLIENT_COLUMNS, id="clients")
+        yield Static("", id="row-detail")
         yield Static("Rebalance timeline", id="timeline-title")
         yield Timeline(id="timeline", max_lines=200)
         yield from self.compose_extras()
@@ -300,6 +303,8 @@ class GroupScreen(DashScreen):
             self.set_title(f"Group {group}: " + (err.message if err else "no data yet"))
         else:
             self.set_title(index.summary)
+            # with several brokers, "OrderTopic 0" names two queues: keep the broker column
+            self.query_one("#queues", KeyedTable).keep_columns({"broker"} if index.brokers > 1 else ())
         self.title_round = number
         if self.view_layout == "queues":
             self.show(self.query_one("#queues", KeyedTable),
@@ -315,6 +320,23 @@ class GroupScreen(DashScreen):
         for entry in entries[self.timeline_seen:]:
             timeline.add(entry.line())
         self.timeline_seen = len(entries)
+        self.show_detail()
+
+    def show_detail(self) -> None:
+        """The row under the cursor, every value in full (the table elides long ones)."""
+        row = self.query_one(f"#{self.view_layout}", KeyedTable).current_row()
+        text = (describe_queue(row) if isinstance(row, QueueRow)
+                else describe_client(row) if isinstance(row, ClientRow) else "")
+        self.query_one("#row-detail", Static).update(Text(text))
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_detail()
+
+    def _fit(self, width: int, height: int) -> None:
+        super()._fit(width, height)
+        # on a short terminal the table gets the room: fewer timeline lines
+        self.query_one("#timeline", Timeline).styles.height = 3 if height < 30 else 7
 
     def selected_client(self) -> str | None:
         if self.view_layout == "clients":
@@ -328,6 +350,7 @@ class GroupScreen(DashScreen):
         self.render_board()
         self.query_one(f"#{self.view_layout}", KeyedTable).focus()
         self.show_title()
+        self.show_detail()
 
     def action_findings(self) -> None:
         self.app.push_screen(FindingsScreen(self.group or ""))
@@ -371,18 +394,7 @@ class FindingsScreen(DashScreen):
             detail.update("No findings: nothing the doctor checks is wrong with this group."
                           if not self._findings() else "")
             return
-        f = row.finding
-        text = Text()
-        text.append(f"{f.code} · {f.severity}\n", style="bold")
-        text.append(f"{f.title}\n\n", style="bold")
-        text.append(f"{f.detail}\n\n")
-        text.append("Evidence\n", style="bold underline")
-        for name, value in f.evidence.items():
-            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            text.append(f"  {name}: {shown}\n")
-        text.append("\nFix\n", style="bold underline")
-        text.append(f"{f.fix}\n")
-        detail.update(text)
+        detail.update(describe_finding(row.finding))
 
     @on(DataTable.RowHighlighted, "#findings")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

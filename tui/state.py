@@ -131,6 +131,8 @@ class QueueIndex:
     summary: str
     #: queue → its consumer offset and the round time since which it has not moved (known rows)
     still_since: Mapping[MessageQueue, tuple[int, float]] = field(default_factory=dict)
+    #: how many brokers the queues are on (with several, a row needs its broker to be told apart)
+    brokers: int = 1
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -245,8 +247,9 @@ class Dashboard:
             ordered = tuple(sorted(queues, key=queue_order))
             keys = {queue_key(mq): n for n, mq in enumerate(ordered)}
         no_inflight = "inflight" in view.unavailable or "pull_offset" in view.unavailable
+        brokers = old.brokers if old is not None and old.keys is keys else len({mq.broker_name for mq in ordered})
         return QueueIndex(view, keys, ordered, progress, previous, view.owners(), trends, total,
-                          len(progress) - unknown, unknown, no_inflight, group_summary(view), still)
+                          len(progress) - unknown, unknown, no_inflight, group_summary(view), still, brokers)
 
     def commit(self, prepared: Prepared) -> None:
         """Take a prepared round in (cheap: no pass over the queues)."""

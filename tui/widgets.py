@@ -14,7 +14,7 @@ Imports textual, rich and tui.columns; reads nothing from a cluster, never impor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from rich.text import Text
@@ -28,19 +28,51 @@ from tui.keys import DEFAULT_KEYS
 R = TypeVar("R", bound=tuple[Any, ...])
 
 
-def visible_columns(columns: Sequence[Column[Any]], width: int) -> list[Column[Any]]:
-    """The columns that fit in ``width`` cells, dropping the highest priorities first."""
+#: the narrowest a column that takes what is left (width 0) is given
+FLEX_MIN = 12
+#: cells a table keeps free of columns
+MARGIN = 1
+
+
+def visible_columns(columns: Sequence[Column[Any]], width: int,
+                    keep: Collection[str] = ()) -> list[Column[Any]]:
+    """The columns that fit in ``width`` cells, dropping the highest priorities first, never a
+    column of priority 0 or one named in ``keep`` (when those do not fit, :func:`column_widths`
+    squeezes them)."""
     chosen = list(columns)
-    flex_min = 12
 
     def needed(cols: Sequence[Column[Any]]) -> int:
-        return sum((c.width or flex_min) + 2 for c in cols)
+        return sum((c.width or FLEX_MIN) + 2 for c in cols)
 
     for priority in sorted({c.priority for c in columns if c.priority > 0}, reverse=True):
-        if needed(chosen) <= width:
+        if needed(chosen) <= width - MARGIN:
             break
-        chosen = [c for c in chosen if c.priority != priority]
+        chosen = [c for c in chosen if c.priority != priority or c.key in keep]
     return chosen
+
+
+def column_widths(columns: Sequence[Column[Any]], width: int) -> dict[str, int]:
+    """Each column's width in ``width`` cells: its own, squeezed toward its narrowest (the
+    most squeezable first, in proportion) when they do not all fit; a column of width 0 takes
+    what is left."""
+    widths = {c.key: c.width or FLEX_MIN for c in columns}
+    room = width - MARGIN - 2 * len(columns)
+    over = sum(widths.values()) - room
+    slack = {c.key: widths[c.key] - c.min_width for c in columns if c.min_width and c.width > c.min_width}
+    total = sum(slack.values())
+    if over > 0 and total:
+        cut = min(over, total)
+        given = 0
+        for n, (key, room_to_give) in enumerate(sorted(slack.items(), key=lambda kv: -kv[1])):
+            share = cut - given if n == len(slack) - 1 else min(room_to_give, round(cut * room_to_give / total))
+            widths[key] -= share
+            given += share
+    flex = [c.key for c in columns if not c.width]
+    if flex:
+        left = room - sum(w for k, w in widths.items() if k not in flex)
+        for key in flex:
+            widths[key] = max(FLEX_MIN, left // len(flex))
+    return widths
 
 
 class KeyedTable(DataTable[Live], Generic[R]):
@@ -64,6 +96,10 @@ class KeyedTable(DataTable[Live], Generic[R]):
         self.sort_column: str | None = None
         self.sort_reverse = False
         self.cursor_key: str | None = None
+        #: column key → the width it is drawn at (long text is elided in the middle to it)
+        self.widths: dict[str, int] = {}
+        #: columns never dropped, whatever their priority (the broker of a group on several)
+        self.keep: frozenset[str] = frozenset()
 
     def on_mount(self) -> None:
         self._layout_columns(self.size.width or 80)
@@ -71,28 +107,37 @@ class KeyedTable(DataTable[Live], Generic[R]):
     def on_resize(self, event: Resize) -> None:
         self._layout_columns(event.size.width)
 
+    def keep_columns(self, keys: Collection[str]) -> None:
+        """Never drop these columns (and lay the table out again when that changes)."""
+        wanted = frozenset(keys)
+        if wanted != self.keep:
+            self.keep = wanted
+            if self.is_mounted:
+                self._layout_columns(self.size.width or 80)
+
     def _layout_columns(self, width: int) -> None:
-        wanted = visible_columns(self.all_columns, width)
+        wanted = visible_columns(self.all_columns, width, self.keep)
+        self.widths = column_widths(wanted, width)
         if [c.key for c in wanted] == [c.key for c in self.shown] and self.columns:
-            self._fit_flex(width)
+            self._fit_widths()
             return
         keep = self.current_key()
         self.clear(columns=True)
         self.shown = wanted
-        fixed = sum(c.width + 2 for c in wanted if c.width)
         for col in wanted:
-            self.add_column(self.label_of(col), key=col.key, width=col.width or max(12, width - fixed - 3))
+            self.add_column(self.label_of(col), key=col.key, width=self.widths[col.key])
         rows, self.rows_by_key = self.rows_by_key, {}
         self.sync(rows, cursor=keep)
 
-    def _fit_flex(self, width: int) -> None:
-        fixed = sum(c.width + 2 for c in self.shown if c.width)
+    def _fit_widths(self) -> None:
+        column_keys = {key.value: key for key in self.columns}
         for col in self.shown:
-            if not col.width:
-                column = self.columns.get(col.key)  # type: ignore[call-overload]
-                if column is not None:
-                    column.width = max(12, width - fixed - 3)
-                    self.refresh()
+            key = column_keys.get(col.key)
+            if key is not None and self.columns[key].width != self.widths[col.key]:
+                self.columns[key].width = self.widths[col.key]
+                self._require_update_dimensions = True
+        self._clear_caches()
+        self.refresh()
 
     def _update_column_widths(self, updated_cells: set[Any]) -> None:
         # Every column is given its width, so there is nothing to measure; measuring would draw

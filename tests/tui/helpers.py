@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from rich.console import Console
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from rmqctl.model import (
     ClientConnection,
@@ -95,3 +98,10 @@ async def poll_now(pilot: Pilot[None], app: RmqctlApp) -> None:
     done = app.polls_done
     await pilot.press("r")
     await wait_for(pilot, lambda: app.polls_done > done and not app.polling, what="a poll")
+
+
+def shown_text(widget: Static, width: int = 120) -> str:
+    """What a Static shows, as plain text at ``width`` columns."""
+    console = Console(width=width, file=io.StringIO(), color_system=None)
+    console.print(widget.content)
+    return console.file.getvalue()  # type: ignore[attr-defined]

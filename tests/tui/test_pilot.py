@@ -6,10 +6,11 @@ from dataclasses import replace
 
 from rich.text import Text
 from textual.message import Message
+from textual.widgets import Static
 
 from rmqctl import errors
 from rmqctl.model import GroupView
-from tests.tui.helpers import START, fake_app, make_view, poll_now, wait_for
+from tests.tui.helpers import START, fake_app, make_view, poll_now, shown_text, wait_for
 from tui import TuiSettings
 from tui.messages import PollFailed, RoundLoaded
 from tui.screens import FindingsScreen, GroupScreen, GroupsScreen, HelpScreen, WhatIfScreen
@@ -187,8 +188,8 @@ async def test_findings_view_shows_the_doctors_findings_with_detail() -> None:
         table = app.screen.query_one("#findings", KeyedTable)
         codes = [plain(table.get_row(r.key)[1]) for r in table.ordered_rows]
         assert "IDLE_CONSUMERS" in codes
-        await wait_for(pilot, lambda: "10.0.0.3@c" in str(app.screen.query_one("#detail").render()))
-        detail = str(app.screen.query_one("#detail").render())
+        await wait_for(pilot, lambda: "10.0.0.3@c" in shown_text(app.screen.query_one("#detail", Static)))
+        detail = shown_text(app.screen.query_one("#detail", Static))
         assert "Evidence" in detail and "Fix" in detail
         await pilot.press("escape")
         assert isinstance(app.screen, GroupScreen)

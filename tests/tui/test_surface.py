@@ -4,12 +4,14 @@ and a notice when the terminal is too small."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual.widgets import Select, Static
 
 from rmqctl.model import GroupView
-from tests.tui.helpers import fake_app, make_view, poll_now, wait_for
+from tests.tui.helpers import fake_app, make_view, poll_now, shown_text, wait_for
 from tui import TuiSettings
-from tui.screens import ControlsScreen, GroupScreen, GroupsScreen, HelpScreen, WhatIfScreen
+from tui.screens import ControlsScreen, FindingsScreen, GroupScreen, GroupsScreen, HelpScreen, WhatIfScreen
 from tui.state import QueueRows
 from tui.widgets import KeyedTable
 
@@ -139,3 +141,78 @@ async def test_a_refresh_builds_only_the_rows_on_screen_and_a_sort_still_sees_ev
         clock.advance(2)
         await poll_now(pilot, app)
         assert str(table.get_row(table.ordered_rows[0].key)[lag]) == str(9 * 16)
+
+
+def two_broker_view() -> GroupView:
+    """OrderTopic on broker-a and broker-b, queues 0-1 each; long client ids."""
+    a = make_view("orders", topic="OrderTopic", broker="broker-a", queues=2,
+                  held={"172.16.0.103@ConsumerNumberOne": [0], "172.16.0.104@ConsumerNumberTwo": [1]})
+    b = make_view("orders", topic="OrderTopic", broker="broker-b", queues=2,
+                  held={"172.16.0.103@ConsumerNumberOne": [0], "172.16.0.104@ConsumerNumberTwo": [1]})
+    infos = {cid: replace(info, mq_table={**info.mq_table, **b.running_infos[cid].mq_table})
+             for cid, info in a.running_infos.items()}
+    return replace(a, progress=a.progress + b.progress, running_infos=infos,
+                   broker_subscriptions={**a.broker_subscriptions, **b.broker_subscriptions},
+                   topic_queues={"OrderTopic": a.topic_queues["OrderTopic"] + b.topic_queues["OrderTopic"]})
+
+
+async def test_at_80x24_a_row_keeps_what_identifies_it_and_the_detail_pane_has_it_in_full() -> None:
+    app, _, _ = fake_app([two_broker_view()], settings=TuiSettings(group="orders", interval=3600))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        table = app.screen.query_one("#queues", KeyedTable)
+        await wait_for(pilot, lambda: table.row_count == 4)
+        keys = [c.key for c in table.shown]
+        assert keys[:4] == ["topic", "broker", "queue", "owner"]
+        # every column fits in 80 cells: the owner is squeezed, not cut off at the edge
+        assert sum(table.widths[k] + 2 for k in keys) <= 80
+        drawn = [c.__rich__().plain for c in table.get_row("OrderTopic|broker-b|0")]
+        assert drawn[:3] == ["OrderTopic", "broker-b", "0"]
+        owner = drawn[3]
+        assert "…" in owner and owner.startswith("172.16.") and owner.endswith("mberOne")
+        assert len(owner) == table.widths["owner"]
+        await pilot.press("j", "j")  # OrderTopic broker-b 0
+        detail = text_of(app.screen.query_one("#row-detail", Static))
+        assert "OrderTopic · broker-b · queue 0" in detail and "owner 172.16.0.103@ConsumerNumberOne" in detail
+
+
+async def test_the_conflict_column_shows_the_whole_conflict_where_it_fits_and_is_never_dropped() -> None:
+    view = make_view("payments", topic="TopicTest2", held={"10.0.0.7@p": [0, 1, 2, 3], "10.0.0.8@q": []},
+                     client_expr={"10.0.0.7@p": "TagA", "10.0.0.8@q": "TagB"}, broker_expr="TagB")
+    app, _, _ = fake_app([view], settings=TuiSettings(group="payments", interval=3600))
+    async with app.run_test(size=(180, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        await pilot.press("l")
+        table = app.screen.query_one("#clients", KeyedTable)
+        await wait_for(pilot, lambda: table.row_count == 2)
+        conflict = [c.key for c in table.shown].index("conflict")
+        assert table.get_row("10.0.0.7@p")[conflict].__rich__().plain == "TopicTest2: broker has 'TagB'"
+        await pilot.resize_terminal(90, 30)
+        await wait_for(pilot, lambda: sum(table.widths.values()) < 90, what="the narrow layout")
+        assert "conflict" in [c.key for c in table.shown]
+        shown = table.get_row("10.0.0.7@p")[[c.key for c in table.shown].index("conflict")].__rich__().plain
+        assert shown.startswith("TopicTest2") and shown.endswith("'TagB'")
+
+
+async def test_a_finding_reads_as_words_and_tables_never_as_json() -> None:
+    view = make_view("payments", topic="Payments", held={"10.0.0.7@p": [0, 1, 2, 3], "10.0.0.8@q": []},
+                     client_expr={"10.0.0.7@p": "TagA", "10.0.0.8@q": "TagB"}, broker_expr="TagB")
+    app, _, _ = fake_app([view], settings=TuiSettings(group="payments", interval=3600))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, FindingsScreen))
+        detail = app.screen.query_one("#detail", Static)
+        await wait_for(pilot, lambda: "SUBSCRIPTION_TAG_CONFLICT" in shown_text(detail))
+        text = shown_text(detail)
+        assert "Impact" in text and "Fix" in text
+        assert "{" not in text and "[" not in text and '":' not in text
+        lines = text.splitlines()
+        # the client expressions as a table: one client per line, beside its expression
+        assert any(line.split() == ["10.0.0.7@p", "TagA"] for line in lines)
+        assert any(line.split() == ["10.0.0.8@q", "TagB"] for line in lines)
+        await pilot.press("j")  # BROKER_SUBSCRIPTION_DIVERGENCE: its code is never cut
+        table = app.screen.query_one("#findings", KeyedTable)
+        codes = [str(table.get_row(r.key)[1]) for r in table.ordered_rows]
+        assert "BROKER_SUBSCRIPTION_DIVERGENCE" in codes
+        assert table.widths["code"] >= len("BROKER_SUBSCRIPTION_DIVERGENCE")
