@@ -17,6 +17,7 @@ Imports textual and rmqctl; rmqctl never imports this package.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,9 +29,10 @@ from textual.reactive import var
 from textual.timer import Timer
 
 from rmqctl import errors
+from rmqctl.doctor.subscriptions import tag_conflict_topics
 from rmqctl.emulator.control_client import ControlAction, EmulatorControl, describe_result, perform
 from rmqctl.source import Opened
-from rmqctl.watch import Watcher
+from rmqctl.watch import Round, Watcher
 from tui.keys import DEFAULT_KEYS
 from tui.messages import ControlFinished, ControlRequested, PollFailed, RoundLoaded, ViewRequested
 from tui.screens import (
@@ -147,10 +149,30 @@ class RmqctlApp(App[None]):
         self.polling = True
         self.poll()
 
+    async def sampled(self, rnd: Round) -> Round:
+        """``rnd`` with the recent messages of each group's conflicting topics read back (as
+        ``rmqctl doctor`` does), so its findings can say how many messages are lost."""
+        views = dict(rnd.current.views)
+        sampled = False
+        for group, view in rnd.current.views.items():
+            topics = tag_conflict_topics(view)
+            if not topics:
+                continue
+            sampled = True
+            try:
+                views[group] = await self.opened.source.sample_messages(view, topics)
+            except errors.RmqctlError as exc:  # the finding then says no sample was taken
+                views[group] = dataclasses.replace(view, errors={**view.errors, "sample": exc})
+        if not sampled:
+            return rnd
+        return dataclasses.replace(rnd, current=dataclasses.replace(rnd.current, views=views))
+
     @work(exclusive=True, group="poll", exit_on_error=False)
     async def poll(self) -> None:
         try:
             rnd = await self.watcher.poll()
+            if self.settings.checks:
+                rnd = await self.sampled(rnd)
         except errors.RmqctlError as exc:
             self.post_message(PollFailed(exc))
             return

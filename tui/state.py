@@ -72,6 +72,33 @@ def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequ
     return "waiting" if filtering_may_explain else "stalled"
 
 
+def _total(value: object) -> int:
+    """Every count in a (nested) mapping of counts, added up."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Mapping):
+        return sum(_total(v) for v in value.values())
+    return 0
+
+
+def messages_lost(findings: Sequence[Finding]) -> tuple[int, int] | None:
+    """(messages that will never be consumed, messages sampled) by the doctor's tag-conflict
+    findings, when it read the messages (``None``: it did not, so it cannot say how many)."""
+    lost = seen = 0
+    known = False
+    for f in findings:
+        counts = f.evidence.get("counts") if f.code == "SUBSCRIPTION_TAG_CONFLICT" else None
+        if not isinstance(counts, Mapping) or not f.evidence.get("sampled"):
+            continue
+        known = True
+        gone = _total(counts.get("filtered_by_broker")) + _total(counts.get("dropped_by_client"))
+        lost += gone
+        seen += gone + _total(counts.get("received_by_client")) + _total(counts.get("pending"))
+    return (lost, seen) if known else None
+
+
 def worst_health(findings: Sequence[Finding]) -> str:
     if not findings:
         return "ok"
@@ -202,15 +229,20 @@ class Dashboard:
         for group, view in current.views.items():
             before = rnd.previous.views.get(group) if rnd.previous is not None else None
             tps[group] = consume_tps(before, view, seconds)
+            note = ""
             if check:
                 findings[group] = run_checks(view, before)
-            indexes[group] = self._index(group, view, before, current.taken_at)
+                loss = messages_lost(findings[group])
+                if loss is not None and loss[0]:
+                    note = f" │ {loss[0]} of {loss[1]} messages will never be consumed — press f"
+            indexes[group] = self._index(group, view, before, current.taken_at, note)
         for group in current.errors:  # unreadable this round: keep what was known
             if group in self.indexes:
                 indexes[group] = self.indexes[group]
         return Prepared(rnd, dict(list_errors or {}), rnd.changes(), findings if check else None, tps, indexes)
 
-    def _index(self, group: str, view: GroupView, before: GroupView | None, taken_at: float) -> QueueIndex:
+    def _index(self, group: str, view: GroupView, before: GroupView | None, taken_at: float,
+               note: str = "") -> QueueIndex:
         old = self.indexes.get(group)
         old_trends = self.queue_lag.get(group, {})
         old_still = old.still_since if old is not None else {}
@@ -249,7 +281,8 @@ class Dashboard:
         no_inflight = "inflight" in view.unavailable or "pull_offset" in view.unavailable
         brokers = old.brokers if old is not None and old.keys is keys else len({mq.broker_name for mq in ordered})
         return QueueIndex(view, keys, ordered, progress, previous, view.owners(), trends, total,
-                          len(progress) - unknown, unknown, no_inflight, group_summary(view), still, brokers)
+                          len(progress) - unknown, unknown, no_inflight, group_summary(view) + note, still,
+                          brokers)
 
     def commit(self, prepared: Prepared) -> None:
         """Take a prepared round in (cheap: no pass over the queues)."""

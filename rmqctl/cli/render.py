@@ -5,9 +5,10 @@ stdout carries data only. ``json`` is the command's whole document (decided in
 derived from the document, never from table rows): ``jsonl`` prints every row of every kind, one
 JSON object a line with a ``kind`` field first; ``csv`` prints the rows of one kind (the command's
 first kind, or ``--table KIND``). ``table`` is aligned text for people: it fits the terminal
-(``COLUMNS`` or the TTY; a pipe gets the full width), wraps the columns a table marks as
-flexible first and truncates the others only as a last resort, and colours severities and
-states on a TTY unless ``NO_COLOR`` is set.
+(``COLUMNS`` or the TTY; a pipe gets the full width): it wraps the columns a table marks as
+flexible first, then the others between words (headers after ``_``), and never cuts a number
+or a header; columns that still do not fit are left out whole, and a line under the table says
+which. It colours severities and states on a TTY unless ``NO_COLOR`` is set.
 Notes, warnings and errors go to stderr, coloured only when stderr is a terminal.
 
 Must not import textual, pyspark or rich (tables are drawn with plain escape codes, so that a
@@ -138,47 +139,80 @@ _ANSI = {"bold red": "1;31", "red": "31", "yellow": "33", "cyan": "36", "dim": "
 FLEX_MIN, FIXED_MIN, GAP = 10, 4, 2
 
 
-def _fit(widths: list[int], flexible: list[bool], priority: list[int], limit: int) -> list[int]:
-    """Shrink column widths until the row fits ``limit``: the flexible columns in ``priority``
-    order first (their cells wrap), then the fixed ones from the right (their cells get cut)."""
+def _narrowest(texts: Sequence[str], header: str) -> int:
+    """The narrowest a fixed column can be without cutting anything: its longest word (a cell
+    wraps between words, a header after ``_``)."""
+    words = [len(w) for t in texts for w in t.split()] + [len(p) for p in re.split(r"(?<=_)", header)]
+    return max([FIXED_MIN, *words])
+
+
+def _fit(widths: list[int], flexible: list[bool], priority: list[int], floors: list[int],
+         limit: int) -> tuple[list[int], list[int]]:
+    """Fit the row in ``limit``: the flexible columns in ``priority`` order first (their cells
+    wrap), then the fixed ones from the right, down to their ``floors`` (their cells wrap
+    between words; nothing is cut); when that is not enough, whole columns are left out from
+    the right (never the first). Returns the widths and the indexes of the columns left out."""
     widths = list(widths)
     excess = sum(widths) + GAP * (len(widths) - 1) - limit
     order = priority + [i for i in reversed(range(len(widths))) if not flexible[i]]
     for i in order:
         if excess <= 0:
             break
-        floor = min(widths[i], FLEX_MIN if flexible[i] else FIXED_MIN)
+        floor = min(widths[i], FLEX_MIN if flexible[i] else floors[i])
         cut = min(excess, widths[i] - floor)
         widths[i] -= cut
         excess -= cut
-    return widths
+    dropped: list[int] = []
+    for i in reversed(range(1, len(widths))):
+        if excess <= 0:
+            break
+        dropped.append(i)
+        excess -= widths[i] + GAP
+    return widths, dropped
 
 
-def _lines_of(text: str, width: int, flexible: bool) -> list[str]:
+def _lines_of(text: str, width: int, flexible: bool, header: bool = False) -> list[str]:
     if len(text) <= width:
         return [text]
-    if flexible:
-        return textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False) or [""]
-    return [text[: max(width - 1, 0)] + "…"]
+    if header:  # BROKER_OFFSET → BROKER_ / OFFSET
+        lines = [""]
+        for part in re.split(r"(?<=_)", text):
+            if lines[-1] and len(lines[-1]) + len(part) > width:
+                lines.append("")
+            lines[-1] += part
+        return lines
+    # a fixed column is never narrower than its longest word: wrapping between words cuts nothing
+    return textwrap.wrap(text, width, break_long_words=flexible, break_on_hyphens=False) or [""]
 
 
 def format_table(table: Table, *, width: int | None = None, colour: bool = False,
                  no_headers: bool = False) -> str:
-    """Aligned columns, two spaces apart, fitted to ``width`` (``None``: as wide as the data)."""
+    """Aligned columns, two spaces apart, fitted to ``width`` (``None``: as wide as the data):
+    cells wrap, nothing is cut; columns that still do not fit are left out, and a last line
+    says which."""
     keys, headers = table.keys, table.headers
     body = [[cell(k, row.get(k)) for k in keys] for row in table.rows]
     widths = [max([len(h), *(len(line[i]) for line in body)]) for i, h in enumerate(headers)]
     flexible = [k in table.flexible for k in keys]
+    left_out: list[str] = []
     if width is not None:
         priority = [keys.index(k) for k in table.flexible if k in keys]
-        widths = _fit(widths, flexible, priority, width)
+        floors = [_narrowest([line[i] for line in body], h) for i, h in enumerate(headers)]
+        widths, dropped = _fit(widths, flexible, priority, floors, width)
+        if dropped:
+            left_out = [headers[i] or keys[i].upper() for i in sorted(dropped)]
+            keep = [i for i in range(len(keys)) if i not in dropped]
+            headers = [headers[i] for i in keep]
+            body = [[line[i] for i in keep] for line in body]
+            widths = [widths[i] for i in keep]
+            flexible = [flexible[i] for i in keep]
 
     def paint(text: str, style: str) -> str:
         code = _ANSI.get(style)
         return f"\x1b[{code}m{text}\x1b[0m" if colour and code and text else text
 
     def render(cells: list[str], header: bool) -> list[str]:
-        wrapped = [_lines_of(text, w, flex) for text, w, flex in zip(cells, widths, flexible, strict=True)]
+        wrapped = [_lines_of(text, w, flex, header) for text, w, flex in zip(cells, widths, flexible, strict=True)]
         out = []
         for n in range(max(len(parts) for parts in wrapped)):
             pieces = []
@@ -198,6 +232,9 @@ def format_table(table: Table, *, width: int | None = None, colour: bool = False
         lines += render(row, header=False)
     if not body and not no_headers:
         lines.append("(none)")
+    if left_out and not no_headers:
+        lines.append(f"({len(left_out)} column{'s' if len(left_out) != 1 else ''} left out at {width} columns: "
+                     f"{', '.join(left_out)}; widen the terminal or use -o json)")
     return "".join(line + "\n" for line in lines)
 
 

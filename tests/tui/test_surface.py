@@ -8,9 +8,10 @@ from dataclasses import replace
 
 from textual.widgets import Select, Static
 
+from rmqctl.connect import Target, open_source
 from rmqctl.model import GroupView
 from tests.tui.helpers import fake_app, make_view, poll_now, shown_text, wait_for
-from tui import TuiSettings
+from tui import TuiSettings, make_app
 from tui.screens import ControlsScreen, FindingsScreen, GroupScreen, GroupsScreen, HelpScreen, WhatIfScreen
 from tui.state import QueueRows
 from tui.widgets import KeyedTable
@@ -216,3 +217,15 @@ async def test_a_finding_reads_as_words_and_tables_never_as_json() -> None:
         codes = [str(table.get_row(r.key)[1]) for r in table.ordered_rows]
         assert "BROKER_SUBSCRIPTION_DIVERGENCE" in codes
         assert table.widths["code"] >= len("BROKER_SUBSCRIPTION_DIVERGENCE")
+
+
+async def test_the_demo_says_how_many_messages_are_lost_and_where_to_look() -> None:
+    # the demo's incident on the embedded emulator, read through the normal client path
+    async with open_source(Target(emulator="tag-overwrite-4q")) as opened:
+        app = make_app(opened, TuiSettings(group="SUBSCRIBE_TEST_CONSUMER_GROUP", interval=3600))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen) and app.polls_done == 1, timeout=30)
+            title = text_of(app.screen.query_one("#title", Static))
+            assert "6 of 8 messages will never be consumed — press f" in title
+            await pilot.press("f")
+            await wait_for(pilot, lambda: isinstance(app.screen, FindingsScreen))

@@ -130,3 +130,24 @@ def test_drawing_a_table_does_not_load_rich() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True,
                           timeout=60)
     assert proc.stdout.strip() == "[]"
+
+
+def test_an_80_column_table_never_cuts_a_number_or_a_header() -> None:
+    columns = ["topic", "broker", "queue_id", "broker_offset", "consumer_offset", "diff", "last_consumed_ts", "owner"]
+    rows = [{"topic": "OrderTopic", "broker": "broker-a", "queue_id": q, "broker_offset": 123_456_789 + q,
+             "consumer_offset": 123_456_000 + q, "diff": 789, "last_consumed_ts": 1_704_067_206_000,
+             "owner": "172.16.0.103@ConsumerForTagA"} for q in range(3)]
+    text = format_table(Table(columns, rows), width=80)
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert "…" not in text
+    words = text.split()
+    for q in range(3):  # every number whole
+        assert str(123_456_789 + q) in words and str(123_456_000 + q) in words
+    # headers wrap after "_" rather than being cut: BROKER_ / OFFSET
+    assert "BROKER_" in words and "BROKER" in words and "BRO" not in words
+    # whatever does not fit is left out whole, and the table says which
+    assert lines[-1].startswith("(") and "left out at 80 columns" in lines[-1]
+    left = lines[-1].split(": ", 1)[1].split(";")[0].split(", ")
+    assert left and all(name in {"LAST_CONSUMED", "OWNER", "DIFF"} for name in left)
+    assert all(name not in " ".join(lines[:2]) for name in left)
