@@ -38,6 +38,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -318,6 +319,26 @@ def warn(message: str) -> None:
     sys.stderr.flush()
 
 
+def progress(message: str) -> None:
+    """A progress line on stderr (the rmqctl command shows these only on a terminal)."""
+    sys.stderr.write(f"rmqctl: progress: {message}\n")
+    sys.stderr.flush()
+
+
+def report_stages(spark: SparkSession, stop: threading.Event) -> None:
+    """Every second, the active stages' finished and total tasks, as progress lines."""
+    tracker = spark.sparkContext.statusTracker()
+    last = ""
+    while not stop.wait(1.0):
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        done = sum(s.numCompletedTasks for s in stages if s is not None)
+        total = sum(s.numTasks for s in stages if s is not None)
+        line = f"Spark job running: {done}/{total} tasks of {len(stages)} stage(s)" if stages else ""
+        if line and line != last:
+            progress(line)
+            last = line
+
+
 #: The job's exit code when Spark or the JVM failed (distinct from 1, "a queue is stuck", which is
 #: also what Python exits with on an uncaught exception: hence the catch-all in :func:`main`).
 EXIT_JOB_FAILED = 7
@@ -329,10 +350,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         job = plan(args)
+        progress(f"starting Spark ({args.master}) to read {len(job.files)} snapshot file(s)")
         spark = build_session(args.master, args.driver_memory, args.executor_memory, args.shuffle_partitions)
+        progress(f"Spark started; reading {len(job.files)} snapshot file(s)")
+        stop = threading.Event()
+        watcher = threading.Thread(target=report_stages, args=(spark, stop), daemon=True)
+        watcher.start()
         try:
             return run(spark, job)
         finally:
+            stop.set()
+            watcher.join(2.0)
             spark.stop()
     except JobError as exc:
         sys.stderr.write(f"rmqctl: error: {exc}\n")

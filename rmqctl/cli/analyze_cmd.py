@@ -124,8 +124,22 @@ def _run_job(job_args: Sequence[str], debug: bool) -> int:
     assert proc.stderr is not None
     said = False
     tail: list[str] = []
+    # what the job is doing (starting Spark, reading N files, tasks done), on one line that
+    # each new step overwrites: only on a terminal, and only the last one stays until the end
+    live = not debug and console.stream.isatty()
+    shown = False
     try:
         for line in proc.stderr:
+            if line.startswith("rmqctl: progress:"):
+                if live or debug:
+                    text = line[len("rmqctl: progress:"):].strip()
+                    console.stream.write(f"\r\x1b[2K{text} …" if live else line)
+                    console.stream.flush()
+                    shown = live
+                continue
+            if shown:  # anything else starts on a clean line
+                console.stream.write("\r\x1b[2K")
+                shown = False
             if line.startswith("rmqctl:"):
                 said = True
                 console.stream.write(line)
@@ -135,10 +149,15 @@ def _run_job(job_args: Sequence[str], debug: bool) -> int:
             else:
                 tail = (tail + [line.rstrip("\n")])[-20:]
         code = proc.wait()
+        if shown:
+            console.stream.write("\r\x1b[2K")
+            console.stream.flush()
     except KeyboardInterrupt:
         proc.terminate()
         proc.wait()
         raise
+    finally:
+        proc.stderr.close()
     if code not in (0, 1, 2) or (code == 2 and not said):
         if said:  # the job has named its failure in its own rmqctl: line
             raise typer.Exit(errors.ExitCode.JOB_FAILED)
