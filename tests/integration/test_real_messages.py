@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -171,3 +173,44 @@ def test_a_failing_listener_retries_then_dead_letters(
     [(_, explanation)] = _explain(real_cluster, ref, [group])
     assert explanation.evidence["dlq_copies"] == 1 and explanation.evidence["retry_copies"] >= 1
     assert all(m["msg_id"] == sent["msg_id"] for m in scenario_clients.received().get("f", []))
+
+
+def test_a_traced_consumption_names_the_consumer_and_agrees_with_mqadmin(
+        real_cluster: RealCluster, scenario_clients: ScenarioClientsProcess) -> None:
+    token = uuid.uuid4().hex[:8]
+    group, topic = f"TracedGroup_{token}", f"TracedTopic_{token}"
+    real_cluster.create_topic(topic, 1)
+    cmd = real_cluster.java_command("rmqctl.harness.TracedConsumer", real_cluster.namesrv_addr, group, topic, "*",
+                                    f"traced_{token}", log_name=f"traced_{token}")
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=real_cluster.env(), text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    try:
+        wait_until(lambda: "STARTED\n" in lines, timeout=60, message="the traced consumer started")
+        wait_until(lambda: real_cluster.consumer_ids(group), timeout=60, message="registered")
+        [sent] = scenario_clients.produce(topic, "tagT", 1, queue_id=0)
+        wait_until(lambda: f"RECEIVED {sent['msg_id']}\n" in lines, timeout=60, message="the listener got it")
+        ref = MessageRef(msg_id=sent["msg_id"], topic=topic)
+
+        def traced() -> Explanation | None:
+            [(_, explanation)] = _explain(real_cluster, ref, [group])
+            return explanation if explanation.evidence.get("from_trace") else None
+
+        explanation = wait_until(traced, timeout=90, message="the trace names the consumption")
+        assert explanation.verdict == "consumed"
+        assert explanation.evidence["consumed_by_host"] == "127.0.0.1"
+        out = real_cluster.mqadmin("queryMsgTraceById", "-i", sent["msg_id"])
+        assert group in out, out
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        reader.join(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
