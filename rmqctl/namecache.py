@@ -222,5 +222,8 @@ class RecordingSource:
     async def message_copies(self, group: str, message: Message) -> Partial[list[Message]]:
         return await self.inner.message_copies(group, message)
 
+    async def oldest_unconsumed(self, view: GroupView, *, concurrency: int = 16) -> dict[MessageQueue, int]:
+        return await self.inner.oldest_unconsumed(view, concurrency=concurrency)
+
     async def close(self) -> None:
         await self.inner.close()

@@ -634,6 +634,38 @@ class ClusterService:
 
     # -- messages -----------------------------------------------------------------------------
 
+    async def oldest_unconsumed(self, view: GroupView, *, concurrency: int = 16) -> dict[MessageQueue, int]:
+        """Store time (epoch ms) of the oldest message not yet consumed, for every queue of ``view``
+        with a backlog: the message at the consumer offset, read back under the tools group (nothing
+        committed), as rocketmq-exporter times its lag. Queues without a backlog, with unknown
+        offsets, on a broker that fails or on a back end that cannot read messages are left out:
+        their lag in time is unknown, never 0."""
+        if not self.backend.capabilities.message_reads:
+            return {}
+        wanted = [p for p in view.progress if p.known and p.lag is not None and p.lag > 0]
+        if not wanted:
+            return {}
+        masters = await self.masters()
+        limit = asyncio.Semaphore(max(1, concurrency))
+        backend = self.backend
+
+        async def one(p: QueueProgress) -> int | None:
+            addr = masters.get(p.queue.broker_name)
+            if addr is None:
+                return None
+            async with limit:
+                try:
+                    found = await backend.pull_by_offset(addr, p.queue.broker_name, p.queue.topic,
+                                                         p.queue.queue_id, p.consumer_offset, 1)
+                except errors.RmqctlError:
+                    return None
+            first = next((m for m in found if m.offset >= p.consumer_offset), None)
+            return first.store_timestamp if first is not None and first.store_timestamp else None
+
+        times = await asyncio.gather(*(one(p) for p in wanted))
+        return {p.queue: t for p, t in zip(wanted, times, strict=True) if t is not None}
+
+
     async def sample_messages(
         self, view: GroupView, topics: Iterable[str], *, per_queue: int | None = None
     ) -> GroupView:

@@ -91,6 +91,11 @@ class ClusterSource(Protocol):
         """The retry and dead-letter copies of ``message`` that ``group`` sent back."""
         ...
 
+    async def oldest_unconsumed(self, view: GroupView, *, concurrency: int = 16) -> dict[MessageQueue, int]:
+        """Store time (epoch ms) of the oldest unconsumed message of every queue with a backlog
+        whose message could be read back; the others are absent (unknown, never 0)."""
+        ...
+
     async def close(self) -> None: ...
 
 

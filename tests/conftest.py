@@ -27,7 +27,8 @@ TESTS = Path(__file__).resolve().parent
 #: directories whose tests all need a real part (a broker and Java clients, Spark)
 REAL_PART_DIRECTORIES = frozenset({"integration", "analysis"})
 #: fixtures that start a real part; a test using any of them (directly or not) is not fast
-REAL_PART_FIXTURES = frozenset({"real_cluster", "scenario_clients", "dashboard_for", "spark", "spark_cluster"})
+REAL_PART_FIXTURES = frozenset({"real_cluster", "scenario_clients", "dashboard_for", "spark", "spark_cluster",
+                                "prometheus", "promtool"})
 #: test files and test ids (relative to tests/) too slow for the fast tier, and why
 SLOW: dict[str, str] = {
     "unit/test_static.py": "mypy and ruff over the whole tree: run them directly while working",
@@ -39,6 +40,8 @@ SLOW: dict[str, str] = {
     "snapshot/test_signals.py": "export processes stopped by signals",
     "snapshot/test_kill.py": "export processes killed mid-round",
     "unit/test_deadlines.py": "waits out real deadlines on silent peers (test_hostile_peers keeps one)",
+    "exporter/test_metrics.py::test_sigterm_flushes_the_snapshots_and_exits_zero": "an exporter process stopped "
+    "by a signal",
 }
 #: the helpers that start tmux: a test (or one of its fixtures) that refers to one drives a terminal
 TERMINAL_MODULES = frozenset({"tests.tui.terminal", "tests.completion.terminal"})

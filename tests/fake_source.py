@@ -19,6 +19,7 @@ from rmqctl.model import (
     ClusterInfo,
     GroupSummary,
     GroupView,
+    MessageQueue,
     QueueData,
     TopicRoute,
     TopicStats,
@@ -130,6 +131,9 @@ class FakeSource:
 
     async def sample_messages(self, view: GroupView, topics: Iterable[str]) -> GroupView:
         return view  # like a back end that cannot read messages
+
+    async def oldest_unconsumed(self, view: GroupView, *, concurrency: int = 16) -> dict[MessageQueue, int]:
+        return {}  # like a back end that cannot read messages
 
     async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
         self._check(group)

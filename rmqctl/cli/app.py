@@ -54,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "emulator": "rmqctl.cli.emulator_cmd:app",
     "snapshot": "rmqctl.cli.snapshot_cmd:app",
     "analyze": "rmqctl.cli.analyze_cmd:app",
+    "exporter": "rmqctl.cli.exporter_cmd:exporter",
     "completion": "rmqctl.cli.completion:completion",
 }
 

@@ -125,21 +125,39 @@ async def serve_emulator(scenario: Scenario, options: ServeOptions, *, stop: asy
 
 
 class ServedClock:
-    """A served emulator's clock as an :class:`rmqctl.clock.Clock`, read once from its control
-    API and run on from there: ``speed`` emulated seconds per host second on the real-time clock,
+    """A served emulator's clock as an :class:`rmqctl.clock.Clock`, read from its control API
+    and run on from there: ``speed`` emulated seconds per host second on the real-time clock,
     standing still on the virtual clock (which only the control API's ``advance`` moves).
-    Sleeping waits host seconds, like :class:`~rmqctl.emulator.clock.LiveClock`."""
+    Sleeping waits host seconds, like :class:`~rmqctl.emulator.clock.LiveClock`; with ``url``,
+    each sleep ends by reading the clock again, so a watcher that runs for long (the exporter)
+    follows a virtual clock that the control API advanced meanwhile."""
 
-    def __init__(self, now_ms: int, speed: float | None) -> None:
+    def __init__(self, now_ms: int, speed: float | None, *, url: str | None = None,
+                 token: str | None = None) -> None:
         self._start = now_ms / 1000
         self._speed = speed or 0.0
         self._host_start = time.monotonic()
+        self._url = url
+        self._token = token
 
     def now(self) -> float:
         return self._start + (time.monotonic() - self._host_start) * self._speed
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+        if self._url is None:
+            return
+        from rmqctl.emulator.control_client import HttpControl
+
+        control = HttpControl(self._url, token=self._token, timeout=2.0)
+        try:
+            now_ms = (await control.health()).get("now_ms")
+        except errors.RmqctlError:
+            return  # run on from the last reading
+        finally:
+            await control.close()
+        if isinstance(now_ms, int) and not isinstance(now_ms, bool):
+            self._start, self._host_start = now_ms / 1000, time.monotonic()
 
 
 async def served_clock(namesrv: str, token: str | None = None) -> ServedClock | None:
@@ -161,4 +179,5 @@ async def served_clock(namesrv: str, token: str | None = None) -> ServedClock | 
     if isinstance(now_ms, bool) or not isinstance(now_ms, int):
         return None
     real = health.get("clock") == "real"
-    return ServedClock(now_ms, float(speed) if real and isinstance(speed, (int, float)) else (1.0 if real else None))
+    return ServedClock(now_ms, float(speed) if real and isinstance(speed, (int, float)) else (1.0 if real else None),
+                       url=control.url, token=token)

@@ -176,6 +176,35 @@ class _Recorder:
         return out
 
 
+class SnapshotSink:
+    """Rounds taken elsewhere (the metrics exporter's) written as snapshot rows, like ``export``
+    writes its own: the same rows, placeholders, warnings and rolling files."""
+
+    def __init__(self, source: ClusterSource, out_dir: str | Path, *, broker_times: bool = True,
+                 concurrency: int = DEFAULT_CONCURRENCY, roll_seconds: float = ROLL_SECONDS,
+                 roll_rows: int = ROLL_ROWS, warn: Callable[[str], None] | None = None) -> None:
+        self.writer = RollingWriter(out_dir, roll_seconds=roll_seconds, roll_rows=roll_rows)
+        self.recorder = _Recorder(source, broker_times=broker_times, concurrency=concurrency,
+                                  warn=warn or _stderr_warning)
+        if self.writer.recovered_rows:
+            self.recorder.warn(f"recovered {self.writer.recovered_rows} rows of an export that was killed "
+                               f"before it could write them")
+
+    async def add(self, rnd: Round) -> int:
+        """Record one round; the number of rows it gave."""
+        rows = await self.recorder.rows(rnd)
+        self.writer.add_round(int(round(rnd.current.taken_at * 1000)), rows)
+        return len(rows)
+
+    def close(self) -> None:
+        """Write every buffered round (idempotent)."""
+        self.writer.close()
+
+    @property
+    def files(self) -> list[Path]:
+        return list(self.writer.files)
+
+
 def planned_rounds(every: float, count: int | None, duration: float | None) -> int | None:
     """Rounds an export takes: ``count``, or one per ``every`` that starts within ``duration``."""
     if count is not None:

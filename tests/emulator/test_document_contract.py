@@ -72,6 +72,7 @@ SERVED: dict[str, tuple[str, ...]] = {
 NOT_RUN_HERE = {
     "emulator serve": "serves until interrupted: its one line is checked in a process below",
     "analyze stuck": "needs Spark: its document is checked in tests/unit/test_analyze_rows.py",
+    "exporter": "prints Prometheus metrics, not a document: checked in tests/exporter/test_metrics.py",
 }
 
 

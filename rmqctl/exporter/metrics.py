@@ -1,0 +1,323 @@
+"""The exporter's metrics: a ``prometheus_client`` collector over the last complete round.
+
+:class:`RoundCollector` turns the :class:`~rmqctl.exporter.rounds.RoundResult` it holds into
+metric families each time a registry collects it, so a scrape reads memory only. Each exporter
+builds its own :class:`~prometheus_client.CollectorRegistry` (:func:`registry_for`): nothing goes
+into the library's global registry. :func:`exposition` encodes a registry in the format an
+``Accept`` header asks for (OpenMetrics or the classic text format), through the library's own
+encoder. The metric names and labels are documented in ``docs/metrics.md``.
+
+A number that could not be read is never exported as 0: the sample is left out (a group's lag
+when some queue's offsets are unknown, a lag in seconds whose message could not be read back).
+Must not import the CLI, textual or pyspark.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from rmqctl.exporter.rounds import GroupResult, RoundResult
+from rmqctl.exporter.stuck import STATUSES
+from rmqctl.model import MessageQueue
+
+PREFIX = "rmqctl_"
+#: per-queue series (lag, findings, verdicts) exported at most, by default
+DEFAULT_MAX_QUEUE_SERIES = 10_000
+#: verdict statuses exported per queue (the others are only counted per group)
+QUEUE_STATUSES = ("STALLED", "ORPHANED", "LAGGING", "REWOUND")
+
+_QUEUE_LABELS = ["group", "topic", "broker", "queue"]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricOptions:
+    """What the collector exports beyond the per-group series."""
+
+    #: per-queue lag, lag in seconds and in-flight series
+    per_queue: bool = False
+    #: at most this many per-queue series in one scrape (all families together); the rest are
+    #: counted in ``rmqctl_exporter_queue_series_dropped``
+    max_queue_series: int = DEFAULT_MAX_QUEUE_SERIES
+
+
+def _queue_labels(group: str, mq: MessageQueue) -> list[str]:
+    return [group, mq.topic, mq.broker_name, str(mq.queue_id)]
+
+
+class _Budget:
+    """The per-queue series cap, shared by every family of one scrape."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.dropped = 0
+
+    def take(self) -> bool:
+        if self.left > 0:
+            self.left -= 1
+            return True
+        self.dropped += 1
+        return False
+
+
+def _by_topic(result: GroupResult) -> dict[str, list[MessageQueue]]:
+    out: dict[str, list[MessageQueue]] = {}
+    assert result.view is not None
+    for p in result.view.progress:
+        out.setdefault(p.queue.topic, []).append(p.queue)
+    return out
+
+
+def _finding_queues(evidence: Mapping[str, object]) -> list[tuple[str, str, str]]:
+    """(topic, broker, queue id) of every queue a finding's evidence names."""
+    rows = evidence.get("queues")
+    out = []
+    if isinstance(rows, list):
+        for row in rows:
+            if isinstance(row, Mapping) and "topic" in row and "broker" in row and "queue_id" in row:
+                out.append((str(row["topic"]), str(row["broker"]), str(row["queue_id"])))
+    return sorted(set(out))
+
+
+class RoundCollector(Collector):
+    """Collects the metrics of the last complete round (nothing before the first one)."""
+
+    def __init__(self, options: MetricOptions = MetricOptions()) -> None:
+        self.options = options
+        self._lock = threading.Lock()
+        self._round: RoundResult | None = None
+        self._rounds_total = 0
+        self._round_failures_total = 0
+        self._last_scrape_seconds: float | None = None
+
+    # -- what the exporter feeds in ---------------------------------------------------------------
+
+    def publish(self, result: RoundResult) -> None:
+        """Serve ``result`` from now on (the previous one stays until this call)."""
+        with self._lock:
+            self._round = result
+            self._rounds_total += 1
+
+    def round_failed(self) -> None:
+        with self._lock:
+            self._round_failures_total += 1
+
+    def scraped(self, seconds: float) -> None:
+        """How long the last scrape took to answer (reported by the next one)."""
+        with self._lock:
+            self._last_scrape_seconds = seconds
+
+    @property
+    def current(self) -> RoundResult | None:
+        return self._round
+
+    # -- Collector --------------------------------------------------------------------------------
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # families vary with the round: registering must not collect
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            rnd, rounds, failures, scrape = (self._round, self._rounds_total, self._round_failures_total,
+                                             self._last_scrape_seconds)
+        yield from self._exporter_metrics(rnd, rounds, failures, scrape)
+        if rnd is None:
+            return
+        budget = _Budget(self.options.max_queue_series)
+        yield from self._broker_metrics(rnd)
+        yield from self._group_metrics(rnd)
+        if self.options.per_queue:
+            yield from self._queue_metrics(rnd, budget)
+        yield from self._finding_metrics(rnd, budget)
+        yield from self._verdict_metrics(rnd, budget)
+        dropped = GaugeMetricFamily(PREFIX + "exporter_queue_series_dropped",
+                                    "Per-queue series left out of this scrape by the cardinality cap.")
+        dropped.add_metric([], budget.dropped)
+        yield dropped
+
+    def _exporter_metrics(self, rnd: RoundResult | None, rounds: int, failures: int,
+                          scrape: float | None) -> Iterator[Metric]:
+        total = CounterMetricFamily(PREFIX + "exporter_rounds", "Rounds completed since the exporter started.")
+        total.add_metric([], rounds)
+        yield total
+        failed = CounterMetricFamily(PREFIX + "exporter_round_failures",
+                                     "Rounds that failed as a whole (no group list, no broker).")
+        failed.add_metric([], failures)
+        yield failed
+        if rnd is not None:
+            duration = GaugeMetricFamily(PREFIX + "exporter_round_duration_seconds",
+                                         "Host seconds the last complete round took.", unit="seconds")
+            duration.add_metric([], rnd.duration_seconds)
+            yield duration
+            taken = GaugeMetricFamily(PREFIX + "exporter_round_timestamp_seconds",
+                                      "When the served round was sampled (the cluster's clock).", unit="seconds")
+            taken.add_metric([], rnd.taken_at)
+            yield taken
+            groups = GaugeMetricFamily(PREFIX + "exporter_groups", "Consumer groups polled in the served round.")
+            groups.add_metric([], len(rnd.groups))
+            yield groups
+        if scrape is not None:
+            seconds = GaugeMetricFamily(PREFIX + "exporter_scrape_duration_seconds",
+                                        "Host seconds the previous scrape of this endpoint took to answer.",
+                                        unit="seconds")
+            seconds.add_metric([], scrape)
+            yield seconds
+
+    def _broker_metrics(self, rnd: RoundResult) -> Iterator[Metric]:
+        up = GaugeMetricFamily(PREFIX + "broker_up", "1 when every read of the broker succeeded in the round.",
+                               labels=["broker"])
+        failed = CounterMetricFamily(PREFIX + "broker_read_errors",
+                                     "Rounds in which a read of the broker failed, since the exporter started.",
+                                     labels=["broker"])
+        for name, broker in sorted(rnd.brokers.items()):
+            up.add_metric([name], 1 if broker.up else 0)
+            failed.add_metric([name], broker.errors_total)
+        yield up
+        yield failed
+
+    def _group_metrics(self, rnd: RoundResult) -> Iterator[Metric]:
+        g_up = GaugeMetricFamily(PREFIX + "group_up", "1 when the group could be read in the round.",
+                                 labels=["group"])
+        clients = GaugeMetricFamily(PREFIX + "group_clients_online", "Clients of the group connected to a broker.",
+                                    labels=["group"])
+        lag = GaugeMetricFamily(PREFIX + "group_lag_messages",
+                                "Messages not yet consumed (broker offset - consumer offset), per topic.",
+                                labels=["group", "topic"])
+        unknown = GaugeMetricFamily(PREFIX + "group_lag_unknown_queues",
+                                    "Queues whose offsets could not be read (their lag is unknown).",
+                                    labels=["group", "topic"])
+        lag_s = GaugeMetricFamily(PREFIX + "group_lag_seconds",
+                                  "Age of the oldest unconsumed message (now - its store time), worst queue "
+                                  "of the topic; left out when some queue's age is unknown.",
+                                  labels=["group", "topic"], unit="seconds")
+        inflight = GaugeMetricFamily(PREFIX + "group_inflight_messages",
+                                     "Messages pulled by clients but not committed (pull offset - consumer "
+                                     "offset).", labels=["group", "topic"])
+        consume = GaugeMetricFamily(PREFIX + "group_consume_rate",
+                                    "Messages per second the consumer offsets advanced since the previous round.",
+                                    labels=["group", "topic"])
+        produce = GaugeMetricFamily(PREFIX + "group_produce_rate",
+                                    "Messages per second written to the group's queues since the previous round.",
+                                    labels=["group", "topic"])
+        dlq = GaugeMetricFamily(PREFIX + "group_dlq_messages", "Messages in the group's dead-letter queue.",
+                                labels=["group"])
+        statuses = GaugeMetricFamily(PREFIX + "group_queues_by_status",
+                                     "Queues of the group per stuck verdict (as rmqctl analyze stuck).",
+                                     labels=["group", "status"])
+        for name, result in rnd.groups.items():
+            g_up.add_metric([name], 0 if result.view is None else 1)
+            view = result.view
+            if view is None:
+                continue
+            clients.add_metric([name], len(view.client_ids))
+            if "dlq" not in view.unavailable:
+                dlq.add_metric([name], view.dlq_messages)
+            progress = {p.queue: p for p in view.progress}
+            pull_known = "pull_offset" not in view.unavailable
+            for topic, queues in sorted(_by_topic(result).items()):
+                rows = [progress[mq] for mq in queues]
+                lags = [p.lag for p in rows]
+                missing = sum(1 for x in lags if x is None)
+                unknown.add_metric([name, topic], missing)
+                if not missing:
+                    lag.add_metric([name, topic], sum(max(0, x) for x in lags if x is not None))
+                ages = [result.lag_seconds.get(mq) for mq in queues]
+                if ages and all(a is not None for a in ages):
+                    lag_s.add_metric([name, topic], max(a for a in ages if a is not None))
+                if pull_known and not missing and all(p.pull_offset is not None for p in rows):
+                    inflight.add_metric([name, topic], sum(p.inflight for p in rows))
+                if queues and all(mq in result.consume_rates for mq in queues):
+                    consume.add_metric([name, topic], sum(result.consume_rates[mq] for mq in queues))
+                if queues and all(mq in result.produce_rates for mq in queues):
+                    produce.add_metric([name, topic], sum(result.produce_rates[mq] for mq in queues))
+            counts = dict.fromkeys(STATUSES, 0)
+            for verdict in result.verdicts:
+                counts[verdict.status] += 1
+            for status, n in counts.items():
+                statuses.add_metric([name, status], n)
+        yield from (g_up, clients, lag, unknown, lag_s, inflight, consume, produce, dlq, statuses)
+
+    def _queue_metrics(self, rnd: RoundResult, budget: _Budget) -> Iterator[Metric]:
+        lag = GaugeMetricFamily(PREFIX + "queue_lag_messages", "Messages not yet consumed in one queue.",
+                                labels=_QUEUE_LABELS)
+        lag_s = GaugeMetricFamily(PREFIX + "queue_lag_seconds",
+                                  "Age of the queue's oldest unconsumed message (absent when unknown).",
+                                  labels=_QUEUE_LABELS, unit="seconds")
+        inflight = GaugeMetricFamily(PREFIX + "queue_inflight_messages", "Pulled but not committed, one queue.",
+                                     labels=_QUEUE_LABELS)
+        for name, result in rnd.groups.items():
+            view = result.view
+            if view is None:
+                continue
+            pull_known = "pull_offset" not in view.unavailable
+            for p in view.progress:
+                if p.lag is None or not budget.take():
+                    continue
+                labels = _queue_labels(name, p.queue)
+                lag.add_metric(labels, max(0, p.lag))
+                if p.queue in result.lag_seconds:
+                    lag_s.add_metric(labels, result.lag_seconds[p.queue])
+                if pull_known and p.pull_offset is not None:
+                    inflight.add_metric(labels, p.inflight)
+        yield from (lag, lag_s, inflight)
+
+    def _finding_metrics(self, rnd: RoundResult, budget: _Budget) -> Iterator[Metric]:
+        series = GaugeMetricFamily(
+            PREFIX + "finding",
+            "A doctor finding now (1): one series per queue the finding names, else one per finding.",
+            labels=["code", "severity", "group", "topic", "broker", "queue"])
+        info = GaugeMetricFamily(PREFIX + "finding_info", "A doctor finding now (1), with its title and fix.",
+                                 labels=["code", "severity", "group", "title", "fix"])
+        for name, result in rnd.groups.items():
+            for f in result.findings:
+                info.add_metric([f.code, f.severity, name, f.title, f.fix], 1)
+                queues = _finding_queues(f.evidence)
+                if not queues:
+                    topic = f.evidence.get("topic")
+                    series.add_metric([f.code, f.severity, name, str(topic) if isinstance(topic, str) else "", "",
+                                       ""], 1)
+                    continue
+                for topic, broker, queue in queues:
+                    if budget.take():
+                        series.add_metric([f.code, f.severity, name, topic, broker, queue], 1)
+        yield series
+        yield info
+
+    def _verdict_metrics(self, rnd: RoundResult, budget: _Budget) -> Iterator[Metric]:
+        stuck = GaugeMetricFamily(
+            PREFIX + "queue_stuck",
+            "A queue whose stuck verdict is STALLED, ORPHANED, LAGGING or REWOUND (1), with the rule that "
+            "gave it (the names of rmqctl analyze stuck).",
+            labels=[*_QUEUE_LABELS, "status", "rule"])
+        frozen = GaugeMetricFamily(PREFIX + "queue_frozen_since_timestamp_seconds",
+                                   "Since when a stuck queue's consumer offset has not moved.",
+                                   labels=_QUEUE_LABELS, unit="seconds")
+        for name, result in rnd.groups.items():
+            for v in result.verdicts:
+                if v.status not in QUEUE_STATUSES or not budget.take():
+                    continue
+                labels = _queue_labels(name, v.queue)
+                stuck.add_metric([*labels, v.status, v.rule], 1)
+                if v.frozen_since_ms is not None:
+                    frozen.add_metric(labels, v.frozen_since_ms / 1000)
+        yield stuck
+        yield frozen
+
+
+def registry_for(collector: RoundCollector) -> CollectorRegistry:
+    """A registry of its own holding ``collector`` (never the library's global one)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry
+
+
+def exposition(registry: CollectorRegistry, accept: str | None = None) -> tuple[bytes, str]:
+    """The registry's metrics in the format ``accept`` asks for: (body, content type)."""
+    encoder, content_type = choose_encoder(accept or "")
+    return encoder(registry), content_type

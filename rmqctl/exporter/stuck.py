@@ -1,0 +1,181 @@
+"""Stuck-queue verdicts over the exporter's own recent rounds, with the names of ``analyze stuck``.
+
+The Spark job (``analysis/rules.py``, described in ``docs/snapshots.md``) judges every queue over a
+window of recorded snapshots. The exporter keeps the same facts per queue in memory — one
+observation per round over the last ``window`` seconds — and applies the same rules in the same
+order, so a verdict scraped from ``/metrics`` reads like one from ``rmqctl analyze stuck``: the
+statuses (``STALLED``, ``ORPHANED``, ``LAGGING``, ``REWOUND``, ``IDLE``, ``OK``, ``DLQ``,
+``INSUFFICIENT_DATA``) and the rule ids (``frozen``, ``no-owner``, ``owner-not-subscribed`` …).
+A round whose offsets for a queue could not be read is a gap, never zeros.
+
+Pure: no I/O, no clock of its own (each observation carries its round's time). Imports the model
+only; must not import the CLI, textual or pyspark.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from rmqctl.model import GroupView, MessageQueue
+from rmqctl.model.names import RETRY_PREFIX
+
+#: status of each rule, in the order the rules are tried (the first that holds gives the verdict)
+RULE_STATUS: Mapping[str, str] = {
+    "dlq": "DLQ", "min-snapshots": "INSUFFICIENT_DATA", "rewind": "REWOUND", "no-new-messages": "IDLE",
+    "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
+    "owner-not-subscribed": "ORPHANED", "offset-pinned": "LAGGING", "retry-threshold": "LAGGING",
+    "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
+}
+#: every status, least to most severe (as ``analysis.rules.STATUS_RANK``)
+STATUSES = ("OK", "DLQ", "IDLE", "INSUFFICIENT_DATA", "LAGGING", "REWOUND", "ORPHANED", "STALLED")
+#: statuses that make ``analyze stuck`` exit 1
+STUCK_STATUSES = ("STALLED", "ORPHANED")
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The knobs of the rules; the defaults are ``analyze stuck``'s."""
+
+    min_snapshots: int = 3
+    allowed_lag: int = 0
+    retry_allowed_lag: int = 10
+    retry_min_stall_ms: int = 5 * 60_000
+    consume_timeout_ms: int = 15 * 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """One answered round of one queue."""
+
+    ts_ms: int
+    broker_offset: int
+    consumer_offset: int
+    pull_offset: int | None
+    owner: str | None
+    #: the owner subscribes the queue's topic (None: no owner, or its subscriptions unknown)
+    subscribed: bool | None
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The status of one queue, the rule that gave it, and the numbers of the span it speaks about."""
+
+    queue: MessageQueue
+    status: str
+    rule: str
+    owner: str | None
+    lag: int | None
+    #: answered rounds in the window
+    snapshots: int
+    #: since when the consumer offset has been frozen (epoch ms), for the stuck rules
+    frozen_since_ms: int | None = None
+
+
+def _allowed(th: Thresholds, topic: str) -> int:
+    return th.retry_allowed_lag if topic.startswith(RETRY_PREFIX) else th.allowed_lag
+
+
+def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresholds()) -> Verdict:
+    """The verdict of one queue over its answered observations in the window (oldest first)."""
+    allowed = _allowed(th, queue.topic)
+
+    def verdict(rule: str, frozen_since: int | None = None) -> Verdict:
+        last = seen[-1] if seen else None
+        return Verdict(queue, RULE_STATUS[rule], rule, last.owner if last else None,
+                       last.lag if last else None, len(seen), frozen_since)
+
+    if not seen:
+        return verdict("min-snapshots")
+    if queue.topic.startswith("%DLQ%"):
+        return verdict("dlq")
+    if len(seen) < th.min_snapshots:
+        return verdict("min-snapshots")
+    first, last = seen[0], seen[-1]
+    seg = run = 0
+    caught_up_at: int | None = None
+    for i, obs in enumerate(seen):
+        if obs.lag <= allowed:
+            caught_up_at = i
+        if i == 0:
+            continue
+        prev = seen[i - 1]
+        if obs.owner != prev.owner:
+            seg = run = i
+        elif obs.consumer_offset != prev.consumer_offset or prev.lag <= allowed:
+            run = i
+    if max(o.consumer_offset for o in seen) > last.consumer_offset:
+        return verdict("rewind")
+    if last.broker_offset == first.broker_offset and last.lag <= allowed:
+        return verdict("no-new-messages")
+    if last.lag <= allowed:
+        return verdict("caught-up")
+    if len(seen) - seg < th.min_snapshots:
+        return verdict("owner-changed")
+    frozen_n = len(seen) - run
+    frozen_ms = last.ts_ms - seen[run].ts_ms
+    since = seen[run].ts_ms
+    if frozen_n >= th.min_snapshots:
+        if last.owner is None:
+            return verdict("no-owner", since)
+        if last.subscribed is False:
+            return verdict("owner-not-subscribed", since)
+        start_pull, last_pull = seen[run].pull_offset, last.pull_offset
+        pulled = start_pull is not None and last_pull is not None and last_pull > start_pull
+        if pulled and frozen_ms <= th.consume_timeout_ms:
+            return verdict("offset-pinned", since)
+        if queue.topic.startswith(RETRY_PREFIX) and frozen_ms < th.retry_min_stall_ms:
+            return verdict("retry-threshold", since)
+        return verdict("frozen", since)
+    if (caught_up_at is None or caught_up_at < seg) and last.lag > seen[seg].lag:
+        return verdict("lag-growing")
+    return verdict("moving")
+
+
+def observations(view: GroupView) -> dict[MessageQueue, Observation]:
+    """This round's observation of every queue of ``view`` whose offsets were read."""
+    holders: dict[MessageQueue, str] = {mq: cids[0] for mq, cids in view.owners().items()}
+    out = {}
+    for p in view.progress:
+        if not p.known:
+            continue
+        owner = holders.get(p.queue)
+        subscribed = view.subscribes(owner, p.queue.topic) if owner else None
+        out[p.queue] = Observation(view.sampled_at, p.broker_offset, p.consumer_offset, p.pull_offset,
+                                   owner, subscribed)
+    return out
+
+
+class StuckJudge:
+    """Keeps each queue's observations of the last ``window_ms`` and judges them every round."""
+
+    def __init__(self, window_ms: int = 10 * 60_000, thresholds: Thresholds = Thresholds()) -> None:
+        self.window_ms = window_ms
+        self.thresholds = thresholds
+        self._seen: dict[tuple[str, MessageQueue], deque[Observation]] = {}
+
+    def add(self, views: Iterable[GroupView], now_ms: int) -> dict[str, list[Verdict]]:
+        """Record one round's views and return every group's verdicts (queues sorted)."""
+        out: dict[str, list[Verdict]] = {}
+        live: set[tuple[str, MessageQueue]] = set()
+        for view in views:
+            for mq, obs in observations(view).items():
+                key = (view.group, mq)
+                self._seen.setdefault(key, deque()).append(obs)
+            for mq in view.known_queues():
+                live.add((view.group, mq))
+        horizon = now_ms - self.window_ms
+        for key in list(self._seen):
+            kept = self._seen[key]
+            while kept and kept[0].ts_ms < horizon:
+                kept.popleft()
+            if not kept and key not in live:
+                del self._seen[key]
+        for group, mq in sorted(live, key=lambda k: (k[0], k[1].topic, k[1].broker_name, k[1].queue_id)):
+            out.setdefault(group, []).append(judge(mq, list(self._seen.get((group, mq), ())), self.thresholds))
+        return out
