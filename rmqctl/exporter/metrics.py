@@ -230,8 +230,9 @@ class RoundCollector(Collector):
                 ages = [result.lag_seconds.get(mq) for mq in queues]
                 if ages and all(a is not None for a in ages):
                     lag_s.add_metric([name, topic], max(a for a in ages if a is not None))
-                if pull_known and not missing and all(p.pull_offset is not None for p in rows):
-                    inflight.add_metric([name, topic], sum(p.inflight for p in rows))
+                flights = [p.inflight for p in rows]
+                if pull_known and flights and all(f is not None for f in flights):
+                    inflight.add_metric([name, topic], sum(f for f in flights if f is not None))
                 if queues and all(mq in result.consume_rates for mq in queues):
                     consume.add_metric([name, topic], sum(result.consume_rates[mq] for mq in queues))
                 if queues and all(mq in result.produce_rates for mq in queues):
@@ -263,7 +264,7 @@ class RoundCollector(Collector):
                 lag.add_metric(labels, max(0, p.lag))
                 if p.queue in result.lag_seconds:
                     lag_s.add_metric(labels, result.lag_seconds[p.queue])
-                if pull_known and p.pull_offset is not None:
+                if pull_known and p.inflight is not None:
                     inflight.add_metric(labels, p.inflight)
         yield from (lag, lag_s, inflight)
 

@@ -9,7 +9,8 @@ statuses (``STALLED``, ``ORPHANED``, ``LAGGING``, ``REWOUND``, ``IDLE``, ``OK``,
 A round whose offsets for a queue could not be read is a gap, never zeros.
 
 Pure: no I/O, no clock of its own (each observation carries its round's time). Imports the model
-only; must not import the CLI, textual or pyspark.
+and :mod:`rmqctl.stuck` (the verdict names, their order and the thresholds the doctor and the Spark
+job share); must not import the CLI, textual or pyspark.
 """
 
 from __future__ import annotations
@@ -18,31 +19,31 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rmqctl import stuck
 from rmqctl.model import GroupView, MessageQueue
-from rmqctl.model.names import RETRY_PREFIX
 
-#: status of each rule, in the order the rules are tried (the first that holds gives the verdict)
+#: status of each rule, in the order the rules are tried (the first that holds gives the verdict);
+#: the same table as ``analysis.rules.RULE_STATUS``, over the names of :mod:`rmqctl.stuck`
 RULE_STATUS: Mapping[str, str] = {
-    "dlq": "DLQ", "min-snapshots": "INSUFFICIENT_DATA", "rewind": "REWOUND", "no-new-messages": "IDLE",
-    "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
-    "owner-not-subscribed": "ORPHANED", "offset-pinned": "LAGGING", "retry-threshold": "LAGGING",
-    "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
+    "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA, "rewind": stuck.REWOUND,
+    "no-new-messages": stuck.IDLE, "caught-up": stuck.OK, "owner-changed": stuck.INSUFFICIENT_DATA,
+    "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "retry-threshold": stuck.LAGGING,
+    "offset-pinned": stuck.STALLED, "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
 }
-#: every status, least to most severe (as ``analysis.rules.STATUS_RANK``)
-STATUSES = ("OK", "DLQ", "IDLE", "INSUFFICIENT_DATA", "LAGGING", "REWOUND", "ORPHANED", "STALLED")
-#: statuses that make ``analyze stuck`` exit 1
-STUCK_STATUSES = ("STALLED", "ORPHANED")
+#: every status, least to most severe
+STATUSES = tuple(sorted(stuck.STATUS_RANK, key=lambda s: (stuck.STATUS_RANK[s], s)))
+STUCK_STATUSES = stuck.STUCK_STATUSES
 
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """The knobs of the rules; the defaults are ``analyze stuck``'s."""
+    """The knobs of the rules; the defaults are ``analyze stuck``'s (:mod:`rmqctl.stuck`)."""
 
-    min_snapshots: int = 3
-    allowed_lag: int = 0
-    retry_allowed_lag: int = 10
-    retry_min_stall_ms: int = 5 * 60_000
-    consume_timeout_ms: int = 15 * 60_000
+    min_snapshots: int = stuck.MIN_SNAPSHOTS
+    allowed_lag: int = stuck.ALLOWED_LAG
+    retry_allowed_lag: int = stuck.RETRY_ALLOWED_LAG
+    retry_min_stall_ms: int = stuck.RETRY_MIN_STALL_MS
+    consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ class Verdict:
 
 
 def _allowed(th: Thresholds, topic: str) -> int:
-    return th.retry_allowed_lag if topic.startswith(RETRY_PREFIX) else th.allowed_lag
+    return th.retry_allowed_lag if stuck.is_retry(topic) else th.allowed_lag
 
 
 def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresholds()) -> Verdict:
@@ -92,7 +93,7 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
 
     if not seen:
         return verdict("min-snapshots")
-    if queue.topic.startswith("%DLQ%"):
+    if queue.topic.startswith(stuck.DLQ_PREFIX):
         return verdict("dlq")
     if len(seen) < th.min_snapshots:
         return verdict("min-snapshots")
@@ -125,12 +126,12 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
             return verdict("no-owner", since)
         if last.subscribed is False:
             return verdict("owner-not-subscribed", since)
+        if stuck.is_retry(queue.topic) and frozen_ms < th.retry_min_stall_ms:
+            return verdict("retry-threshold", since)
         start_pull, last_pull = seen[run].pull_offset, last.pull_offset
         pulled = start_pull is not None and last_pull is not None and last_pull > start_pull
         if pulled and frozen_ms <= th.consume_timeout_ms:
             return verdict("offset-pinned", since)
-        if queue.topic.startswith(RETRY_PREFIX) and frozen_ms < th.retry_min_stall_ms:
-            return verdict("retry-threshold", since)
         return verdict("frozen", since)
     if (caught_up_at is None or caught_up_at < seg) and last.lag > seen[seg].lag:
         return verdict("lag-growing")

@@ -41,7 +41,7 @@ def test_exporter_agrees_with_group_progress_and_doctor_on_a_real_broker(
     b = sc.start_consumer("B", conflict, {topic: "tagB"}, instance_name=rmq_names("eb"))
     wait_until(lambda: cluster.consumer_ids(conflict) == sorted([a, b]), timeout=60, message="both registered")
     # a group that consumed, committed and went away: the messages sent after it left wait
-    c = sc.start_consumer("C", offline, {topic: "*"}, instance_name=rmq_names("ec"), persist_offset_interval_ms=500)
+    sc.start_consumer("C", offline, {topic: "*"}, instance_name=rmq_names("ec"), persist_offset_interval_ms=500)
     sc.wait_stable(lambda: sc.queue_ids(topic), duration=3.0, timeout=90,
                    accept=lambda alloc: len(alloc.get("C", [])) == 4 and all(len(alloc.get(k, [])) == 2 for k in "AB"),
                    message="C holds 4 queues, A and B 2 each")
