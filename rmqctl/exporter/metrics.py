@@ -15,7 +15,7 @@ Must not import the CLI, textual or pyspark.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
@@ -123,10 +123,20 @@ class RoundCollector(Collector):
         return []  # families vary with the round: registering must not collect
 
     def collect(self) -> Iterator[Metric]:
+        yield from self.collect_self()
+        yield from self.collect_round()
+
+    def collect_self(self) -> Iterator[Metric]:
+        """The exporter's own series (rounds, durations): cheap, read on every scrape."""
         with self._lock:
             rnd, rounds, failures, scrape = (self._round, self._rounds_total, self._round_failures_total,
                                              self._last_scrape_seconds)
         yield from self._exporter_metrics(rnd, rounds, failures, scrape)
+
+    def collect_round(self) -> Iterator[Metric]:
+        """The series of the last complete round: the same until the next round is published, so
+        the metrics endpoint encodes them once per round and format."""
+        rnd = self._round
         if rnd is None:
             return
         budget = _Budget(self.options.max_queue_series)
@@ -311,6 +321,17 @@ class RoundCollector(Collector):
         yield frozen
 
 
+class _Part(Collector):
+    def __init__(self, collect: Callable[[], Iterator[Metric]]) -> None:
+        self._collect = collect
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        return self._collect()
+
+
 def registry_for(collector: RoundCollector) -> CollectorRegistry:
     """A registry of its own holding ``collector`` (never the library's global one)."""
     registry = CollectorRegistry(auto_describe=False)
@@ -322,3 +343,33 @@ def exposition(registry: CollectorRegistry, accept: str | None = None) -> tuple[
     """The registry's metrics in the format ``accept`` asks for: (body, content type)."""
     encoder, content_type = choose_encoder(accept or "")
     return encoder(registry), content_type
+
+
+_EOF = b"# EOF\n"
+
+
+class CachedExposition:
+    """The collector's metrics for a scrape: the round's series encoded once per round and format
+    (a scrape of thousands of groups then costs a copy), the exporter's own series every time."""
+
+    def __init__(self, collector: RoundCollector) -> None:
+        self.collector = collector
+        self._self = CollectorRegistry(auto_describe=False)
+        self._self.register(_Part(collector.collect_self))
+        self._round = CollectorRegistry(auto_describe=False)
+        self._round.register(_Part(collector.collect_round))
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[object, bytes]] = {}
+
+    def render(self, accept: str | None = None) -> tuple[bytes, str]:
+        encoder, content_type = choose_encoder(accept or "")
+        current = self.collector.current
+        with self._lock:
+            cached = self._cache.get(content_type)
+            if cached is None or cached[0] is not current:
+                cached = (current, encoder(self._round))
+                self._cache[content_type] = cached
+        head = encoder(self._self)
+        if head.endswith(_EOF):  # OpenMetrics: one "# EOF", at the very end
+            head = head[: -len(_EOF)]
+        return head + cached[1], content_type

@@ -29,14 +29,12 @@ from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from rmqctl import errors
-from rmqctl.exporter.metrics import MetricOptions, RoundCollector, exposition, registry_for
+from rmqctl.exporter.metrics import CachedExposition, MetricOptions, RoundCollector
 from rmqctl.exporter.rounds import RoundMaker, RoundResult
 from rmqctl.exporter.stuck import StuckJudge
 from rmqctl.source import Opened
 
 if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
-
     from rmqctl.snapshot.export import SnapshotSink
 
 #: where ``--listen`` binds when given without a host
@@ -111,7 +109,7 @@ class MetricsServer:
 
     def __init__(self, collector: RoundCollector, host: str, port: int) -> None:
         self.collector = collector
-        self.registry: CollectorRegistry = registry_for(collector)
+        self.exposition = CachedExposition(collector)
         server_class = _ThreadingServer6 if ":" in host else _ThreadingServer
         try:
             self._server = make_server(host, port, self._app, server_class=server_class, handler_class=_QuietHandler)
@@ -142,7 +140,7 @@ class MetricsServer:
                            [("Content-Type", "text/plain; charset=utf-8")])
             return [body]
         started = time.perf_counter()
-        body, content_type = exposition(self.registry, environ.get("HTTP_ACCEPT"))
+        body, content_type = self.exposition.render(environ.get("HTTP_ACCEPT"))
         self.collector.scraped(time.perf_counter() - started)
         start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body)))])
         return [body]

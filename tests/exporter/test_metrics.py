@@ -30,6 +30,7 @@ from rmqctl.exporter import (
     registry_for,
     run_exporter,
 )
+from rmqctl.exporter.metrics import CachedExposition
 from rmqctl.model import GroupView, MessageQueue, QueueProgress
 from rmqctl.source import Opened
 from tests.fake_source import FakeSource
@@ -235,3 +236,21 @@ def test_sigterm_flushes_the_snapshots_and_exits_zero(tmp_path: Path) -> None:
     table = pq.read_table(files[0])
     assert set(table.column("group").to_pylist()) == {"payment-service", "ledger-service"}
     assert json.loads(json.dumps(table.num_rows)) >= 20  # two rounds of two groups' ten queues
+
+
+def test_the_endpoint_encodes_a_round_once_and_a_new_round_replaces_it() -> None:
+    source = FakeSource(views={"g": partial_view()})
+    maker = RoundMaker(source)
+    collector = RoundCollector()
+    cached = CachedExposition(collector)
+    collector.publish(asyncio.run(maker.take()))
+    om, content_type = cached.render("application/openmetrics-text; version=1.0.0")
+    assert content_type.startswith("application/openmetrics-text")
+    assert om.count(b"# EOF") == 1 and om.endswith(b"# EOF\n")
+    text, _ = cached.render(None)
+    whole, _ = exposition(registry_for(collector))
+    assert samples(text) == samples(whole)  # the same series as the collector's own, in two parts
+    source.fail("g", errors.TimeoutError("g timed out"))
+    collector.publish(asyncio.run(maker.take()))
+    assert value(cached.render(None)[0], "rmqctl_group_up", group="g") == 0
+    assert value(cached.render(None)[0], "rmqctl_exporter_rounds_total") == 2
