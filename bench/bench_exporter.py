@@ -5,8 +5,9 @@ simulated clients) from a separate process on loopback (``rmqctl emulator serve 
 then, in this process and over the real protocol:
 
 - takes ``--rounds`` exporter rounds (every group's view, findings, lag in seconds, stuck verdicts),
-  publishing each to the metrics endpoint, and after each round scrapes ``/metrics`` over HTTP (the
-  scrape reads the cached round: it never waits on a broker);
+  publishing each to the metrics endpoint and encoding it once in both formats (as the exporter does
+  after each round, off its event loop), then scrapes ``/metrics`` over HTTP in both formats (a
+  scrape reads the encoded round: it never waits on a broker);
 - records each round's time, each scrape's latency and the resident memory (VmRSS) after each;
 - then runs ``group list`` (``ClusterService.group_summaries()``, the same source) ``--list-runs``
   times and records the same figures;
@@ -71,7 +72,7 @@ async def measure(namesrv: str, rounds: int, list_runs: int) -> None:
     server = MetricsServer(collector, "127.0.0.1", 0)
     server.start()
     maker = RoundMaker(source, concurrency=16)
-    round_s, scrape_s, rss, sizes = [], [], [], []
+    round_s, warm_s, scrape_s, rss, sizes = [], [], [], [], []
     try:
         async with httpx.AsyncClient(timeout=60) as http:
             for n in range(rounds):
@@ -80,8 +81,12 @@ async def measure(namesrv: str, rounds: int, list_runs: int) -> None:
                 round_s.append(time.perf_counter() - started)
                 collector.publish(result)
                 started = time.perf_counter()
-                body = (await http.get(server.url)).content
-                scrape_s.append(time.perf_counter() - started)
+                await asyncio.to_thread(server.exposition.warm)  # what the exporter does after a round
+                warm_s.append(time.perf_counter() - started)
+                for accept in ("text/plain", "application/openmetrics-text; version=1.0.0"):
+                    started = time.perf_counter()
+                    body = (await http.get(server.url, headers={"Accept": accept})).content
+                    scrape_s.append(time.perf_counter() - started)
                 sizes.append(len(body))
                 rss.append(rss_mib())
                 if n == 0 or (n + 1) % max(1, rounds // 10) == 0:
@@ -99,6 +104,7 @@ async def measure(namesrv: str, rounds: int, list_runs: int) -> None:
               f"({list_runs} runs over {len(listed.value)} groups), same process, same source:")
         print(row("exporter round", round_s))
         print(row("group list", list_s))
+        print(row("encode a round (both formats)", warm_s))
         print(row("scrape /metrics (cached)", scrape_s))
         print(f"  {'scrape body':<30} {statistics.fmean(sizes) / 1024:.0f} KiB")
         print(memory("exporter", rss))

@@ -361,6 +361,12 @@ class CachedExposition:
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[object, bytes]] = {}
 
+    def warm(self) -> None:
+        """Encode the current round in both formats now (the exporter calls it off the event loop
+        after publishing a round, so that no scrape pays for the encoding)."""
+        for accept in (None, "application/openmetrics-text; version=1.0.0"):
+            self.render(accept)
+
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
         encoder, content_type = choose_encoder(accept or "")
         current = self.collector.current

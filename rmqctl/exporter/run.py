@@ -275,6 +275,8 @@ async def run_exporter(
                 if sink is not None and result.watch_round is not None:
                     await sink.add(result.watch_round)
                 collector.publish(result)
+                if server is not None:
+                    await asyncio.to_thread(server.exposition.warm)
                 last = result
                 rounds += 1
                 log(round_line(result))

@@ -36,6 +36,7 @@ CANNOT_RUN = {
         "every group of the built-in scenarios has online clients (tests/emulator/test_actions_delete.py deletes one)",
     "rmqctl group reset GROUP --from-file ~/.local/state/rmqctl/undo/ID.json":
         "needs the undo plan an earlier --execute wrote (tests/emulator/test_actions_reset.py applies one)",
+    "rmqctl exporter --listen": "serves until SIGTERM (tests/exporter run it as a process)",
     "rmqctl -n h1:9876;h2:9876 exporter --listen": "serves until SIGTERM (tests/exporter run it as a process)",
     "rmqctl -n h1:9876 exporter --listen": "serves until SIGTERM (tests/exporter run it as a process)",
     "rmqctl -n h1:9876 exporter --snapshots": "runs until SIGTERM (tests/exporter run it as a process)",
