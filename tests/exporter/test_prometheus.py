@@ -141,10 +141,12 @@ async def test_alerts_fire_for_a_stalled_queue_and_a_conflict_and_resolve_when_t
 
         fired = await until(stalled, "the stalled queue's alerts", tmp_path)
         blocked = next(a for a in fired if a["labels"]["alertname"] == "RmqctlQueueBlocked")
-        assert blocked["annotations"]["summary"] == (
-            "2 queues of payment-service are blocked in their client (PaymentTopic broker-a/2)")
+        # the finding's own title, naming the hung client, then the queue
+        title = await until(lambda: _finding_title(http, stall_metrics, "BLOCKED_QUEUE"), "the title")
+        assert "10.0.0.2@pay-2" in title and title.startswith("2 queues of payment-service are blocked")
+        assert blocked["annotations"]["summary"] == f"{title} (PaymentTopic broker-a/2)"
         assert blocked["annotations"]["runbook"] == "docs/findings.md#blocked_queue"
-        assert blocked["annotations"]["description"].startswith("Take a thread dump of the client")
+        assert blocked["annotations"]["description"].startswith("Take a thread dump of")
 
         async def conflict() -> list[dict[str, Any]]:
             return firing(await alerts(prom), "RmqctlSubscriptionConflict", group="test-consumer",
