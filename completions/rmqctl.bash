@@ -8,7 +8,7 @@ _rmqctl_lookup() {
   # A|path: positional arguments). Sets _rmqctl_r; status 1 when there is no such entry.
   _rmqctl_r=
   case "$1" in
-    'S|') _rmqctl_r='doctor demo tui cluster topic group msg dlq config rebalance emulator snapshot analyze completion' ;;
+    'S|') _rmqctl_r='doctor demo tui cluster topic group msg dlq config rebalance emulator snapshot analyze exporter completion' ;;
     'O|') _rmqctl_r='--namesrv -n --context --output -o --timeout --emulator --at --dashboard --proxy --debug --version --help -h' ;;
     'V||--namesrv') _rmqctl_r='@none' ;;
     'V||-n') _rmqctl_r='@none' ;;
@@ -491,6 +491,25 @@ _rmqctl_lookup() {
     'V|analyze stuck|-o') _rmqctl_r='table json jsonl csv parquet' ;;
     'V|analyze stuck|--out') _rmqctl_r='@files' ;;
     'A|analyze stuck') _rmqctl_r='@files' ;;
+    'O|exporter') _rmqctl_r='--listen --snapshots --interval --once --openmetrics --concurrency --per-queue --max-queue-series --lag-seconds --no-lag-seconds --no-sample --stuck-window --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'V|exporter|--listen') _rmqctl_r='@none' ;;
+    'V|exporter|--snapshots') _rmqctl_r='@files' ;;
+    'V|exporter|--interval') _rmqctl_r='@none' ;;
+    'V|exporter|--concurrency') _rmqctl_r='@none' ;;
+    'V|exporter|--max-queue-series') _rmqctl_r='@none' ;;
+    'V|exporter|--stuck-window') _rmqctl_r='@none' ;;
+    'V|exporter|--namesrv') _rmqctl_r='@none' ;;
+    'V|exporter|-n') _rmqctl_r='@none' ;;
+    'V|exporter|--context') _rmqctl_r='@contexts' ;;
+    'V|exporter|--output') _rmqctl_r='table json jsonl csv' ;;
+    'V|exporter|-o') _rmqctl_r='table json jsonl csv' ;;
+    'V|exporter|--timeout') _rmqctl_r='@none' ;;
+    'V|exporter|--dashboard') _rmqctl_r='@none' ;;
+    'V|exporter|--proxy') _rmqctl_r='@none' ;;
+    'V|exporter|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|exporter|--at') _rmqctl_r='@none' ;;
+    'V|exporter|--table') _rmqctl_r='@none' ;;
+    'A|exporter') _rmqctl_r='@groups*' ;;
     'O|completion') _rmqctl_r='--help -h' ;;
     'A|completion') _rmqctl_r='bash zsh fish' ;;
     *) return 1 ;;

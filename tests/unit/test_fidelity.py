@@ -56,18 +56,13 @@ def message_v1(queue_id: int, offset: int, topic: bytes, props: bytes, reconsume
     return struct.pack(">i", 4 + len(fixed)) + fixed
 
 
-def test_decode_pulled_messages_keeps_queue_offset_tag_reconsume_times_and_store_time() -> None:
+def test_decode_pulled_messages_keeps_queue_offset_tag_and_reconsume_times() -> None:
     body = (message_v1(3, 41, b"T", b"TAGS\x01tagX\x02UNIQ_KEY\x01AB\x02")
             + message_v1(3, 42, b"T", b"UNIQ_KEY\x01AC\x02", reconsume=2))
     assert decode_messages(body, "broker-a") == [
         SampledMessage(MessageQueue("T", "broker-a", 3), 41, "tagX", 0, {"TAGS": "tagX", "UNIQ_KEY": "AB"},
-<<<<<<< HEAD
                        1700000000001),
         SampledMessage(MessageQueue("T", "broker-a", 3), 42, None, 2, {"UNIQ_KEY": "AC"}, 1700000000001),
-=======
-                       1_700_000_000_001),
-        SampledMessage(MessageQueue("T", "broker-a", 3), 42, None, 2, {"UNIQ_KEY": "AC"}, 1_700_000_000_001),
->>>>>>> 70b2c93 (Pulled messages keep their store time (the exporter's lag in seconds))
     ]
     with pytest.raises(errors.ProtocolError):
         decode_messages(body[:-5], "broker-a")
