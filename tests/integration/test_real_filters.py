@@ -133,3 +133,54 @@ def test_orderly_suspend_is_an_error_naming_the_queue_and_the_client(real_cluste
     failures = found.get("CONSUME_FAILURES")
     if failures is not None:
         assert "%RETRY%" not in failures["detail"] and "dead-letter" not in failures["detail"]
+
+
+def test_a_client_stopped_mid_stream_never_turns_its_losses_into_deliveries(real_cluster: RealCluster) -> None:
+    # A ("tagX") and B ("*") share a group; tagX and tagY are sent while both run, A is stopped
+    # (keeping what its listener received), and the broker then holds B's "*". Whatever the broker
+    # held before, the doctor must not report more deliveries of a tag to a client than the
+    # Java listener received, nor more losses than truly happened.
+    n = next(_ids)
+    topic, group = f"HistT{n}", f"hist-g{n}"
+    real_cluster.create_topic(topic, 2)
+    ns = real_cluster.namesrv_addr
+    with FilterClientsProcess(real_cluster) as fc:
+        b = fc.request({"cmd": "start_consumer", "id": "b", "namesrv": ns, "group": group, "topic": topic,
+                        "expression": "*"})["client_id"]
+        a = fc.request({"cmd": "start_consumer", "id": "a", "namesrv": ns, "group": group, "topic": topic,
+                        "expression": "tagX"})["client_id"]
+        _wait(lambda: sorted(Counter(r.get("owner") for r in _progress(real_cluster, group)
+                                     if r.get("topic") == topic).values()) == [1, 1])
+        time.sleep(3)
+        for t in ("tagX", "tagY"):
+            fc.request({"cmd": "produce", "namesrv": ns, "topic": topic, "tag": t, "count": 10})
+        time.sleep(4)
+        fc.request({"cmd": "stop_consumer", "id": "a"})
+
+        def settled() -> bool:
+            rows = [r for r in _progress(real_cluster, group) if r.get("topic") == topic]
+            return (len(rows) == 2 and all(r["owner"] == b for r in rows)
+                    and all(r["broker_offset"] == r["consumer_offset"] for r in rows))
+
+        _wait(settled, timeout=90)
+        # a second client of another expression brings the conflict check back
+        fc.request({"cmd": "start_consumer", "id": "c", "namesrv": ns, "group": group, "topic": topic,
+                    "expression": "tagZ"})
+        time.sleep(5)
+        doc = _doctor(real_cluster, group, "--fail-on", "never")
+        got = fc.request({"cmd": "received"})["received"]
+    truth = {a: Counter(m["tag"] for m in got["a"]), b: Counter(m["tag"] for m in got["b"])}
+    f = next(x for x in doc["findings"] if x["code"] == "SUBSCRIPTION_TAG_CONFLICT")
+    ev = f["evidence"]
+    for client, per_tag in ev["counts"]["received_by_client"].items():
+        for tag, count in per_tag.items():
+            assert count <= truth.get(client, Counter())[tag], (client, tag, count, truth)
+    produced = {"tagX": 10, "tagY": 10}
+    received_all = truth[a] + truth[b]
+    for tag, count in ev["lost_in_sample"].items():
+        assert count <= produced.get(tag, 0) - received_all.get(tag, 0), (tag, count, truth)
+    # every message sampled is accounted for, the undatable ones as unknown
+    counted = sum(sum(v.values()) for v in ev["counts"]["received_by_client"].values())
+    counted += sum(ev["lost_in_sample"].values()) + sum(ev["counts"]["pending"].values())
+    counted += sum(ev["consumed_before_current_expression"].values()) + sum(ev["unjudged_in_sample"].values())
+    assert counted == 20
