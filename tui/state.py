@@ -24,7 +24,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from rmqctl import errors
-from rmqctl.doctor import SEVERITY_RANK, filtering_may_explain, run_checks
+from rmqctl.doctor import POP_COMMIT_GRACE_MS, SEVERITY_RANK, filtering_may_explain, run_checks
 from rmqctl.model import Finding, GroupView, MessageQueue, QueueProgress, Subscription
 from rmqctl.rebalance.simulate import SimulationResult
 from rmqctl.report.common import consume_type
@@ -49,19 +49,23 @@ def queue_key(mq: MessageQueue) -> str:
 
 
 def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequence[str] | tuple[()],
-                 *, filtering_may_explain: bool = False) -> str:
+                 *, filtering_may_explain: bool = False, pop: bool = False, pop_recent: bool = False) -> str:
     """``held twice`` (two clients report it), ``unknown`` (its offsets could not be read),
     ``orphaned`` (backlog, nobody holds it), ``moving`` (the consumer offset advanced since the
     last poll), ``idle`` (nothing to consume), ``stalled`` (backlog, held, no progress since the
     last poll, and no broker filter explains it), ``waiting`` (backlog, held, no progress, but for
     no longer than the broker may hold a pull its filter passes nothing of: the doctor's rule,
-    :func:`rmqctl.doctor.filtering_may_explain`), ``?`` (backlog, held, only one poll so far)."""
+    :func:`rmqctl.doctor.filtering_may_explain`), ``?`` (backlog, held, only one poll so far).
+
+    A ``pop`` group's queues have no holder (the broker hands each message to whichever client
+    pops next), so none is orphaned; and since POP's commit trails the last message by seconds,
+    a queue still for less than the doctor's grace (``pop_recent``) is waiting, not stalled."""
     if len(holders) > 1:
         return "held twice"
     lag = now.lag
     if lag is None:
         return "unknown"
-    if lag > 0 and not holders:
+    if lag > 0 and not holders and not pop:
         return "orphaned"
     if before is not None and before.known and now.consumer_offset > before.consumer_offset:
         return "moving"
@@ -69,7 +73,7 @@ def queue_status(now: QueueProgress, before: QueueProgress | None, holders: Sequ
         return "idle"
     if before is None or not before.known:
         return "?"
-    return "waiting" if filtering_may_explain else "stalled"
+    return "waiting" if filtering_may_explain or (pop and pop_recent) else "stalled"
 
 
 def _total(value: object) -> int:
@@ -544,6 +548,12 @@ class QueueRows(Mapping[str, QueueRow]):
         still_ms = self.now_ms - since[1] * 1000 if since is not None else 0.0
         return filtering_may_explain(self.index.view, mq, still_ms)
 
+    def _pop_recent(self, mq: MessageQueue) -> bool:
+        """Whether ``mq``'s consumer offset has been still for less than POP's commit grace."""
+        since = self.index.still_since.get(mq)
+        still_ms = self.now_ms - since[1] * 1000 if since is not None else 0.0
+        return still_ms < POP_COMMIT_GRACE_MS
+
     def _row(self, mq: MessageQueue) -> QueueRow:
         index = self.index
         holders = tuple(index.owners.get(mq, ()))
@@ -560,7 +570,8 @@ class QueueRows(Mapping[str, QueueRow]):
             # a number this source cannot supply is unknown in every row (as in ``group progress``)
             p.inflight if known and not index.no_inflight else None, p.age_ms(self.now_ms),
             index.trends.get(mq, ()),
-            queue_status(p, index.before.get(mq), holders, filtering_may_explain=self._filtered(mq)),
+            queue_status(p, index.before.get(mq), holders, filtering_may_explain=self._filtered(mq),
+                         pop=index.view.pop, pop_recent=index.view.pop and self._pop_recent(mq)),
         )
 
 
