@@ -109,3 +109,16 @@ def test_demo_in_a_terminal_opens_the_dashboard_and_the_incident_unfolds(tmp_pat
         term.send("q")
         final = term.wait_for(lambda s: "TUI-EXITED" in s, timeout=20, what="the demo to exit")
         assert clean_exit(final), final
+
+
+def test_demo_at_80x24_names_the_loss_and_ctrl_c_quits(tmp_path: Path) -> None:
+    """In a real 80×24 terminal the demo's title says how many messages are lost (wrapped, not
+    cut) and ctrl+c ends the program cleanly, as in every terminal program."""
+    command = [sys.executable, "-m", "rmqctl", "demo"]
+    with tmux_running(command, size=(80, 24), env=base_env(tmp_path)) as term:
+        screen = term.wait_for(lambda s: "messages will never be consumed" in " ".join(s.split()),
+                               timeout=90, what="the loss in the group's title")
+        assert "press f" in " ".join(screen.split()) and "Traceback" not in screen
+        term.send("C-c")
+        final = term.wait_for(lambda s: "TUI-EXITED" in s, timeout=20, what="the demo to exit on ctrl+c")
+        assert clean_exit(final), final
