@@ -119,3 +119,26 @@ def test_a_grpc_consumer_that_fails_messages_shows_consume_failures(
     assert "CONSUME_FAILURES" in findings, [f.code for f in findings.values()]
     evidence = findings["CONSUME_FAILURES"].evidence
     assert evidence["retry_growth"] > 0 and evidence["pop_retry_topics"] == list(first.pop_retry_topics)
+
+
+def test_a_dead_pop_group_with_a_backlog_is_offline_not_healthy(
+    real_cluster: RealCluster, real_proxy: RealProxy, grpc_clients: GrpcClientsProcess,
+    rmq_names: Callable[[str], str],
+) -> None:
+    topic, group = rmq_names("PopDeadTopic"), rmq_names("GPopDead")
+    create_normal_topic(real_cluster, topic, 2)
+    grpc_clients.start_simple("simple", group, {topic: "*"}, invisible_s=10)
+    grpc_clients.warm_up(topic)
+    proxied = (real_proxy.remoting_addr,)
+    live = views(real_cluster, [group], proxied)[group]
+    assert live.online and live.consumption == "pop"
+    grpc_clients.stop("simple")  # it tells the proxy it is going
+    grpc_clients.send(topic, "late", 6)
+
+    def dead() -> GroupView | None:
+        view = views(real_cluster, [group], proxied)[group]
+        return view if not view.online and view.total_diff >= 6 else None
+
+    view = grpc_clients.wait_until(dead, timeout=60, interval=1.0, message="the proxy dropped the client")
+    findings = {f.code: f for f in run_checks(view)}
+    assert "OFFLINE_GROUP_BACKLOG" in findings and findings["OFFLINE_GROUP_BACKLOG"].evidence["total_diff"] >= 6
