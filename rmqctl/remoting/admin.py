@@ -358,6 +358,12 @@ class AdminClient:
         """PULL_MESSAGE (11) from ``offset`` under :data:`TOOLS_GROUP` with its own ``*``
         expression, like mqadmin's message tools: no commit flag, no long polling, so no consumer
         group's offsets or subscriptions are touched. Returns at most ``max_nums`` messages."""
+        body = await self._tools_pull(address, topic, queue_id, offset, max_nums)
+        return decode_messages(body, broker_name)[:max_nums] if body is not None else []
+
+    async def _tools_pull(self, address: str, topic: str, queue_id: int, offset: int, max_nums: int) -> bytes | None:
+        """The body of one read-only pull under :data:`TOOLS_GROUP`; ``None`` when the broker
+        found nothing to return (no message there, or the offset moved)."""
         response = await self.call(
             address, RequestCode.PULL_MESSAGE,
             {"consumerGroup": TOOLS_GROUP, "topic": topic, "queueId": queue_id, "queueOffset": offset,
@@ -366,25 +372,14 @@ class AdminClient:
             accept=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
                     ResponseCode.PULL_OFFSET_MOVED),
         )
-        if response.code != ResponseCode.SUCCESS:
-            return []
-        return decode_messages(response.body, broker_name)[:max_nums]
+        return response.body if response.code == ResponseCode.SUCCESS else None
 
     async def pull_messages(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[Message]:
         """:meth:`pull_by_offset` keeping everything of each message (properties, body, hosts)."""
-        response = await self.call(
-            address, RequestCode.PULL_MESSAGE,
-            {"consumerGroup": TOOLS_GROUP, "topic": topic, "queueId": queue_id, "queueOffset": offset,
-             "maxMsgNums": max_nums, "sysFlag": _PULL_FLAG_SUBSCRIPTION, "commitOffset": 0,
-             "suspendTimeoutMillis": 0, "subscription": "*", "subVersion": 0, "expressionType": "TAG"},
-            accept=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
-                    ResponseCode.PULL_OFFSET_MOVED),
-        )
-        if response.code != ResponseCode.SUCCESS:
-            return []
-        return decode_full_messages(response.body, broker_name)[:max_nums]
+        body = await self._tools_pull(address, topic, queue_id, offset, max_nums)
+        return decode_full_messages(body, broker_name)[:max_nums] if body is not None else []
 
     async def view_message(self, address: str, broker_name: str, physical_offset: int,
                            topic: str | None = None) -> Message | None:
