@@ -111,13 +111,14 @@ class RmqctlApp(App[None]):
     # -- life cycle ----------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        # The dashboard holds a large long-lived heap (every queue's rows and trends, two samples),
-        # and each poll's rows live until the next one, so the collector's full pass (~90 ms at
-        # 10,000 queues) would run once or twice a poll at the default thresholds. Young cycles are
-        # still collected as usual; the full pass waits for 1,000 middle-generation passes
-        # (about a minute of polls at that size) while the dashboard runs.
+        # The dashboard holds a large long-lived heap (two samples of every queue, the table's
+        # cells), so the collector's full pass costs tens of milliseconds at 10,000 queues and
+        # must not run every poll. But each refresh leaves cyclic garbage in the oldest
+        # generation (textual's drawn lines of the previous screen, some thousands of objects),
+        # which only a full pass frees: it runs after 100 middle-generation passes (every few
+        # dozen polls at that size), which keeps memory flat without paying it every poll.
         self._gc_threshold = gc.get_threshold()
-        gc.set_threshold(2_000, 10, 1_000)
+        gc.set_threshold(2_000, 10, 100)
 
         if self.keymap:
             self.set_keymap(self.keymap)
