@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rmqctl import errors
 from rmqctl.doctor.context import (
+    PER_CLIENT_STRATEGIES,
     CheckContext,
     and_list,
     are,
     backlog_text,
-    expected_allocation,
     finding,
     n_of,
     progress_by_queue,
@@ -24,7 +25,7 @@ from rmqctl.doctor.context import (
     queues_by_topic,
     queues_text,
 )
-from rmqctl.model import RETRY_PREFIX, Finding, sort_queues
+from rmqctl.model import DEFAULT_STRATEGY, RETRY_PREFIX, Finding, GroupView, MessageQueue, sort_queues
 
 #: findings about who holds what: held back while a rebalance is visibly in progress
 ALLOCATION_CODES = frozenset({"IDLE_CONSUMERS", "ORPHANED_QUEUES", "UNEVEN_ALLOCATION", "QUEUE_HELD_TWICE"})
@@ -44,21 +45,53 @@ def idle_consumers(ctx: CheckContext) -> list[Finding]:
                       if not any(mq.topic == topic for mq in assignments.get(c, [])))
         if not idle:
             continue
-        queues = len(view.topic_queues.get(topic, ())) or len(queues_by_topic(view, topic))
+        topic_queues = sort_queues(view.topic_queues.get(topic, ()) or queues_by_topic(view, topic))
+        queues = len(topic_queues)
         clients = len(view.client_ids)
-        why = (f"the topic has {n_of(queues, 'readable queue')} for {n_of(clients, 'client')}"
-               if queues < clients else "the allocation strategy gave them none")
+        few = queues < clients
+        own = {c: _own_allocation(view, topic, c) for c in idle}
+        names = sorted({name for name, _ in own.values()})
+        deviating = [c for c in idle if own[c][1]]
+        over = f"over {n_of(len(view.client_channels()), 'client')} and {n_of(queues, 'queue')}"
+        if few:
+            why = f"the topic has {n_of(queues, 'readable queue')} for {n_of(clients, 'client')}"
+        elif deviating:
+            why = (("its own strategy computes queues for it that it does not hold (" if len(deviating) == 1
+                    else "their own strategy computes queues for them that they do not hold (")
+                   + "; ".join(f"{c}: {own[c][0]} {over} gives {queues_text(own[c][1] or [])}"
+                               for c in deviating) + ")")
+        else:
+            why = f"the allocation strategy gave {'it' if len(idle) == 1 else 'them'} none ({and_list(names)} {over})"
+        holders = sorted({c for c, held in assignments.items() if any(mq.topic == topic for mq in held)})
+        progress = progress_by_queue(view)
+        lags = [progress[mq].lag if mq in progress else None for mq in topic_queues]
+        backlog = backlog_text(sum(v for v in lags if v is not None), sum(1 for v in lags if v is None))
+        where = (f" {queues_text(topic_queues)} {'is' if queues == 1 else 'are'} held by "
+                 f"{and_list(holders) if holders else 'no client'} (backlog: {backlog})."
+                 if topic_queues else "")
+        if few:
+            grow = ("give the topic at least as many queues as the group has clients "
+                    f"(mqadmin updateTopic -c <cluster> -t {topic} -r {clients} -w {clients}) or run "
+                    f"{n_of(clients - queues, 'consumer')} fewer")
+        elif deviating:
+            grow = (f"see UNEVEN_ALLOCATION: check that {and_list(deviating)} "
+                    f"{'sees' if len(deviating) == 1 else 'see'} the same name servers "
+                    f"and brokers as the rest of the group (mqadmin topicRoute -t {topic}); if it lasts beyond "
+                    f"one rebalance period (20 s), restart {and_list(deviating)}")
+        else:
+            grow = (f"allocate with AVG or AVG_BY_CIRCLE (setAllocateMessageQueueStrategy) on every client: "
+                    f"{and_list(names)} leaves {'it' if len(idle) == 1 else 'them'} empty for these clients and "
+                    f"queues; or give {topic} more queues (mqadmin updateTopic -c <cluster> -t {topic} -r/-w)")
         out.append(finding(
             ctx, "IDLE_CONSUMERS", "warning",
             f"{n_of(len(idle), 'client')} of {view.group} {'holds' if len(idle) == 1 else 'hold'} "
             f"no queue of {topic}",
             f"{and_list(idle)} {'subscribes' if len(idle) == 1 else 'subscribe'} {topic} but "
-            f"{'holds' if len(idle) == 1 else 'hold'} none of its queues because {why}. "
+            f"{'holds' if len(idle) == 1 else 'hold'} none of its queues because {why}.{where} "
             f"{'It stays registered and receives' if len(idle) == 1 else 'They stay registered and receive'}"
             " nothing; adding consumers beyond the queue count does not add throughput.",
             {"topic": topic, "idle_clients": idle, "queues": queues, "clients": clients},
-            f"Raise the read/write queue count of {topic} to at least {clients} "
-            f"(mqadmin updateTopic -r/-w) or run fewer consumers.",
+            f"To put {and_list(idle)} to work, {grow}.",
         ))
     return out
 
@@ -98,7 +131,29 @@ def orphaned_queues(ctx: CheckContext) -> list[Finding]:
     )]
 
 
+def _own_allocation(view: GroupView, topic: str, cid: str) -> tuple[str, list[MessageQueue] | None]:
+    """The strategy ``cid`` reports (AVG, the push consumer's default, when it names none) and
+    the queues of ``topic`` that strategy computes for it over every client of the group, the
+    way the client's own rebalance does; ``None`` when it cannot be recomputed (CONFIG,
+    MACHINE_ROOM and nearby strategies depend on per-client settings; a custom class)."""
+    from rmqctl.rebalance.strategies import get_strategy
+
+    info = view.running_infos.get(cid)
+    name = (info.strategy if info is not None else None) or DEFAULT_STRATEGY
+    queues = view.topic_queues.get(topic)
+    if not queues or name in PER_CLIENT_STRATEGIES:
+        return name, None
+    try:
+        computed = get_strategy(name).allocate_all(list(queues), view.client_channels())
+    except errors.RmqctlError:
+        return name, None
+    return name, sort_queues(computed.get(cid, []))
+
+
 def uneven_allocation(ctx: CheckContext) -> list[Finding]:
+    """Each client against what ITS OWN strategy computes (a Java client rebalances with the
+    strategy it was built with, over every client of the group): a difference is a warning; an
+    imbalance the strategies themselves produce is information, never a reason to restart."""
     view = ctx.view
     if not ctx.clustering or not view.running_infos or any(
         k.startswith("client:") for k in view.errors
@@ -109,33 +164,80 @@ def uneven_allocation(ctx: CheckContext) -> list[Finding]:
     for topic in sorted(view.topic_queues):
         if topic.startswith(RETRY_PREFIX):
             continue
-        expected = expected_allocation(view, topic)
-        if expected is None:
+        subscribers = sorted(c for c, subs in view.client_subscriptions.items()
+                             if any(s.topic == topic for s in subs))
+        held = {c: sort_queues(mq for mq in actual.get(c, []) if mq.topic == topic) for c in subscribers}
+        own = {c: _own_allocation(view, topic, c) for c in subscribers}
+        strategies = {c: name for c, (name, _) in own.items()}
+        if not subscribers or any(want is None for _, want in own.values()):
+            continue  # a client whose share cannot be recomputed: nobody can be judged against it
+        computed = {c: want or [] for c, (_, want) in own.items()}
+        progress = progress_by_queue(view)
+        evidence_clients = {c: {"holds": [queue_dict(m) for m in held[c]],
+                                "expected": [queue_dict(m) for m in computed[c]]} for c in subscribers}
+        mismatched = [c for c in subscribers if held[c] != computed[c]]
+        names = sorted(set(strategies.values()))
+        strategy_text = (f"every client of {view.group} allocates with {names[0]}" if len(names) == 1
+                         else "the clients of " + view.group + " allocate with different strategies ("
+                         + and_list([f"{c}: {strategies[c]}" for c in subscribers]) + ")")
+        over = (f"over the {n_of(len(view.client_channels()), 'client')} and "
+                f"{n_of(len(view.topic_queues[topic]), 'queue')} of {topic}")
+        if mismatched:
+            one_off = len(mismatched) == 1
+            parts = []
+            for c in mismatched:
+                extra = [m for m in held[c] if m not in computed[c]]
+                missing = [m for m in computed[c] if m not in held[c]]
+                what = [f"holds {queues_text(extra)} that its strategy {strategies[c]} gives to another client"
+                        if extra else "",
+                        f"does not hold {queues_text(missing)} that {strategies[c]} computes for it"
+                        f" (backlog there: {_waiting(missing, progress)})" if missing else ""]
+                parts.append(f"{c} " + " and ".join(w for w in what if w))
+            out.append(finding(
+                ctx, "UNEVEN_ALLOCATION", "warning",
+                f"The queues of {topic} are not allocated as the strategy implies",
+                f"{strategy_text[0].upper()}{strategy_text[1:]}. {over[0].upper()}{over[1:]}, "
+                f"{n_of(len(mismatched), 'client')} {'holds' if one_off else 'hold'} other queues than "
+                f"{'its' if one_off else 'their'} own strategy computes: " + "; ".join(parts) + ". "
+                + ("Every other client holds exactly its computed share. " if len(mismatched) < len(subscribers)
+                   else "")
+                + "A client that sees another client list or queue route than the others, or a rebalance "
+                  "still in progress, causes this.",
+                {"topic": topic, "clients": {c: evidence_clients[c] for c in mismatched},
+                 "strategies": strategies},
+                f"Check that {and_list(mismatched)} {'uses' if one_off else 'use'} the same namesrvAddr as "
+                f"the rest of the group and {'sees' if one_off else 'see'} every broker of {topic} (mqadmin "
+                f"topicRoute -t {topic}; mqadmin consumerConnection -g {view.group} lists the clients the "
+                f"broker knows); if it lasts beyond one rebalance period (20 s, "
+                f"rocketmq.client.rebalance.waitInterval), restart {and_list(mismatched)} only.",
+            ))
             continue
-        subscribers = {c for c, subs in view.client_subscriptions.items()
-                       if any(s.topic == topic for s in subs)}
-        mismatched = {}
-        for cid in sorted(subscribers):
-            have = sort_queues(mq for mq in actual.get(cid, []) if mq.topic == topic)
-            want = sort_queues(expected.get(cid, []))
-            if have != want:
-                mismatched[cid] = {"holds": [queue_dict(m) for m in have], "expected": [queue_dict(m) for m in want]}
-        counts = [len([m for m in actual.get(c, []) if m.topic == topic]) for c in sorted(subscribers)]
-        if not mismatched:
+        counts = {c: len(held[c]) for c in subscribers}
+        if len(subscribers) < 2 or max(counts.values()) - min(counts.values()) <= 1:
             continue
         out.append(finding(
-            ctx, "UNEVEN_ALLOCATION", "warning",
-            f"The queues of {topic} are not allocated as the strategy implies",
-            f"The clients of {view.group} hold {and_list([str(c) for c in counts])} queues of {topic} "
-            f"({and_list([f'{c}: {n}' for c, n in zip(sorted(subscribers), counts, strict=True)])}), "
-            f"which differs from what "
-            f"their allocation strategy computes for the current clients and queues. Clients may "
-            f"disagree about the client list or queue route, or a rebalance is still in progress.",
-            {"topic": topic, "clients": mismatched},
-            "Check that every client sees the same name servers and brokers; if it persists "
-            "beyond 20 s (one rebalance period), restart the clients that deviate.",
+            ctx, "UNEVEN_ALLOCATION", "info",
+            f"{', '.join(names)} {'splits' if len(names) == 1 else 'split'} the queues of {topic} unevenly "
+            f"in {view.group}",
+            f"{strategy_text[0].upper()}{strategy_text[1:]}, and every client holds exactly the share its "
+            f"strategy computes {over}; the shares are uneven: "
+            + "; ".join(f"{c} holds {queues_text(held[c]) if held[c] else 'no queue'} "
+                        f"({n_of(counts[c], 'queue')})" for c in subscribers)
+            + ". This is the strategy's own answer for these clients and queues, not a fault: restarting "
+              "a client changes nothing.",
+            {"topic": topic, "clients": evidence_clients, "strategies": strategies},
+            f"If the load must be even, give {topic} more queues (mqadmin updateTopic -t {topic} -r/-w "
+            f"with a multiple of the client count) or allocate with AVG or AVG_BY_CIRCLE "
+            f"(setAllocateMessageQueueStrategy with AllocateMessageQueueAveragely or "
+            f"AllocateMessageQueueAveragelyByCircle on every client).",
         ))
     return out
+
+
+def _waiting(queues: list[MessageQueue], progress: dict[MessageQueue, Any]) -> str:
+    """The messages waiting on ``queues`` in words; unreadable offsets are unknown, never 0."""
+    lags = [progress[mq].lag if mq in progress else None for mq in queues]
+    return backlog_text(sum(v for v in lags if v is not None), sum(1 for v in lags if v is None))
 
 
 def queue_held_twice(ctx: CheckContext) -> list[Finding]:

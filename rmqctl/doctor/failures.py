@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from rmqctl.doctor.context import CheckContext, and_list, finding, n_of, progress_by_queue, queue_dict
+from rmqctl.doctor.context import (
+    CheckContext,
+    and_list,
+    finding,
+    n_of,
+    progress_by_queue,
+    queue_dict,
+    queues_text,
+)
 from rmqctl.model import RETRY_PREFIX, Finding, GroupView, MessageQueue, ProcessQueueInfo
 
 #: a retry backlog of this many messages or more is a warning; below it, information
@@ -22,34 +30,68 @@ RETRY_WARNING_DIFF = 1_000
 
 
 def retry_backlog(ctx: CheckContext) -> list[Finding]:
-    rows = [p for p in ctx.view.progress if p.queue.topic.startswith(RETRY_PREFIX) and p.diff > 0]
+    view = ctx.view
+    retry_rows = [p for p in view.progress if p.queue.topic.startswith(RETRY_PREFIX)]
+    rows = [p for p in retry_rows if p.known and p.diff > 0]
     if not rows:
         return []
     total = sum(p.diff for p in rows)
+    unknown = [p.queue for p in retry_rows if not p.known]
+    owners = view.owners()
+    holders = sorted({c for p in rows for c in owners.get(p.queue, [])})
+    unheld = [p.queue for p in rows if not owners.get(p.queue)]
+    held = (f"{and_list(holders)} {'holds' if len(holders) == 1 else 'hold'} "
+            f"{'them' if len(rows) > 1 else 'it'} and {'pulls' if len(holders) == 1 else 'pull'} each retry "
+            "when its delay is over" if holders else "no client of the group holds them")
+    if holders and unheld:
+        held += f"; no client holds {queues_text(unheld)}"
+    detail = (f"{queues_text([p.queue for p in rows])} {'holds' if len(rows) == 1 else 'hold'} "
+              f"{n_of(total, 'message')} the listener of {view.group} failed to consume "
+              "(ConsumeConcurrentlyStatus.RECONSUME_LATER, or an exception): each waits out a growing delay "
+              "(10 s up to 2 h), is delivered again, and after maxReconsumeTimes failures (16 by default) "
+              f"moves to %DLQ%{view.group}; {held}.")
+    if unknown:
+        detail += f" The backlog of {queues_text(unknown)} could not be read: unknown, not counted."
+    who = and_list(holders) if holders else f"the clients of {view.group}"
     return [finding(
         ctx, "RETRY_BACKLOG", "warning" if total >= RETRY_WARNING_DIFF else "info",
         f"{n_of(total, 'message')} {'waits' if total == 1 else 'wait'} in "
         f"{', '.join(sorted({p.queue.topic for p in rows}))}",
-        "Messages the listener failed to consume wait in the retry topic with growing delays "
-        "(10 s up to 2 h); after 16 failures they move to the dead-letter queue.",
-        {"total_diff": total, "queues": [{**queue_dict(p.queue), "diff": p.diff} for p in rows]},
-        "Find why the listener returns RECONSUME_LATER or throws (application logs).",
+        detail,
+        {"total_diff": total, "queues": [{**queue_dict(p.queue), "diff": p.diff} for p in rows],
+         "unknown_diff_queues": [queue_dict(mq) for mq in unknown]},
+        f"Find why the listener of {who} returns RECONSUME_LATER or throws (its application logs; "
+        f"mqadmin consumerStatus -g {view.group} -i <client id> shows its failed TPS); the retries drain "
+        "by themselves once it succeeds. To give up on a message sooner, lower setMaxReconsumeTimes on "
+        "the consumer.",
     )]
 
 
 def dlq_backlog(ctx: CheckContext) -> list[Finding]:
-    total = ctx.view.dlq_messages
+    view = ctx.view
+    total = view.dlq_messages
     if total <= 0:
         return []
+    dlq = f"%DLQ%{view.group}"
+    stored = [o.queue for o in view.dlq if o.max_offset > o.min_offset]
+    online = list(view.client_ids)
+    now = (f"{'its client online now is' if len(online) == 1 else 'its clients online now are'} "
+           f"{and_list(online)}" if online else "no client of it is online now")
     return [finding(
         ctx, "DLQ_BACKLOG", "warning",
-        f"{n_of(total, 'message')} {'sits' if total == 1 else 'sit'} in %DLQ%{ctx.view.group}",
-        "These messages failed consumption 16 times and were moved to the dead-letter queue; "
-        "nobody consumes it by default, so they are lost to the application unless replayed.",
+        f"{n_of(total, 'message')} {'sits' if total == 1 else 'sit'} in {dlq}",
+        f"{queues_text(stored)} {'holds' if len(stored) == 1 else 'hold'} {n_of(total, 'message')} the "
+        f"listener of {view.group} failed maxReconsumeTimes times (16 by default), moved by the broker to "
+        f"the dead-letter topic ({now}). No client of the group consumes it, so "
+        f"{'it is' if total == 1 else 'they are'} lost to the application unless replayed, and the broker "
+        f"deletes {'it' if total == 1 else 'them'} with the commit log after "
+        "fileReservedTime (72 h by default).",
         {"messages": total, "queues": [{**queue_dict(o.queue), "messages": o.max_offset - o.min_offset}
-                                       for o in ctx.view.dlq]},
-        "Inspect and replay the DLQ messages (e.g. resend them to the original topic) after "
-        "fixing the consumer.",
+                                       for o in view.dlq]},
+        f"Fix the listener first (see RETRY_BACKLOG and CONSUME_FAILURES), then send them back to this "
+        f"group only: rmqctl dlq replay {view.group} (a plan; --execute sends them through "
+        f"%RETRY%{view.group}); read one "
+        f"first with rmqctl msg show or mqadmin queryMsgByOffset -t {dlq} -b <broker> -i <queue> -o <offset>.",
     )]
 
 

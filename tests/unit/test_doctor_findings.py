@@ -495,11 +495,11 @@ def test_idle_consumers(c: Case) -> None:
 
 
 def test_idle_consumers_says_why_when_queues_suffice() -> None:
-    # 4 queues for 2 clients, yet B holds none: the strategy, not the queue count, is to blame
+    # 4 queues for 2 clients, yet B holds none: not the queue count; AVG gives B queues 2 and 3
     v = group([client(A, [S], T), client(B, [S])], {"T": T})
     f = one(run_checks(v, resampled=True), "IDLE_CONSUMERS")
     assert f.evidence["idle_clients"] == [B]
-    assert "allocation strategy gave them none" in f.detail
+    assert "because its own strategy computes queues for it that it does not hold" in f.detail
     v2 = group([client(A, [S], T[:1]), client(B, [S])], {"T": T[:1]})
     assert "1 readable queue for 2 clients" in one(run_checks(v2), "IDLE_CONSUMERS").detail
 
@@ -732,9 +732,13 @@ def test_idle_clients_of_a_later_topic_are_found() -> None:
 
 
 def test_as_many_queues_as_clients_and_one_idle_blames_the_strategy() -> None:
-    v = group([client(A, [S], T[:2]), client(B, [S])], {"T": T[:2]})
+    # CONSISTENT_HASH over 3 queues and A, B, C: A gets queue 1, B 0 and 2, C none — its own answer
+    h = "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueConsistentHash@4d1"
+    v = group([client(A, [S], T[1:2], strategy=h), client(B, [S], [T[0], T[2]], strategy=h),
+               client(C, [S], strategy=h)], {"T": T[:3]})
     f = one(run_checks(v, resampled=True), "IDLE_CONSUMERS")
-    assert "because the allocation strategy gave them none" in f.detail
+    assert "because the allocation strategy gave it none (CONSISTENT_HASH over 3 clients and 3 queues)" in f.detail
+    assert "restart" not in f.fix and "allocate with AVG or AVG_BY_CIRCLE" in f.fix
 
 
 def test_uneven_topics_after_a_retry_topic_or_an_even_topic_are_found() -> None:
@@ -825,3 +829,106 @@ def test_orphaned_and_held_twice_details_name_the_backlog_and_every_pair() -> No
     v = group([client(A, [S], T[:3]), client(B, [S], T[1:])], {"T": T})
     f = one(run_checks(v, resampled=True), "QUEUE_HELD_TWICE")
     assert f"yet T@broker-a/1 by {A} and {B}; T@broker-a/2 by {A} and {B}. Both" in f.detail
+
+
+# --- texts that stand alone: which client, which queues, how many messages, the fix in RocketMQ's terms
+
+HASH_CLASS = "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueConsistentHash@4d1"
+CIRCLE_CLASS = "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragelyByCircle@6f3"
+
+
+def test_a_client_holding_what_its_own_strategy_computes_is_not_uneven() -> None:
+    # A allocates with AVG_BY_CIRCLE (first of 2 clients: queues 0 and 2), B with AVG (second: 2
+    # and 3). Each holds exactly its own strategy's answer: no client is told to restart, and the
+    # overlap and the gap are the mixed strategies' doing, which other findings name
+    v = group([client(A, [S], T[0::2], strategy=CIRCLE_CLASS), client(B, [S], T[2:])], {"T": T})
+    found = run_checks(v, resampled=True)
+    assert "UNEVEN_ALLOCATION" not in codes(found)
+    assert one(found, "MIXED_CONSUMER_SETTINGS").evidence["strategy"] == {A: "AVG_BY_CIRCLE", B: "AVG"}
+    # B alone deviating from its own AVG share is still reported, against AVG, naming only B
+    v2 = group([client(A, [S], T[0::2], strategy=CIRCLE_CLASS), client(B, [S], T[3:])], {"T": T})
+    f = one(run_checks(v2, resampled=True), "UNEVEN_ALLOCATION")
+    assert list(f.evidence["clients"]) == [B]
+    assert f.evidence["strategies"] == {A: "AVG_BY_CIRCLE", B: "AVG"}
+    assert f"{B} does not hold T@broker-a queue 2 that AVG computes for it" in f.detail
+
+
+def test_an_imbalance_the_strategy_itself_produces_is_information_not_a_restart() -> None:
+    # CONSISTENT_HASH (10 virtual nodes) over T's 4 queues and clients A, B: A gets queue 1, B 0, 2, 3
+    v = group([client(A, [S], T[1:2], strategy=HASH_CLASS),
+               client(B, [S], [T[0], T[2], T[3]], strategy=HASH_CLASS)], {"T": T})
+    f = one(run_checks(v, resampled=True), "UNEVEN_ALLOCATION")
+    assert f.severity == "info"
+    assert f.evidence["strategies"] == {A: "CONSISTENT_HASH", B: "CONSISTENT_HASH"}
+    assert f"{A} holds T@broker-a queue 1 (1 queue); {B} holds T@broker-a queues 0, 2 and 3 (3 queues)" in f.detail
+    assert "restart" not in f.fix
+    assert "mqadmin updateTopic -t T" in f.fix and "AVG or AVG_BY_CIRCLE" in f.fix
+    assert "setAllocateMessageQueueStrategy" in f.fix
+
+
+def test_uneven_allocation_names_the_deviating_client_its_queues_and_their_backlog() -> None:
+    # AVG gives A queues 0-1 and B 2-3; A holds 0-2 and B only 3: both deviate over queue 2
+    v = group([client(A, [S], T[:3]), client(B, [S], T[3:])], {"T": T}, progress=[row(T[2], 10, 4, A)])
+    f = one(run_checks(v, resampled=True), "UNEVEN_ALLOCATION")
+    assert f.severity == "warning"
+    assert f.evidence["strategies"] == {A: "AVG", B: "AVG"}
+    assert f"{A} holds T@broker-a queue 2 that its strategy AVG gives to another client" in f.detail
+    assert f"{B} does not hold T@broker-a queue 2 that AVG computes for it (backlog there: 6 messages now)" in f.detail
+    assert f"restart {A} and {B} only" in f.fix and "mqadmin topicRoute -t T" in f.fix
+
+
+def test_uneven_allocation_restarts_only_the_client_that_deviates() -> None:
+    # three clients, AVG over 4 queues: A 0-1, B 2, C 3. A and B agree; C holds nothing
+    v = group([client(A, [S], T[:2]), client(B, [S], T[2:3]), client(C, [S])], {"T": T},
+              progress=[row(T[3], 5, 5)])
+    f = one(run_checks(v, resampled=True), "UNEVEN_ALLOCATION")
+    assert list(f.evidence["clients"]) == [C]
+    assert f.fix.endswith(f"restart {C} only.")
+    assert "backlog there: 0 messages now" in f.detail
+
+
+def test_an_unknown_backlog_on_the_missing_queue_is_unknown() -> None:
+    v = group([client(A, [S], T[:3]), client(B, [S], T[3:])], {"T": T},
+              progress=[row(T[2], 10, 4, known=False)])
+    f = one(run_checks(v, resampled=True), "UNEVEN_ALLOCATION")
+    assert "(backlog there: unknown for 1 queue)" in f.detail
+
+
+def test_idle_consumers_names_the_queues_their_holder_and_the_backlog() -> None:
+    v = group([client(A, [S], T[:1]), client(B, [S]), client(C, [S])], {"T": T[:1]}, progress=[row(T[0], 10, 4, A)])
+    f = one(run_checks(v), "IDLE_CONSUMERS")
+    assert f"T@broker-a queue 0 is held by {A} (backlog: 6 messages now)." in f.detail
+    assert f.fix == (f"To put {B} and {C} to work, give the topic at least as many queues as the group has "
+                     "clients (mqadmin updateTopic -c <cluster> -t T -r 3 -w 3) or run 2 consumers fewer.")
+
+
+def test_an_idle_client_its_strategy_gives_queues_to_is_not_blamed_on_the_strategy() -> None:
+    # AVG over 4 queues and 2 clients gives B queues 2 and 3: holding none is B's deviation
+    v = group([client(A, [S], T), client(B, [S])], {"T": T})
+    f = one(run_checks(v, resampled=True), "IDLE_CONSUMERS")
+    assert "strategy gave" not in f.detail
+    assert f"({B}: AVG over 2 clients and 4 queues gives T@broker-a queues 2 and 3)" in f.detail
+    assert "Raise" not in f.fix and f"restart {B}" in f.fix
+
+
+def test_retry_backlog_names_its_queues_holder_and_unknown_rows() -> None:
+    rq = qs(RETRY, 3)
+    v = group([client(A, [S], T + rq)], {"T": T, RETRY: rq},
+              progress=[row(rq[0], 13, 10, A), row(rq[1], 5, 5, A), row(rq[2], 9, 2, A, known=False)])
+    f = one(run_checks(v), "RETRY_BACKLOG")
+    assert f.detail.startswith(f"{RETRY}@broker-a queue 0 holds 3 messages the listener of orders-consumer "
+                               "failed to consume (ConsumeConcurrentlyStatus.RECONSUME_LATER")
+    assert f"{A} holds it and pulls each retry" in f.detail
+    assert f"The backlog of {RETRY}@broker-a queue 2 could not be read: unknown" in f.detail
+    assert f.evidence["unknown_diff_queues"] == [{"topic": RETRY, "broker": "broker-a", "queue_id": 2}]
+    assert f.evidence["total_diff"] == 3
+    assert f"listener of {A} returns RECONSUME_LATER" in f.fix and "setMaxReconsumeTimes" in f.fix
+    assert "mqadmin consumerStatus -g orders-consumer" in f.fix
+
+
+def test_dlq_backlog_names_its_queues_clients_and_the_replay() -> None:
+    f = one(run_checks(with_dlq((4, 9), (0, 2), (3, 3))), "DLQ_BACKLOG")
+    assert f.detail.startswith(f"{DLQ}@broker-a queues 0 and 1 hold 7 messages the listener of orders-consumer "
+                               "failed maxReconsumeTimes times")
+    assert f"its client online now is {A}" in f.detail
+    assert "rmqctl dlq replay orders-consumer" in f.fix and f"mqadmin queryMsgByOffset -t {DLQ}" in f.fix
