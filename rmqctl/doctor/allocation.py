@@ -251,17 +251,22 @@ def queue_held_twice(ctx: CheckContext) -> list[Finding]:
     progress = progress_by_queue(view)
     pairs = "; ".join(f"{mq.topic}@{mq.broker_name}/{mq.queue_id} by {and_list(cids)}" for mq, cids in twice.items())
     n = len(twice)
+    lags = [progress[mq].lag if mq in progress else None for mq in twice]
+    backlog = backlog_text(sum(v for v in lags if v is not None), sum(1 for v in lags if v is None))
     return [finding(
         ctx, "QUEUE_HELD_TWICE", "error",
         f"{n_of(n, 'queue')} of {view.group} {are(n)} held by two clients at once",
         f"In a CLUSTERING group each queue belongs to one client, yet {pairs}. Both pull the same "
-        f"messages, so each message is consumed twice, and their offset commits overwrite each other. "
+        f"messages (backlog there: {backlog}), so each message is consumed twice, and their offset "
+        f"commits overwrite each other. "
         f"Clients that disagree on the client list or the queue route (or a rebalance in progress) "
         f"cause this.",
         {"queues": [{**queue_dict(mq), "clients": cids, "diff": progress[mq].diff if mq in progress else None}
                     for mq, cids in twice.items()]},
         "Check that every client sees the same name servers and brokers and uses the same allocation "
-        "strategy; if it lasts beyond 20 s (one rebalance period), restart the clients named.",
+        "strategy (mqadmin topicRoute, mqadmin consumerConnection -g " + ctx.view.group + "); if it lasts "
+        "beyond 20 s (one rebalance period), restart "
+        + and_list(sorted({c for cids in twice.values() for c in cids})) + ".",
     )]
 
 
@@ -278,11 +283,17 @@ def rebalance_in_progress(ctx: CheckContext) -> list[Finding]:
     return [finding(
         ctx, "REBALANCE_IN_PROGRESS", "info",
         f"Rebalance in progress in {ctx.view.group}",
-        f"{len(shared)} queue(s) are held by two clients and {len(unheld)} by none, in topics every "
-        f"client subscribes: the clients are still moving to the allocation of the new membership. "
+        " ".join(filter(None, [
+            ("Held by two clients at once: "
+             + "; ".join(f"{queues_text([mq])} by {and_list(owners.get(mq, []))}" for mq in shared) + "."
+             if shared else ""),
+            (f"Held by no client: {queues_text(unheld)}." if unheld else "")]))
+        + f" All are in topics every client of {ctx.view.group} ({and_list(sorted(ctx.view.running_infos))}) "
+        "subscribes: the clients are still moving to the allocation of the new membership. "
         + ("The doctor sampled again and the holdings had still not settled, so allocation findings "
            "are reported as they stand." if ctx.resampled else
            "Allocation findings (idle, orphaned, uneven) are held back until a later sample."),
         evidence,
-        "Wait one rebalance period (20 s; at once when the broker notifies) and check again.",
+        f"Wait one rebalance period (20 s, rocketmq.client.rebalance.waitInterval; at once when the broker "
+        f"notifies the clients of a membership change) and run rmqctl doctor {ctx.view.group} again.",
     )]

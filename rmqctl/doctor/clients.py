@@ -9,7 +9,7 @@ Must not do I/O, and must not import the CLI, the TUI or pyspark.
 
 from __future__ import annotations
 
-from rmqctl.doctor.context import CheckContext, are, finding, n_of
+from rmqctl.doctor.context import CheckContext, and_list, are, finding, n_of
 from rmqctl.model import Finding
 
 
@@ -20,11 +20,14 @@ def duplicate_client_id(ctx: CheckContext) -> list[Finding]:
     return [finding(
         ctx, "DUPLICATE_CLIENT_ID", "error",
         f"{n_of(len(dups), 'client id')} of {ctx.view.group} {are(len(dups))} used by more than one process",
-        "Several connections share one client id. Each computes the same position in the "
-        "allocation, so they consume the same queues twice while another share is held by nobody.",
+        "; ".join(f"{cid} is used by {n_of(len(addrs), 'connection')} ({and_list(sorted(addrs))})"
+                  for cid, addrs in sorted(dups.items()))
+        + ". Each process with that id computes the same position in the allocation, so they consume "
+        "the same queues twice while another share is held by nobody.",
         {"clients": dups},
-        "Give every process a unique instanceName (or upgrade clients older than 4.9, which build "
-        "ids from IP and PID only).",
+        f"Give every process of {ctx.view.group} a unique instanceName (setInstanceName on the consumer, "
+        "or -Drocketmq.client.name), or upgrade clients older than 4.9, which build ids from IP and PID "
+        "only; mqadmin consumerConnection -g " + ctx.view.group + " lists each connection's address.",
     )]
 
 
@@ -44,13 +47,29 @@ def mixed_consumer_settings(ctx: CheckContext) -> list[Finding]:
     return [finding(
         ctx, "MIXED_CONSUMER_SETTINGS", "warning",
         f"Clients of {ctx.view.group} run with different settings",
-        "Clients of one group differ in " + ", ".join(differing) + ". Each client computes its "
-        "share with its own strategy and model, so their allocations overlap or leave gaps, and "
-        "the broker keeps only the last heartbeat's model and type for the group.",
+        "Clients of one group differ in "
+        + "; ".join(f"{k} ({and_list([f'{c}: {_setting(v)}' for c, v in by_client.items()])})"
+                    for k, by_client in differing.items())
+        + ". Each client computes its share with its own strategy and model, so their allocations "
+        "overlap or leave gaps, and the broker keeps only the last heartbeat's model and type for "
+        "the group.",
         differing,
-        "Configure every client of the group identically (message model, push/pull, orderly, "
-        "allocation strategy).",
+        "Configure every client of the group identically: "
+        + "; ".join(_FIXES[k] for k in differing) + ".",
     )]
+
+
+#: how each setting is made the same on every client, in the Java client's own terms
+_FIXES = {
+    "message_model": "the same setMessageModel (CLUSTERING or BROADCASTING)",
+    "consume_type": "one kind of consumer (DefaultMQPushConsumer, or a pull / lite-pull consumer)",
+    "strategy": "the same setAllocateMessageQueueStrategy",
+    "consume_orderly": "the same listener kind (MessageListenerOrderly or MessageListenerConcurrently)",
+}
+
+
+def _setting(value: object) -> str:
+    return "not reported" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def mixed_consumption(ctx: CheckContext) -> list[Finding]:
@@ -63,8 +82,9 @@ def mixed_consumption(ctx: CheckContext) -> list[Finding]:
     return [finding(
         ctx, "MIXED_CONSUMPTION", "error",
         f"{view.group} is consumed by remoting clients and gRPC (POP) clients at once",
-        f"{n_of(len(dividing), 'remoting client')} divide the queues among themselves and commit what "
-        f"they consumed, while {n_of(len(popping), 'gRPC client')} pop from the same queues through a "
+        f"{n_of(len(dividing), 'remoting client')} ({and_list(dividing)}) divide the queues among "
+        f"themselves and commit what they consumed, while {n_of(len(popping), 'gRPC client')} "
+        f"({and_list(popping)}) pop from the same queues through a "
         "proxy, which moves the same consumer offsets when it hands messages out. Each kind overwrites "
         "the other's progress: messages are delivered twice, and messages one kind filters out by "
         "tag are passed over for the other as well — they are never delivered.",

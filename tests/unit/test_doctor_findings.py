@@ -932,3 +932,37 @@ def test_dlq_backlog_names_its_queues_clients_and_the_replay() -> None:
                                "failed maxReconsumeTimes times")
     assert f"its client online now is {A}" in f.detail
     assert "rmqctl dlq replay orders-consumer" in f.fix and f"mqadmin queryMsgByOffset -t {DLQ}" in f.fix
+
+
+def test_rebalance_in_progress_names_the_queues_and_their_holders() -> None:
+    f = one(run_checks(moving()), "REBALANCE_IN_PROGRESS")
+    assert f.detail.startswith(f"Held by two clients at once: T@broker-a queue 2 by {A} and {B}. All are in "
+                               f"topics every client of orders-consumer ({A} and {B}) subscribes")
+    gap = group([client(A, [S], T[:2]), client(B, [S], T[2:3])], {"T": T}, progress=[row(q, 5, 5) for q in T])
+    assert one(run_checks(gap), "REBALANCE_IN_PROGRESS").detail.startswith("Held by no client: T@broker-a queue 3.")
+    assert "rmqctl doctor orders-consumer again" in f.fix
+
+
+def test_duplicate_client_id_names_the_id_and_its_addresses() -> None:
+    v = group([client(A, [S], T[:2]), client(B, [S], T[2:])], {"T": T},
+              duplicate_clients={A: ("10.0.0.9:5000", "10.0.0.1:5000")})
+    f = one(run_checks(v), "DUPLICATE_CLIENT_ID")
+    assert f.detail.startswith(f"{A} is used by 2 connections (10.0.0.1:5000 and 10.0.0.9:5000).")
+    assert "setInstanceName" in f.fix and "mqadmin consumerConnection -g orders-consumer" in f.fix
+
+
+def test_mixed_consumer_settings_names_each_clients_value_and_the_setter() -> None:
+    v = group([client(A, [S], T[:2], strategy=CONFIG_CLASS), client(B, [S], T[2:], orderly=True)], {"T": T})
+    f = one(run_checks(v), "MIXED_CONSUMER_SETTINGS")
+    assert f"strategy ({A}: CONFIG and {B}: AVG)" in f.detail
+    assert f"consume_orderly ({A}: false and {B}: true)" in f.detail
+    assert "setAllocateMessageQueueStrategy" in f.fix and "MessageListenerOrderly" in f.fix
+    assert "message model" not in f.fix.lower()
+
+
+def test_queue_held_twice_counts_the_messages_and_names_whom_to_restart() -> None:
+    v = group([client(A, [S], T[:3]), client(B, [S], T[1:])], {"T": T},
+              progress=[row(T[1], 9, 5), row(T[2], 9, 9, known=False)])
+    f = one(run_checks(v, resampled=True), "QUEUE_HELD_TWICE")
+    assert "Both pull the same messages (backlog there: 4 messages now, unknown for 1 queue)" in f.detail
+    assert f.fix.endswith(f"restart {A} and {B}.")

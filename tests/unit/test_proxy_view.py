@@ -187,5 +187,7 @@ def test_remoting_and_grpc_clients_in_one_group_are_mixed_consumption() -> None:
     (finding,) = [f for f in run_checks(view) if f.code == "MIXED_CONSUMPTION"]
     assert finding.severity == "error"
     assert finding.evidence == {"remoting_clients": [remoting.client_id], "grpc_clients": [GRPC_ID]}
+    assert f"1 remoting client ({remoting.client_id}) divide" in finding.detail
+    assert f"1 gRPC client ({GRPC_ID}) pop" in finding.detail
     alone = GroupView(G, (remoting,), {}, {}, rows, consume_type="CONSUME_PASSIVELY")
     assert alone.consumption == "push" and "MIXED_CONSUMPTION" not in [f.code for f in run_checks(alone)]
