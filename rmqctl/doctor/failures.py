@@ -90,8 +90,8 @@ def dlq_backlog(ctx: CheckContext) -> list[Finding]:
                                        for o in view.dlq]},
         f"Fix the listener first (see RETRY_BACKLOG and CONSUME_FAILURES), then send them back to this "
         f"group only: rmqctl dlq replay {view.group} (a plan; --execute sends them through "
-        f"%RETRY%{view.group}); read one "
-        f"first with rmqctl msg show or mqadmin queryMsgByOffset -t {dlq} -b <broker> -i <queue> -o <offset>.",
+        f"%RETRY%{view.group}); read them first with rmqctl dlq show {view.group}, or one with "
+        f"mqadmin queryMsgByOffset -t {dlq} -b <broker> -i <queue> -o <offset>.",
     )]
 
 

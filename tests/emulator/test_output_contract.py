@@ -104,12 +104,14 @@ def test_doctor_document_reads_as_prose() -> None:
             "group": "lhy-test-consumerGroup",
             "title": "1 client of lhy-test-consumerGroup holds no queue of TopicTest",
             "detail": "10.0.0.2@pushConsumer2 subscribes TopicTest but holds none of its queues because the "
-                      "topic has 1 readable queue for 2 clients. It stays registered and receives nothing; "
-                      "adding consumers beyond the queue count does not add throughput.",
+                      "topic has 1 readable queue for 2 clients. TopicTest@broker-a queue 0 is held by "
+                      "10.0.0.1@pushConsumer1 (backlog: 0 messages now). It stays registered and receives "
+                      "nothing; adding consumers beyond the queue count does not add throughput.",
             "evidence": {"topic": "TopicTest", "idle_clients": ["10.0.0.2@pushConsumer2"], "queues": 1,
                          "clients": 2},
-            "fix": "Raise the read/write queue count of TopicTest to at least 2 (mqadmin updateTopic -r/-w) "
-                   "or run fewer consumers.",
+            "fix": "To put 10.0.0.2@pushConsumer2 to work, give the topic at least as many queues as the "
+                   "group has clients (mqadmin updateTopic -c <cluster> -t TopicTest -r 2 -w 2) or run 1 "
+                   "consumer fewer.",
         }],
         "skipped": [],
         "errors": {},

@@ -932,6 +932,7 @@ def test_dlq_backlog_names_its_queues_clients_and_the_replay() -> None:
                                "failed maxReconsumeTimes times")
     assert f"its client online now is {A}" in f.detail
     assert "rmqctl dlq replay orders-consumer" in f.fix and f"mqadmin queryMsgByOffset -t {DLQ}" in f.fix
+    assert "rmqctl dlq show orders-consumer" in f.fix
 
 
 def test_rebalance_in_progress_names_the_queues_and_their_holders() -> None:
