@@ -37,9 +37,12 @@ def make_view(
     broker_expr: str = "*",
     last_ts_ms: int = int(START * 1000) - 5_000,
     strategy: str = "AllocateMessageQueueAveragely",
+    cached: Mapping[int, int] | None = None,
 ) -> GroupView:
     """A clustering group on one topic: ``held`` maps client id → queue ids it reports holding,
-    ``offsets`` queue id → (broker offset, consumer offset) (default 100/100)."""
+    ``offsets`` queue id → (broker offset, consumer offset) (default 100/100), ``cached`` queue
+    id → messages its holder has pulled and not yet consumed (default none: a holder caching
+    nothing may be waiting on a pull the broker holds back for its filter)."""
     held = {"10.0.0.1@a": [0, 1], "10.0.0.2@b": [2, 3]} if held is None else held
     offsets = offsets or {}
     mqs = [MessageQueue(topic, broker, q) for q in range(queues)]
@@ -55,7 +58,7 @@ def make_view(
             {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
              "allocateMessageQueueStrategy": f"org.apache.rocketmq.client.consumer.rebalance.{strategy}@1a2b"},
             (parse_tag_expression(topic, (client_expr or {}).get(cid, broker_expr)),),
-            {MessageQueue(topic, broker, q): ProcessQueueInfo() for q in qs},
+            {MessageQueue(topic, broker, q): ProcessQueueInfo(cached_msg_count=(cached or {}).get(q, 0)) for q in qs},
         )
         for cid, qs in held.items()
     }

@@ -141,8 +141,9 @@ async def test_group_view_highlights_moves_and_logs_the_rebalance() -> None:
         assert row(table, "Orders|broker-a|0")[3] == "10.0.0.1@a"
         assert row(table, "Orders|broker-a|0")[-1] == "?"  # backlog, one poll: not judged yet
         # b leaves: a takes queues 2 and 3; a moved queue 0 forward, queue 2 did not move
+        # (a pulled queue 2's backlog and holds it unconsumed: stalled, not a filtered wait)
         after = make_view("orders", held={"10.0.0.1@a": [0, 1, 2, 3]},
-                          offsets={0: (150, 120), 2: (130, 100), 3: (100, 100)})
+                          offsets={0: (150, 120), 2: (130, 100), 3: (100, 100)}, cached={2: 30})
         source.set_view(after)
         clock.advance(2)
         await pilot.press("j")  # cursor on queue 1
@@ -347,7 +348,8 @@ async def test_a_refresh_of_many_changed_rows_writes_every_changed_cell() -> Non
     # 48 queues: enough changed rows for the table to write cells in bulk and redraw once
     def view(step: int) -> GroupView:
         return make_view("orders", queues=48, held={"10.0.0.1@a": list(range(24)), "10.0.0.2@b": list(range(24, 48))},
-                         offsets={q: (100 + step * q, 100) for q in range(48)})
+                         offsets={q: (100 + step * q, 100) for q in range(48)},
+                         cached={q: step * q for q in range(48)})
 
     app, source, clock = fake_app([view(0)], settings=TuiSettings(group="orders", interval=3600))
     async with app.run_test(size=(220, 40)) as pilot:

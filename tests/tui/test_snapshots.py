@@ -56,7 +56,7 @@ def after_polls(steps: Callable[[Pilot[None], RmqctlApp], Awaitable[None]] | Non
 async def rebalance(pilot: Pilot[None], app: RmqctlApp) -> None:
     """b leaves orders: a takes every queue; a commits on queue 0."""
     app.test_source.set_view(make_view(  # type: ignore[attr-defined]
-        "orders", held={"10.0.0.1@a": [0, 1, 2, 3]}, offsets={0: (150, 120), 2: (130, 100)}))
+        "orders", held={"10.0.0.1@a": [0, 1, 2, 3]}, offsets={0: (150, 120), 2: (130, 100)}, cached={2: 30}))
     app.test_clock.advance(2)  # type: ignore[attr-defined]
     await poll_now(pilot, app)
 
