@@ -4,8 +4,9 @@ The window's ``date=YYYY-MM-DD`` partitions are picked from the directory listin
 every candidate's ``schema_version`` column (the exporter writes the version there and in the file's
 metadata), its required columns and the time range of its rows in one pass that skips files which are
 not whole Parquet files. A file newer than :data:`analysis.schema.SCHEMA_VERSION` is refused; every other
-file left out is named with its reason: corrupt or truncated, not a snapshot file (a required column
-missing, null or of another type), rows dated outside :data:`EARLIEST_MS` .. now + :data:`FUTURE_SLACK_MS`
+file left out is named with its reason: corrupt or truncated, corrupt pages (a whole header and footer, but
+fewer rows readable than its footer counts), not a snapshot file (a required column missing, null or of
+another type), rows dated outside :data:`EARLIEST_MS` .. now + :data:`FUTURE_SLACK_MS`
 (a clock that jumped years ahead would otherwise move the default window there), or a partition or file
 that cannot be read.
 
@@ -26,7 +27,7 @@ from urllib.parse import unquote, urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType, TimestampType
+from pyspark.sql.types import LongType, StructType, TimestampType
 
 from analysis.schema import SCHEMA_VERSION, SNAPSHOT_SCHEMA
 
@@ -151,19 +152,29 @@ def check_files(spark: SparkSession, files: Sequence[SnapshotFile], warn: Callab
     not_null = F.lit(True)
     for name in REQUIRED:
         not_null = not_null & F.col(name).isNotNull()
+    paths = [str(f.path) for f in files]
     stats = (
         spark.read.schema(_CHECKED).option("ignoreCorruptFiles", "true")
-        .parquet(*[str(f.path) for f in files])
+        .parquet(*paths)
         .groupBy(F.col("_metadata.file_path").alias("file"))
         .agg(F.max("schema_version").alias("version"),
              F.unix_millis(F.min("ts")).alias("first_ms"), F.unix_millis(F.max("ts")).alias("last_ms"),
-             F.sum(F.when(not_null, 0).otherwise(1)).alias("incomplete"))
+             F.sum(F.when(not_null, 0).otherwise(1)).alias("incomplete"),
+             F.count(F.lit(1)).cast(LongType()).alias("rows"))
         .collect()
     )
     by_path = {_local_path(row["file"]).resolve(): row for row in stats}
+    footers = _footer_rows(spark, paths)
     usable: list[SnapshotFile] = []
     for snapshot in files:
         found = by_path.get(snapshot.path.resolve())
+        counted = footers.get(snapshot.path.resolve())
+        read = int(found["rows"]) if found is not None else 0
+        if counted is not None and read < counted:
+            # a whole header and footer, but pages that do not decode: Spark would drop the rest silently
+            pages = f"corrupt pages: its footer counts {counted} rows, {read} could be read"
+            warn(f"skipped {snapshot.path}: {_type_problem(spark, snapshot.path) or pages}")
+            continue
         if found is None:  # no row read: corrupt, of another schema, or simply empty
             problem = _type_problem(spark, snapshot.path)
             if problem is not None:
@@ -189,6 +200,15 @@ def check_files(spark: SparkSession, files: Sequence[SnapshotFile], warn: Callab
             continue
         usable.append(SnapshotFile(snapshot.path, snapshot.date, version))
     return usable
+
+
+def _footer_rows(spark: SparkSession, paths: Sequence[str]) -> dict[Path, int]:
+    """Each readable file's row count as its footer states it (no page is decoded)."""
+    counts = (
+        spark.read.schema(StructType([])).option("ignoreCorruptFiles", "true").parquet(*paths)
+        .groupBy(F.col("_metadata.file_path").alias("file")).count().collect()
+    )
+    return {_local_path(row["file"]).resolve(): int(row["count"]) for row in counts}
 
 
 def read_snapshots(spark: SparkSession, files: Sequence[SnapshotFile]) -> DataFrame:

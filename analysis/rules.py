@@ -44,6 +44,8 @@ class Thresholds:
     """The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
     retry_min_stall_ms: int = stuck.RETRY_MIN_STALL_MS
     """A ``%RETRY%`` queue is STALLED only once frozen this long (redelivery is paced by delay levels)."""
+    run_lookback_ms: int = stuck.RUN_LOOKBACK_MS
+    """How far before the window rows are read to find where a frozen run began (only for that)."""
     consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
     """The client's ``consumeTimeout``: up to this, a committed offset held while pulls go on may be one
     unfinished message; past it the client would have sent that message back."""
@@ -121,7 +123,9 @@ def judge(th: Thresholds) -> Transform:
             ("owner-changed", c("seg_n") < th.min_snapshots),
             ("no-owner", stuck_shape & last["owner"].isNull()),
             ("owner-not-subscribed", stuck_shape & (last["subscribed"] == F.lit(False))),
-            ("retry-threshold", stuck_shape & is_retry(c("topic")) & (c("frozen_ms") < th.retry_min_stall_ms)),
+            # a run frozen already at the first row read may be older than it looks: never the milder verdict
+            ("retry-threshold", stuck_shape & is_retry(c("topic")) & run["seen"]
+             & (c("frozen_ms") < th.retry_min_stall_ms)),
             ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
             ("frozen", stuck_shape),
             ("lag-growing", (c("caught_up_rn").isNull() | (c("caught_up_rn") < seg["rn"]))
@@ -133,6 +137,10 @@ def judge(th: Thresholds) -> Transform:
         ruled = facts.withColumn("rule", rule.otherwise(F.lit("moving")))
 
         behind = _duration(c("behind_ms"))
+        # a run frozen already at the first row read began then or earlier: say so, never a shorter run as whole
+        since = F.when(run["seen"], _clock(run["ts"])).otherwise(F.concat(_clock(run["ts"]), F.lit(" or earlier")))
+        frozen_for = F.when(run["seen"], _duration(c("frozen_ms"))).otherwise(
+            F.concat(F.lit("at least "), _duration(c("frozen_ms"))))
         work = F.when(
             last["bo"] > run["bo"], F.format_string("while broker offset rose %d -> %d", run["bo"], last["bo"])
         ).otherwise(F.format_string("with a backlog of %d and no new messages", run["lag"]))
@@ -158,17 +166,17 @@ def judge(th: Thresholds) -> Transform:
                 owner_text, _clock(seg["ts"]), c("seg_n"), F.lit(th.min_snapshots)),
             "no-owner": F.format_string(
                 "no owner: consumer offset frozen at %d since %s (%d snapshots) %s; lag %d -> %d, %s behind",
-                last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"], last["lag"], behind),
+                last["co"], since, c("frozen_n"), work, run["lag"], last["lag"], behind),
             "owner-not-subscribed": F.format_string(
                 "owner %s does not subscribe %s: consumer offset frozen at %d since %s (%d snapshots) %s; "
                 "lag %d -> %d, %s behind",
-                owner_text, c("topic"), last["co"], _clock(run["ts"]), c("frozen_n"), work, run["lag"],
+                owner_text, c("topic"), last["co"], since, c("frozen_n"), work, run["lag"],
                 last["lag"], behind),
             "offset-pinned": F.format_string(
                 "committed offset held at %d since %s (%d snapshots, %s) while its owner %s keeps pulling "
                 "(pull offset %d -> %d); lag %d: one unfinished message or a hung listener, the offsets "
                 "cannot tell which (a concurrent consumer sends a message back after consumeTimeout %s)",
-                last["co"], _clock(run["ts"]), c("frozen_n"), _duration(c("frozen_ms")), owner_text,
+                last["co"], since, c("frozen_n"), frozen_for, owner_text,
                 run["pull"], last["pull"], last["lag"], _duration(F.lit(th.consume_timeout_ms))),
             "retry-threshold": F.format_string(
                 "retry queue frozen at %d for %s (under the %s retry threshold); lag %d",
@@ -176,7 +184,7 @@ def judge(th: Thresholds) -> Transform:
             "frozen": F.format_string(
                 "consumer offset frozen at %d since %s (%d snapshots, %s) %s under owner %s%s; "
                 "lag %d -> %d, %s behind",
-                last["co"], _clock(run["ts"]), c("frozen_n"), _duration(c("frozen_ms")), work, owner_text,
+                last["co"], since, c("frozen_n"), frozen_for, work, owner_text,
                 owner_moved, run["lag"], last["lag"], behind),
             "lag-growing": F.format_string(
                 "consumer moving (%d -> %d) but lag grew %d -> %d and never got within %d; %s behind",
@@ -225,6 +233,10 @@ def judge(th: Thresholds) -> Transform:
             c("behind_ms").alias("lag_time_ms"),
             first["lag"].alias("window_lag_start"),
             run["ts"].alias("frozen_since"),
+            # how long the frozen run has lasted, and whether it began where it looks (false: it was frozen
+            # already at the first snapshot read, so it began then or earlier and lasted at least frozen_ms)
+            F.when(on_run, c("frozen_ms")).alias("frozen_ms"),
+            F.when(on_run, run["seen"]).alias("frozen_start_seen"),
         )
 
     return apply

@@ -169,7 +169,6 @@ def build_session(master: str, driver_memory: str, executor_memory: str, shuffle
         # column names are exact: a misspelt name in a rule is an error, never a match by case
         .config("spark.sql.caseSensitive", "true")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.files.ignoreCorruptFiles", "true")
         .getOrCreate()
     )
 
@@ -248,8 +247,9 @@ def plan(args: argparse.Namespace, now_ms: int | None = None) -> Plan:
     if args.output == "parquet" and not args.out:
         raise JobError("-o parquet needs --out DIR")
     root = Path(args.directory)
-    first_date = _utc_date(since_ms) if since_ms is not None else (
-        _utc_date(until_ms - window_ms) if until_ms is not None else None)
+    # the window's partitions, and those of the hour before it where a frozen run may have begun
+    first_date = _utc_date(since_ms - th.run_lookback_ms) if since_ms is not None else (
+        _utc_date(until_ms - window_ms - th.run_lookback_ms) if until_ms is not None else None)
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     skipped: list[str] = []
     files = list_snapshot_files(root, first_date, _utc_date(until_ms) if until_ms is not None else None,
@@ -261,7 +261,8 @@ def plan(args: argparse.Namespace, now_ms: int | None = None) -> Plan:
     if since_ms is None and until_ms is None and files:
         # the default window ends at the newest snapshot: only the newest days can hold it
         newest = max(f.date for f in files)
-        files = [f for f in files if f.date >= newest - dt.timedelta(days=1 + window_ms // 86_400_000)]
+        reach_ms = window_ms + th.run_lookback_ms
+        files = [f for f in files if f.date >= newest - dt.timedelta(days=1 + reach_ms // 86_400_000)]
     if not files:
         for message in skipped:
             warn(message)
@@ -278,7 +279,8 @@ def run(spark: SparkSession, job: Plan, on_warning: Callable[[str], None] | None
         (on_warning or warn)(message)
     files = check_files(spark, job.files, on_warning or warn, job.now_ms)
     if not files:
-        raise JobError(f"no snapshot files under {job.root} for the requested window")
+        raise JobError(f"none of the {len(job.files)} snapshot file(s) under {job.root} for the requested window "
+                       "could be read (each is named above with its reason)")
     until_ms = job.until_ms
     if until_ms is None:
         newest = max(f.date for f in files)

@@ -1,9 +1,10 @@
 """The stuck-queue job's transforms: snapshot rows in, one verdict per queue and one summary per group out.
 
 Pure ``DataFrame -> DataFrame`` functions of built-in Spark functions (no Python UDFs), composed with
-``df.transform``: the window and the columns read, broadcasting groups left out, progress marked per
-snapshot, one summary per queue, gaps counted, then :func:`analysis.rules.judge`. They read and write
-nothing; :mod:`analysis.files` and :mod:`analysis.stuck` do.
+``df.transform``: the window (and up to an hour before it, where frozen runs began) and the columns read,
+broadcasting groups left out, progress marked per snapshot, one summary per queue, gaps counted, then
+:func:`analysis.rules.judge`. They read and write nothing; :mod:`analysis.files` and
+:mod:`analysis.stuck` do.
 
 Imports only pyspark and the standard library (of rmqctl at most :mod:`rmqctl.stuck`, standard
 library only) so that it ships with spark-submit.
@@ -38,23 +39,28 @@ def drop_broadcasting(df: DataFrame) -> DataFrame:
     return df.where(F.coalesce(F.col("message_model"), F.lit("")) != "BROADCASTING")
 
 
-def mark_progress(th: Thresholds) -> Transform:
+def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
     """Per answered snapshot, in time order per queue: its lag, position and what starts there.
 
-    Adds ``lag``, ``rn`` (position in the window), ``prev_owner``, ``owner_changed``, ``seg_boundary``
-    (first snapshot under a new owner), ``run_boundary`` (first snapshot of a frozen run: the consumer
-    offset moved, the owner changed, or the previous snapshot was caught up — the consumer had nothing to
-    do until then), ``caught_up`` and ``rewind`` (ts, offset before, offset after) where the consumer
-    offset went back. Only offset window functions (row_number, lag): one sort per queue, no running frames.
-    Rows a broker failed to answer are removed first: a gap, not a zero.
+    The rows may begin before the window (``since_ms``; None: every row is in it), read back only to find
+    where a frozen run began. Adds ``in_window``, ``lag``, ``rn`` (position among the rows read),
+    ``prev_owner``, ``owner_changed``, ``seg_boundary`` (first snapshot of the window or under a new owner in
+    it), ``run_boundary`` (first snapshot of a frozen run: the first row read, the consumer offset moved, the
+    owner changed, or the previous snapshot was caught up — the consumer had nothing to do until then; the
+    window's start is no boundary), ``caught_up`` (in the window) and ``rewind`` (ts, offset before, offset
+    after) where the consumer offset went back between two snapshots of the window. Only offset window
+    functions (row_number, lag): one sort per queue, no running frames. Rows a broker failed to answer are
+    removed first: a gap, not a zero.
     """
 
     def apply(df: DataFrame) -> DataFrame:
         by_time = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+        in_window = F.lit(True) if since_ms is None else F.col("ts") >= F.timestamp_millis(F.lit(since_ms))
         answered = df.where(
             F.col("error").isNull() & F.col("broker_offset").isNotNull() & F.col("consumer_offset").isNotNull()
-        ).drop("error").withColumn(
-            "lag", F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0))
+        ).drop("error").select(
+            "*", in_window.alias("in_window"),
+            F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0)).alias("lag"),
         )
         step = answered.select(
             "*",
@@ -62,10 +68,12 @@ def mark_progress(th: Thresholds) -> Transform:
             F.lag("owner").over(by_time).alias("prev_owner"),
             F.lag("consumer_offset").over(by_time).alias("prev_co"),
             F.lag("lag").over(by_time).alias("prev_lag"),
+            F.coalesce(F.lag("in_window").over(by_time), F.lit(False)).alias("prev_in_window"),
         )
+        window_row = F.col("in_window")
         owner_changed = (F.col("rn") > 1) & ~F.col("owner").eqNullSafe(F.col("prev_owner"))
-        seg_boundary = (F.col("rn") == 1) | owner_changed
-        run_boundary = seg_boundary | (F.col("consumer_offset") != F.col("prev_co")) | (
+        seg_boundary = window_row & (~F.col("prev_in_window") | owner_changed)
+        run_boundary = (F.col("rn") == 1) | owner_changed | (F.col("consumer_offset") != F.col("prev_co")) | (
             F.col("prev_lag") <= allowed_lag(th))
         rewind = F.struct(F.col("ts"), F.col("prev_co").alias("before"), F.col("consumer_offset").alias("after"))
         return step.select(
@@ -73,16 +81,19 @@ def mark_progress(th: Thresholds) -> Transform:
             owner_changed.alias("owner_changed"),
             seg_boundary.alias("seg_boundary"),
             run_boundary.alias("run_boundary"),
-            (F.col("lag") <= allowed_lag(th)).alias("caught_up"),
-            F.when(F.col("consumer_offset") < F.col("prev_co"), rewind).alias("rewind"),
+            (window_row & (F.col("lag") <= allowed_lag(th))).alias("caught_up"),
+            F.when(window_row & F.col("prev_in_window") & (F.col("consumer_offset") < F.col("prev_co")), rewind)
+            .alias("rewind"),
         )
 
     return apply
 
 
 def summarize_queues(df: DataFrame) -> DataFrame:
-    """One row per queue: first and last snapshot, the start of the last owner segment and of the last frozen
-    run (the latest boundary rows), the last caught-up position, the highest consumer offset, the last rewind."""
+    """One row per queue with a snapshot in the window: its first and last snapshot there, the start of the last
+    owner segment and of the last frozen run (the latest boundary rows; a run may have begun before the window,
+    and ``run_start.seen`` is false when it was frozen already at the first row read), the last caught-up
+    position, the highest consumer offset and the last rewind in the window."""
     first = F.struct(
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"), F.col("lag"),
     )
@@ -97,19 +108,20 @@ def summarize_queues(df: DataFrame) -> DataFrame:
     )
     run_start = F.struct(
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"),
+        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), (F.col("rn") > 1).alias("seen"),
     )
+    window_ts = F.when(F.col("in_window"), F.col("ts"))
     return df.groupBy(*QUEUE_KEY).agg(
-        F.count(F.lit(1)).alias("n_window"),
-        F.min_by(first, F.col("ts")).alias("first"),
-        F.max_by(last, F.col("ts")).alias("last"),
-        # max_by skips rows whose ordering is null: the latest boundary row wins
+        F.count(window_ts).alias("n_window"),
+        # min_by/max_by skip rows whose ordering is null: rows before the window, and rows that start nothing
+        F.min_by(first, window_ts).alias("first"),
+        F.max_by(last, window_ts).alias("last"),
         F.max_by(seg_start, F.when(F.col("seg_boundary"), F.col("ts"))).alias("seg_start"),
         F.max_by(run_start, F.when(F.col("run_boundary"), F.col("ts"))).alias("run_start"),
         F.max(F.when(F.col("caught_up"), F.col("rn"))).alias("caught_up_rn"),
-        F.max("consumer_offset").alias("co_max"),
+        F.max(F.when(F.col("in_window"), F.col("consumer_offset"))).alias("co_max"),
         F.max("rewind").alias("rewind"),
-    )
+    ).where(F.col("n_window") > 0)
 
 
 def count_missing(df: DataFrame) -> DataFrame:
@@ -122,11 +134,14 @@ def count_missing(df: DataFrame) -> DataFrame:
 
 
 def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds | None = None) -> DataFrame:
-    """Snapshot rows in, one verdict per queue out (see the module docstring for the statuses)."""
+    """Snapshot rows in, one verdict per queue of the window out (see the module docstring for the statuses).
+
+    Rows up to ``th.run_lookback_ms`` before the window are read too, only to find where a frozen run began.
+    """
     th = th or Thresholds()
-    window = snapshots.transform(select_window(since_ms, until_ms)).transform(drop_broadcasting)
-    summaries = window.transform(mark_progress(th)).transform(summarize_queues)
-    missing = count_missing(window)
+    read = snapshots.transform(select_window(since_ms - th.run_lookback_ms, until_ms)).transform(drop_broadcasting)
+    summaries = read.transform(mark_progress(th, since_ms)).transform(summarize_queues)
+    missing = count_missing(read.where(F.col("ts") >= F.timestamp_millis(F.lit(since_ms))))
     return summaries.join(missing, list(QUEUE_KEY), "full_outer").transform(judge(th))
 
 

@@ -70,14 +70,18 @@ def allowed_lag(topic: str) -> int:
     return RETRY_ALLOWED_LAG if is_retry(topic) else ALLOWED_LAG
 
 
-def frozen_verdict(topic: str, owner: str | None, owner_subscribes: bool | None, frozen_ms: int) -> str:
-    """The verdict of a queue frozen for at least ``frozen_ms`` with messages waiting beyond the allowed lag.
+def frozen_verdict(topic: str, owner: str | None, owner_subscribes: bool | None, frozen_ms: int,
+                   start_seen: bool) -> str:
+    """The verdict of a queue frozen for ``frozen_ms`` with messages waiting beyond the allowed lag.
 
     ``owner`` is the client holding the queue (None: nobody); ``owner_subscribes`` is False when that
-    client does not subscribe ``topic`` (None: not known, which never makes the verdict milder).
+    client does not subscribe ``topic`` (None: not known). ``start_seen`` is False when the queue was
+    frozen already at the first observation, so that ``frozen_ms`` is only a lower bound. Nothing
+    unknown makes the verdict milder: a ``%RETRY%`` queue gets its :data:`RETRY_MIN_STALL_MS` only
+    when the run's start was seen.
     """
     if owner is None or owner_subscribes is False:
         return ORPHANED
-    if is_retry(topic) and frozen_ms < RETRY_MIN_STALL_MS:
+    if is_retry(topic) and start_seen and frozen_ms < RETRY_MIN_STALL_MS:
         return LAGGING
     return STALLED

@@ -22,7 +22,7 @@ from rmqctl.doctor.context import (
     queues_text,
 )
 from rmqctl.model import ConsumerRunningInfo, Finding, GroupView, MessageQueue, ProcessQueueInfo
-from rmqctl.stuck import BLOCKED_AFTER_MS
+from rmqctl.stuck import BLOCKED_AFTER_MS, allowed_lag, frozen_verdict
 
 #: how long a held queue whose waiting messages the broker's filter drops can show no progress:
 #: the broker holds a pull that finds nothing its filter passes for up to 15 s
@@ -188,13 +188,18 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
         # a topic no online client subscribes is ABANDONED_TOPIC_BACKLOG's to report; two samples
         # closer than the broker may hold a filtered pull prove nothing about a client that
         # waits on one
-        if old is None or p.diff <= 0 or not p.subscribed or \
+        if old is None or p.diff <= allowed_lag(p.queue.topic) or not p.subscribed or \
                 filtering_may_explain(ctx.view, p.queue, interval_ms):
             continue
         if p.broker_offset > old.broker_offset and p.consumer_offset <= old.consumer_offset:
+            # rmqctl.stuck's verdict (STALLED or ORPHANED): two samples never see where the frozen run
+            # began, so a %RETRY% queue is not given its minutes here
+            subscribes = None if p.owner is None else ctx.view.subscribes(p.owner, p.queue.topic)
+            verdict = frozen_verdict(p.queue.topic, p.owner, subscribes,
+                                     interval_ms, start_seen=False)
             rows.append({**queue_dict(p.queue), "broker_offset": [old.broker_offset, p.broker_offset],
                          "consumer_offset": [old.consumer_offset, p.consumer_offset],
-                         "diff": p.diff, "owner": p.owner})
+                         "diff": p.diff, "owner": p.owner, "verdict": verdict})
     if not rows:
         return []
     seconds = interval_ms / 1000

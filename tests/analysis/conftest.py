@@ -159,6 +159,24 @@ def corrupt_files(folder: Path) -> tuple[Path, Path]:
     return corrupt, truncated
 
 
+def corrupt_pages(folder: Path, name: str = "pages.parquet") -> Path:
+    """A snapshot file of 200 rows whose header and footer are whole but whose ``ts`` data page is not:
+    its footer still reads (pyarrow counts the rows), its pages do not decode."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    rows = [{**row(i, 100 + i, 100 + i), "schema_version": 1} for i in range(200)]
+    pq.write_table(pa.Table.from_pylist(rows, schema=ARROW_SCHEMA), path)
+    column = pq.ParquetFile(path).metadata.row_group(0).column(0)  # ts
+    data = bytearray(path.read_bytes())
+    start = column.data_page_offset + 40  # inside the page, past the page header's first fields
+    data[start:start + 400] = b"\xab" * 400
+    path.write_bytes(bytes(data))
+    assert pq.ParquetFile(path).metadata.num_rows == 200  # the footer is whole
+    with pytest.raises(Exception):  # noqa: B017 - pyarrow raises OSError or ArrowInvalid by version
+        pq.read_table(path)
+    return path
+
+
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``python -m rmqctl ARGS`` from the repository root."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -8,7 +8,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.analysis.conftest import INCIDENT_VERDICTS, ROOT, run_cli, series, verdict_tuples, write_snapshots
+from tests.analysis.conftest import (
+    INCIDENT_VERDICTS,
+    ROOT,
+    corrupt_pages,
+    run_cli,
+    series,
+    verdict_tuples,
+    write_snapshots,
+)
 
 REQUIRED = {"group", "topic", "broker", "queue_id", "status", "reason", "window_start", "window_end", "snapshots",
             "lag_start", "lag_end", "owner", "window_start_ts", "window_end_ts"}
@@ -46,6 +54,17 @@ def test_nothing_stuck_exits_0_and_renders_a_table(tmp_path: Path) -> None:
 
         Window: 2026-03-01T11:52:00.000Z .. 2026-03-01T12:02:00.000Z (UTC)
         """)
+
+
+def test_nothing_readable_left_exits_2_naming_each_file_and_why(tmp_path: Path) -> None:
+    bad = corrupt_pages(tmp_path / "snap" / "date=2026-03-01")
+    proc = run_cli("analyze", "stuck", str(tmp_path / "snap"))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines() == [
+        f"rmqctl: warning: skipped {bad}: corrupt pages: its footer counts 200 rows, 0 could be read",
+        f"rmqctl: error: none of the 1 snapshot file(s) under {tmp_path / 'snap'} for the requested window could "
+        "be read (each is named above with its reason)",
+    ]
 
 
 def test_no_snapshots_and_newer_schema_exit_2(tmp_path: Path) -> None:

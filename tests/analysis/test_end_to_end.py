@@ -15,8 +15,10 @@ import pytest
 
 from analysis.files import check_files, list_snapshot_files, read_snapshots
 from analysis.transforms import diagnose
+from rmqctl import doctor
 from rmqctl.connect import Target, open_source
 from rmqctl.snapshot import export
+from rmqctl.stuck import STUCK_STATUSES
 
 
 async def export_and_hold(scenario: str, out: Path, minutes: int) -> dict[str, dict[tuple[str, str, int], str]]:
@@ -64,6 +66,33 @@ async def test_the_stalled_consumer_and_the_queues_it_inherited_are_stalled_and_
             assert verdict["owner"] == stalled_client
     # two groups, each with the topic's 8 queues and one retry queue on each of the two brokers
     assert len(judged) == 20
+
+
+async def test_the_doctor_and_the_job_give_the_recorded_hang_the_same_verdict_per_queue(
+        spark: Any, tmp_path: Path) -> None:
+    # 30 minutes of stall-and-leave from the end of the warm-up, judged over the default 10-minute window:
+    # pay-2 hung at 7 min, so its own queue has been frozen for 24 minutes, only 10 of them in the window,
+    # and the two queues it inherited at 17 min for 14. The doctor looks at the same emulated cluster right
+    # after the recording (two samples 30 s apart on its virtual clock). Both must call the same queues
+    # stuck, with the same verdict, and the job must measure each frozen run from where it began.
+    out = tmp_path / "snaps"
+    async with open_source(Target(emulator="stall-and-leave")) as opened:
+        await export(opened, None, out, every=30, duration=30 * 60, handle_signals=False)
+        found = await doctor.diagnose(opened.source, ["payment-service", "ledger-service"], interval=30,
+                                      clock=opened.clock, sample=False)
+        hung = {(mq.topic, mq.broker_name, mq.queue_id)
+                for mq, owners in (await opened.source.group_view("payment-service")).owners().items()
+                if owners == ["10.0.0.2@pay-2"] and not mq.topic.startswith("%RETRY%")}
+    by_doctor = {(f.group, q["topic"], q["broker"], q["queue_id"]): q["verdict"]
+                 for f in found.findings if f.code == "LAG_NOT_ADVANCING" for q in f.evidence["queues"]}
+    judged = verdicts(spark, out, 10)
+    by_job = {k: v["status"] for k, v in judged.items() if v["status"] in STUCK_STATUSES}
+    assert by_job == by_doctor
+    assert by_job == {("payment-service", *q): "STALLED" for q in hung} and len(hung) == 3
+    frozen = sorted((v["frozen_ms"], v["frozen_start_seen"]) for k, v in judged.items() if k in by_job)
+    # 14m..., 14m..., 24m...: the run that began before the window is measured from its start
+    assert [seen for _, seen in frozen] == [True] * 3
+    assert frozen[0][0] >= 14 * 60_000 and frozen[-1][0] >= 24 * 60_000, frozen
 
 
 async def test_topic_overwrite_never_pulled_queues_are_orphaned_under_the_owner_that_does_not_subscribe(

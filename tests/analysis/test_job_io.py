@@ -16,6 +16,7 @@ from analysis import stuck
 from tests.analysis.conftest import (
     INCIDENT_VERDICTS,
     corrupt_files,
+    corrupt_pages,
     incident_rows,
     row,
     series,
@@ -67,6 +68,24 @@ def test_window_is_pushed_down_to_the_date_partitions(spark: SparkSession, tmp_p
     assert stuck.run(spark, job, warnings.append) == 0
     assert warnings == []
     assert [q["status"] for q in json.loads(out.read_text())["queues"]] == ["IDLE"]
+
+
+def test_a_file_with_corrupt_pages_is_skipped_and_named(spark: SparkSession, tmp_path: Path) -> None:
+    # header and footer whole, a data page not: Spark would read it as a file of no rows (or of fewer
+    # rows), silently; alone in its directory it left "no snapshots under ..." and nothing else
+    root = tmp_path / "snap"
+    bad = corrupt_pages(root / "date=2026-03-01")
+    warnings: list[str] = []
+    with pytest.raises(stuck.JobError) as caught:
+        stuck.run(spark, _plan(str(root), "-o", "json", "--out", str(tmp_path / "r.json")), warnings.append)
+    assert warnings == [f"skipped {bad}: corrupt pages: its footer counts 200 rows, 0 could be read"]
+    assert str(caught.value) == (f"none of the 1 snapshot file(s) under {root} for the requested window could be "
+                                 "read (each is named above with its reason)")
+    # beside whole files it is left out by name, and the others are judged
+    write_snapshots(root, series([1, 2, 3], [1, 2, 3]))
+    warnings.clear()
+    assert stuck.run(spark, _plan(str(root), "-o", "json", "--out", str(tmp_path / "r.json")), warnings.append) == 0
+    assert warnings == [f"skipped {bad}: corrupt pages: its footer counts 200 rows, 0 could be read"]
 
 
 def test_schema_newer_than_the_job_is_one_line_error(spark: SparkSession, tmp_path: Path) -> None:

@@ -47,8 +47,9 @@ def pinned(n: int, topic: str = "T") -> Callable[[str], list[dict[str, Any]]]:
     return lambda case: [row(i, RISING[i], 100, group=case, topic=topic, pull_offset=100 + i) for i in range(n)]
 
 
-FROZEN_3 = ("consumer offset frozen at 100 since 12:00:00 (3 snapshots, 1m00s) while broker offset rose 110 -> 130 "
-            "under owner c1; lag 10 -> 30, unknown behind")
+# frozen at the first snapshot read: the run began then or earlier, and lasted at least what was seen
+FROZEN_3 = ("consumer offset frozen at 100 since 12:00:00 or earlier (3 snapshots, at least 1m00s) while broker "
+            "offset rose 110 -> 130 under owner c1; lag 10 -> 30, unknown behind")
 
 # case (the queue's group), its snapshots, and: status, rule, reason, snapshots, window_start round, lag_start,
 # lag_end, lag_time_ms
@@ -79,14 +80,18 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
      ("IDLE", "no-new-messages", "no new messages: broker offset stayed at 500 over 3 snapshots; lag 0",
       3, 0, 0, 0, 0)),
     ("no new messages, one left", offsets([500] * 3, [499] * 3),
-     ("STALLED", "frozen", "consumer offset frozen at 499 since 12:00:00 (3 snapshots, 1m00s) with a backlog of 1 "
-      "and no new messages under owner c1; lag 1 -> 1, unknown behind", 3, 0, 1, 1, None)),
+     ("STALLED", "frozen", "consumer offset frozen at 499 since 12:00:00 or earlier (3 snapshots, at least 1m00s) "
+      "with a backlog of 1 and no new messages under owner c1; lag 1 -> 1, unknown behind", 3, 0, 1, 1, None)),
     ("retry queue, no new messages, ten left", offsets([50] * 3, [40] * 3, topic="%RETRY%g"),
      ("IDLE", "no-new-messages", "no new messages: broker offset stayed at 50 over 3 snapshots; lag 10",
       3, 0, 10, 10, None)),
+    # frozen since the first snapshot read: maybe for longer than the retry threshold, so never the milder verdict
     ("retry queue, no new messages, eleven left", offsets([51] * 3, [40] * 3, topic="%RETRY%g"),
+     ("STALLED", "frozen", "consumer offset frozen at 40 since 12:00:00 or earlier (3 snapshots, at least 1m00s) "
+      "with a backlog of 11 and no new messages under owner c1; lag 11 -> 11, unknown behind", 3, 0, 11, 11, None)),
+    ("retry queue, eleven left after one more message", offsets([50, 51, 51, 51], [40] * 4, topic="%RETRY%g"),
      ("LAGGING", "retry-threshold", "retry queue frozen at 40 for 1m00s (under the 5m00s retry threshold); lag 11",
-      3, 0, 11, 11, None)),
+      3, 1, 11, 11, None)),
     # caught-up
     ("one new message, consumed", offsets([500, 500, 501], [500, 500, 501]),
      ("OK", "caught-up", "caught up: lag 0 <= 0 at the last snapshot; consumer offset 500 -> 501", 3, 0, 0, 0, 0)),
@@ -107,8 +112,8 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
       2, 3, 40, 50, None)),
     # no-owner
     ("nobody holds it, frozen three snapshots", frozen(3, owner=None),
-     ("ORPHANED", "no-owner", "no owner: consumer offset frozen at 100 since 12:00:00 (3 snapshots) while broker "
-      "offset rose 110 -> 130; lag 10 -> 30, unknown behind", 3, 0, 10, 30, None)),
+     ("ORPHANED", "no-owner", "no owner: consumer offset frozen at 100 since 12:00:00 or earlier (3 snapshots) while "
+      "broker offset rose 110 -> 130; lag 10 -> 30, unknown behind", 3, 0, 10, 30, None)),
     ("nobody holds it, moved a snapshot ago", offsets(RISING[:4], [100, 100, 105, 105], owner=None),
      ("LAGGING", "lag-growing", "consumer moving (100 -> 105) but lag grew 10 -> 35 and never got within 0; "
       "unknown behind", 4, 0, 10, 35, None)),
@@ -116,30 +121,35 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
     ("held by a client that does not subscribe",
      frozen(3, subscribed=False, last_consumed=at(0) - dt.timedelta(hours=1), broker_last=at(2)),
      ("ORPHANED", "owner-not-subscribed", "owner c1 does not subscribe T: consumer offset frozen at 100 since "
-      "12:00:00 (3 snapshots) while broker offset rose 110 -> 130; lag 10 -> 30, 1h01m behind",
+      "12:00:00 or earlier (3 snapshots) while broker offset rose 110 -> 130; lag 10 -> 30, 1h01m behind",
       3, 0, 10, 30, 3_660_000)),
     ("subscription not known", frozen(3, subscribed=None), ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
     # offset-pinned
     ("pulling, frozen for exactly consumeTimeout", pinned(31),
-     ("STALLED", "offset-pinned", "committed offset held at 100 since 12:00:00 (31 snapshots, 15m00s) while its "
-      "owner c1 keeps pulling (pull offset 100 -> 130); lag 310: one unfinished message or a hung listener, the "
-      "offsets cannot tell which (a concurrent consumer sends a message back after consumeTimeout 15m00s)",
+     ("STALLED", "offset-pinned", "committed offset held at 100 since 12:00:00 or earlier (31 snapshots, at least "
+      "15m00s) while its owner c1 keeps pulling (pull offset 100 -> 130); lag 310: one unfinished message or a hung "
+      "listener, the offsets cannot tell which (a concurrent consumer sends a message back after consumeTimeout "
+      "15m00s)",
       31, 0, 10, 310, None)),
     ("pulling, frozen a round longer than consumeTimeout", pinned(32),
-     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 (32 snapshots, 15m30s) while broker offset "
-      "rose 110 -> 420 under owner c1; lag 10 -> 320, unknown behind", 32, 0, 10, 320, None)),
+     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 or earlier (32 snapshots, at least 15m30s) "
+      "while broker offset rose 110 -> 420 under owner c1; lag 10 -> 320, unknown behind", 32, 0, 10, 320, None)),
     ("pull offset not moving", frozen(3, pull_offset=100), ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
     # retry-threshold (before offset-pinned: a retry queue gets its 5 minutes whether pulls go on or not)
     ("retry queue pulling, frozen 4m00s", pinned(10, topic="%RETRY%g"),
      ("LAGGING", "retry-threshold", "retry queue frozen at 100 for 4m00s (under the 5m00s retry threshold); lag 100",
       9, 1, 20, 100, None)),
-    # (lag 20 from the first snapshot: above the retry allowance of 10, so the frozen run starts there)
-    ("retry queue frozen 4m30s", offsets(RISING[1:11], FIXED[:10], topic="%RETRY%g"),
+    # (lag 10 at the first snapshot, within the retry allowance; 20 from the second: the frozen run starts there)
+    ("retry queue frozen 4m30s", offsets(RISING[:11], FIXED[:11], topic="%RETRY%g"),
      ("LAGGING", "retry-threshold", "retry queue frozen at 100 for 4m30s (under the 5m00s retry threshold); lag 110",
-      10, 0, 20, 110, None)),
-    ("retry queue frozen 5m", offsets(RISING[1:12], FIXED[:11], topic="%RETRY%g"),
-     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 (11 snapshots, 5m00s) while broker offset "
-      "rose 120 -> 220 under owner c1; lag 20 -> 120, unknown behind", 11, 0, 20, 120, None)),
+      10, 1, 20, 110, None)),
+    ("retry queue frozen 5m", offsets(RISING[:12], FIXED[:12], topic="%RETRY%g"),
+     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:30 (11 snapshots, 5m00s) while broker offset "
+      "rose 120 -> 220 under owner c1; lag 20 -> 120, unknown behind", 11, 1, 20, 120, None)),
+    # (lag 20 from the first snapshot read: frozen then or earlier, maybe past the threshold: not the milder verdict)
+    ("retry queue frozen 4m30s since the first snapshot read", offsets(RISING[1:11], FIXED[:10], topic="%RETRY%g"),
+     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 or earlier (10 snapshots, at least 4m30s) "
+      "while broker offset rose 120 -> 210 under owner c1; lag 20 -> 110, unknown behind", 10, 0, 20, 110, None)),
     # frozen: how far behind, at the minute boundary
     ("frozen, a minute behind", frozen(3, last_consumed=at(0), broker_last=at(2)),
      ("STALLED", "frozen", FROZEN_3.replace("unknown behind", "1m00s behind"), 3, 0, 10, 30, 60_000)),

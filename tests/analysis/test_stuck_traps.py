@@ -70,7 +70,7 @@ def test_owner_change_mid_window_blames_the_new_owner(spark: SparkSession, tmp_p
         "missing_snapshots": 0, "owner": "c-B", "owner_since": at(10), "previous_owner": "c-A",
         "broker_offset_start": 1100, "broker_offset_end": 1200, "consumer_offset_start": 1090,
         "consumer_offset_end": 1090, "lag_start": 10, "lag_end": 110, "lag_time_ms": 330_000,
-        "frozen_since": at(10),
+        "frozen_since": at(10), "frozen_ms": 300_000, "frozen_start_seen": True,
     }], verdicts.schema)
     assertDataFrameEqual(verdicts, expected)
 
@@ -96,8 +96,8 @@ def test_orphans_after_scale_down_and_owner_not_subscribing(spark: SparkSession,
         spark.createDataFrame([
             (0, "c2", "no owner: consumer offset frozen at 235 since 12:04:00 (13 snapshots) while broker offset "
                       "rose 240 -> 300; lag 5 -> 65, unknown behind"),
-            (1, None, "owner c1 does not subscribe T: consumer offset frozen at 0 since 12:00:00 (21 snapshots) "
-                      "while broker offset rose 200 -> 300; lag 200 -> 300, unknown behind"),
+            (1, None, "owner c1 does not subscribe T: consumer offset frozen at 0 since 12:00:00 or earlier "
+                      "(21 snapshots) while broker offset rose 200 -> 300; lag 200 -> 300, unknown behind"),
         ], "queue_id int, previous_owner string, reason string"),
     )
 
@@ -177,6 +177,47 @@ def test_a_committed_offset_held_while_pulls_go_on_is_stalled_and_says_what_it_c
                          "keeps pulling (pull offset 1258 -> 1398); lag 150: one unfinished message or a hung "
                          "listener, the offsets cannot tell which (a concurrent consumer sends a message back "
                          "after consumeTimeout 15m00s)")
+
+
+def test_a_run_frozen_before_the_window_is_measured_from_its_real_start(
+        spark: SparkSession, tmp_path: Path) -> None:
+    # 12:00 .. 12:30, judged over the last 10 minutes (12:20 .. 12:30). Queue 0 is consumed until 12:05 and
+    # frozen from 12:05:30 while its owner keeps pulling: 24m30s frozen, past consumeTimeout, although only
+    # 10 minutes of it lie in the window (measured from the window's start it would pass for 10 minutes of
+    # one slow message). Queue 1 is frozen at every snapshot ever written: begun at 12:00 or earlier.
+    rows = []
+    for i in range(61):
+        broker = 1000 + 10 * i
+        rows.append(row(i, broker, broker if i <= 10 else 1100, queue_id=0, pull_offset=broker - 2))
+        rows.append(row(i, broker, 990, queue_id=1))
+    root = write_snapshots(tmp_path, rows)
+    snapshots = spark.read.schema(SNAPSHOT_SCHEMA).parquet(str(root))
+    columns = ("queue_id", "status", "rule", "window_start", "snapshots", "window_snapshots", "lag_start",
+               "frozen_since", "frozen_ms", "frozen_start_seen", "reason")
+    schema = ("queue_id int, status string, rule string, window_start timestamp, snapshots int, "
+              "window_snapshots int, lag_start long, frozen_since timestamp, frozen_ms long, "
+              "frozen_start_seen boolean, reason string")
+    assertDataFrameEqual(
+        diagnose(snapshots, ms(at(40)), ms(at(60))).select(*columns),
+        spark.createDataFrame([
+            (0, "STALLED", "frozen", at(11), 50, 21, 10, at(11), 1_470_000, True,
+             "consumer offset frozen at 1100 since 12:05:30 (50 snapshots, 24m30s) while broker offset rose "
+             "1110 -> 1600 under owner c1; lag 10 -> 500, unknown behind"),
+            (1, "STALLED", "frozen", at(0), 61, 21, 10, at(0), 1_800_000, False,
+             "consumer offset frozen at 990 since 12:00:00 or earlier (61 snapshots, at least 30m00s) while "
+             "broker offset rose 1000 -> 1600 under owner c1; lag 10 -> 610, unknown behind"),
+        ], schema),
+    )
+    # read back only 5 minutes: queue 0 was frozen already at the first row read (12:15), so its run is said
+    # to have begun then or earlier and to have lasted at least 15 minutes, never just 15 minutes
+    short_lookback = Thresholds(run_lookback_ms=5 * 60_000)
+    pinned = diagnose(snapshots, ms(at(40)), ms(at(60)), short_lookback).where("queue_id = 0").select(*columns)
+    assertDataFrameEqual(pinned, spark.createDataFrame([
+        (0, "STALLED", "offset-pinned", at(30), 31, 21, 200, at(30), 900_000, False,
+         "committed offset held at 1100 since 12:15:00 or earlier (31 snapshots, at least 15m00s) while its "
+         "owner c1 keeps pulling (pull offset 1298 -> 1598); lag 500: one unfinished message or a hung listener, "
+         "the offsets cannot tell which (a concurrent consumer sends a message back after consumeTimeout 15m00s)"),
+    ], schema))
 
 
 def test_gap_where_a_broker_was_missing(spark: SparkSession, tmp_path: Path) -> None:

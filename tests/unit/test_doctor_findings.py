@@ -381,7 +381,7 @@ def sampled(broker: int, consumer: int, *, at: int = NOW, known: bool = True, ca
          lambda: sampled(105, 40, at=NOW + 30_000), "error",
          {"interval_seconds": 30.0,
           "queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "broker_offset": [100, 105],
-                      "consumer_offset": [40, 40], "diff": 65, "owner": A}]},
+                      "consumer_offset": [40, 40], "diff": 65, "owner": A, "verdict": "STALLED"}]},
          previous=lambda: sampled(100, 40)),
     Case("one new message is enough", lambda: sampled(101, 40, at=NOW + 30_000), "error",
          previous=lambda: sampled(100, 40)),
@@ -395,6 +395,32 @@ def sampled(broker: int, consumer: int, *, at: int = NOW, known: bool = True, ca
 ])
 def test_lag_not_advancing(c: Case) -> None:
     check("LAG_NOT_ADVANCING", c)
+
+
+def retry_sampled(broker: int, consumer: int, *, at: int = NOW) -> GroupView:
+    retry = qs(RETRY, 1)
+    return group([client(A, [S, sub(RETRY)], [*T[:1], *retry])], {"T": T[:1], RETRY: retry},
+                 progress=[row(retry[0], broker, consumer, A)], sampled_at=at)
+
+
+def test_lag_not_advancing_gives_each_queue_the_shared_verdict() -> None:
+    # rmqctl.stuck: frozen under an owner is STALLED, under nobody or a client not subscribing the topic
+    # ORPHANED; a %RETRY% queue within its allowance of 10 is caught up, past it STALLED at once (two samples
+    # cannot see how long it has been frozen, so it does not get the job's five minutes)
+    def verdicts(after: GroupView, before: GroupView) -> list[Any]:
+        found = [f for f in run_checks(after, before) if f.code == "LAG_NOT_ADVANCING"]
+        return [q["verdict"] for f in found for q in f.evidence["queues"]]
+
+    def owned(owner: str | None, subscribed: bool, broker: int, at: int = NOW) -> GroupView:
+        held = T[:1] if owner is not None else []
+        return group([client(A, [S] if subscribed else [sub("Other")], held)], {"T": T[:1]},
+                     progress=[row(T[0], broker, 40, owner)], sampled_at=at)
+
+    assert verdicts(owned(A, True, 105, NOW + 30_000), owned(A, True, 100)) == ["STALLED"]
+    assert verdicts(owned(None, True, 105, NOW + 30_000), owned(None, True, 100)) == ["ORPHANED"]
+    assert verdicts(owned(A, False, 105, NOW + 30_000), owned(A, False, 100)) == ["ORPHANED"]
+    assert verdicts(retry_sampled(110, 100, at=NOW + 30_000), retry_sampled(105, 100)) == []
+    assert verdicts(retry_sampled(111, 100, at=NOW + 30_000), retry_sampled(105, 100)) == ["STALLED"]
 
 
 def test_lag_not_advancing_interval_is_later_minus_earlier_sample() -> None:
