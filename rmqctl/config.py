@@ -243,7 +243,7 @@ class DashboardLogin:
 #: the environment variables that override a context's secrets
 ACCESS_KEY_ENV, SECRET_KEY_ENV, SECURITY_TOKEN_ENV = "RMQCTL_ACCESS_KEY", "RMQCTL_SECRET_KEY", "RMQCTL_SECURITY_TOKEN"
 DASHBOARD_USER_ENV, DASHBOARD_PASSWORD_ENV = "RMQCTL_DASHBOARD_USER", "RMQCTL_DASHBOARD_PASSWORD"
-#: default deadline of one request to a name server or broker, and of a whole dashboard command
+#: default deadline of one request to a name server or broker, and of one request to a dashboard
 DEFAULT_TIMEOUT, DEFAULT_DASHBOARD_TIMEOUT = 5.0, 30.0
 _DASHBOARD_TABLE_KEYS = {"url", "user", "password"}
 

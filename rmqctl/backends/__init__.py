@@ -69,8 +69,8 @@ class Capabilities:
     #: ``consumer_connection`` also answers for a 5.x proxy's remoting address (the service
     #: then adds the clients proxies list, gRPC ones included, to each group view)
     reads_proxies: bool = True
-    #: errors that end the whole command rather than one broker's read (a dashboard's shared
-    #: deadline, a failed re-login): the service's fan-out re-raises them
+    #: errors that end the whole command rather than one broker's read (a dashboard's failed
+    #: re-login): the service's fan-out re-raises them
     fatal: tuple[type[errors.RmqctlError], ...] = ()
 
 

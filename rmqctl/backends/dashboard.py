@@ -55,6 +55,8 @@ CACHE_BUSY = "Cache is being built"
 NO_PERMISSION = "no permission"
 NO_MESSAGE_LOOKUPS = ("messages are not looked up through a dashboard: its message pages answer no commit-log "
                       "or queue offsets, and no retry or dead-letter copies by id; use -n with the name servers")
+#: the 2.x group list as the dashboard last built it (what a login that may not rebuild it reads)
+CACHED_LIST = "/consumer/groupList.query"
 TOPIC_NOT_EXIST = 17
 CONSUMER_NOT_ONLINE = 206
 
@@ -78,8 +80,8 @@ class DashboardBackend:
             connections_of_one_broker=None if self._v2 else ONE_BROKER_ONLY,
             lists_groups=True, lists_subscription_groups=False, queue_offsets=False, message_reads=False,
             message_lookups_unavailable=NO_MESSAGE_LOOKUPS, reads_proxies=False,
-            # the command shares one deadline, and a failed re-login ends it
-            fatal=(errors.TimeoutError, errors.ConfigError),
+            # a failed re-login ends the command (a slow request is one broker's failure, as natively)
+            fatal=(errors.ConfigError,),
         )
 
     async def close(self) -> None:
@@ -157,7 +159,17 @@ class DashboardBackend:
         if self._v2:
             return wire.consume_stats(await self.client.get(path, {"consumerGroup": group, "address": address}))
         # 1.x answers for every broker at once: keep the asked broker's rows
-        stats = wire.consume_stats(await self.client.get(path, {"consumerGroup": group}))
+        try:
+            stats = wire.consume_stats(await self.client.get(path, {"consumerGroup": group}))
+        except wire.DashboardRefused as exc:
+            # 1.x finds the brokers through the group's retry topic, which the name server creates for a
+            # group when its first client heartbeats: without it, and without a stored config, no broker
+            # knows the group, which natively reads as no offsets (the service then says "not found").
+            # A configured group whose stats cannot be read stays this broker's failure.
+            unknown_group = exc.remote_code == TOPIC_NOT_EXIST and RETRY_PREFIX + group in (exc.remark or "")
+            if not unknown_group or await self.subscription_group(address, group) is not None:
+                raise
+            return ConsumeStats({}, 0.0)
         broker = await self._broker_of(address)
         return ConsumeStats({mq: e for mq, e in stats.offsets.items() if mq.broker_name == broker},
                             stats.consume_tps)
@@ -181,32 +193,40 @@ class DashboardBackend:
     async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]:
         raise errors.UsageError("the dashboard lists no broker's group configs")
 
-    async def _group_list(self) -> list[Any]:
-        if not self._v2:
-            return wire.seq(await self.client.get("/consumer/groupList.query"), "group list")
+    async def _group_list(self) -> tuple[list[Any], bool]:
+        """The group list's entries, and whether they are the 2.x cache as it is (not rebuilt now)."""
+        if not self._v2:  # 1.x builds the list on every request
+            return wire.seq(await self.client.get("/consumer/groupList.query"), "group list"), False
         # group.refresh.all rebuilds the 2.x cache, so new groups and current lag show up (what the
         # UI's refresh button does); a concurrent rebuild answers "Cache is being built"
-        delay = 0.2
+        delay, waited = 0.2, 0.0
         path = "/consumer/group.refresh.all"
         while True:
             try:
-                return wire.seq(await self.client.get(path), "group list")
+                return wire.seq(await self.client.get(path), "group list"), path == CACHED_LIST
             except wire.DashboardRefused as exc:
-                if NO_PERMISSION in (exc.remark or "") and path != "/consumer/groupList.query":
-                    # normal (non-admin) users may only call *.query paths: read the cache as is
-                    path = "/consumer/groupList.query"
+                if NO_PERMISSION in (exc.remark or "") and path != CACHED_LIST:
+                    # normal (non-admin) users may only call *.query paths: read the cache as is, and
+                    # say so (each line carries the time the dashboard built it)
+                    path = CACHED_LIST
                     continue
                 if CACHE_BUSY not in (exc.remark or ""):
                     raise
-            await asyncio.sleep(delay)  # bounded by the command's deadline inside client.get
+            if waited >= self.client.timeout:  # as long as one request may take, no longer
+                raise errors.TimeoutError(
+                    f"dashboard {self.client.url}: its group list was still being built after {waited:g}s",
+                    hint="raise --timeout")
+            await asyncio.sleep(delay)
+            waited += delay
             delay = min(delay * 2, 2.0)
 
     async def group_summaries(
         self, *, include_system: bool
     ) -> tuple[list[GroupSummary], dict[str, errors.RmqctlError]]:
         summaries: dict[str, GroupSummary] = {}
-        for entry in await self._group_list():
-            summary = wire.group_summary(entry)
+        entries, cached = await self._group_list()
+        for entry in entries:
+            summary = wire.group_summary(entry, cached=cached)
             if not include_system and (wire.is_system_summary(entry) or summary.group in SYSTEM_GROUPS):
                 continue
             summaries[summary.group] = summary
@@ -279,7 +299,7 @@ class DashboardBackend:
 @contextlib.asynccontextmanager
 async def open_dashboard_backend(url: str, *, username: str | None, password: str | None,
                                  timeout: float) -> AsyncIterator[DashboardBackend]:
-    """A logged-in :class:`DashboardBackend` for one command; ``timeout`` bounds the whole command."""
+    """A logged-in :class:`DashboardBackend` for one command; ``timeout`` bounds each request."""
     backend = DashboardBackend(DashboardClient(url, username=username, password=password, timeout=timeout))
     try:
         await backend.client.open()

@@ -54,14 +54,16 @@ def list_(
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         result = await source.group_summaries(include_system=system)
-        doc = report.group_list(result.value, result.errors, result.unavailable)
+        doc = report.group_list(result.value, result.errors, result.unavailable,
+                                now_ms=int(source.clock.now() * 1000))
         doc["groups"] = select_rows(doc["groups"], report.GROUP_LIST_COLUMNS, name_key="group", match=match,
                                     sort=sort)
         columns = ["group", "clients", "consume_type", "message_model", "version", "total_diff", "consume_tps"]
         shown = [{**g, "total_diff": f"{g['total_diff']} + unknown ({', '.join(g['unknown_diff_topics'])})"}
                  if g.get("unknown_diff_topics") else g for g in doc["groups"]]
         footer = [f"{name}: {UNAVAILABLE} ({why})" for name, why in sorted(result.unavailable.items())]
-        return (View(doc, [Table(columns, shown, flexible=("group", "version"))], footer,
+        note = report.cached_note(doc)
+        return (View(doc, [Table(columns, shown, flexible=("group", "version"))], [*footer, *([note] if note else [])],
                      records=report.group_list_rows(doc)), dict(result.errors))
 
     execute(opts, run)

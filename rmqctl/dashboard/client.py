@@ -9,8 +9,9 @@ command. It learns how the dashboard wants to be logged in to:
 * otherwise (1.0.0 … 2.1.0) the login is a form post, and the session lives in ``JSESSIONID``.
 
 A 302 to the login page on an API path means the session expired: the client logs in again once
-and repeats the request. The whole command shares one deadline (``--timeout``); concurrent requests
-are bounded by a semaphore. httpx errors are translated to :mod:`rmqctl.errors` here and nowhere
+and repeats the request. Each request has its own deadline (``--timeout``, like a request to a name
+server or broker), so ``--watch`` and ``doctor --interval`` run as long as the dashboard answers;
+concurrent requests are bounded by a semaphore. httpx errors are translated to :mod:`rmqctl.errors` here and nowhere
 else; no httpx object leaves this module. Debug logging names paths only, never cookies, headers or
 form fields.
 
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,8 +92,8 @@ class DashboardClient:
         self.url, url_user, url_password = _base_url(url)
         self._username = username if username is not None else url_user
         self._password = password if password is not None else url_password
+        #: the deadline of each request, in seconds (waiting for a free slot of the semaphore included)
         self.timeout = timeout
-        self._deadline = time.monotonic() + timeout
         self._semaphore = asyncio.Semaphore(concurrency)
         self._login_lock = asyncio.Lock()
         self._login_count = 0
@@ -110,29 +110,26 @@ class DashboardClient:
 
     # -- transport ---------------------------------------------------------------------------
 
-    def _remaining(self, path: str) -> float:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise errors.TimeoutError(f"dashboard {self.url}: no answer to {path} within {self.timeout:g}s",
-                                      hint="raise --timeout")
-        return left
-
     async def _send(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
                     data: Mapping[str, str] | None = None, json_body: Any = None,
                     headers: Mapping[str, str] | None = None) -> httpx.Response:
-        left = self._remaining(path)
         log.debug("dashboard %s %s", method, path)
-        try:
+
+        async def request() -> httpx.Response:
             async with self._semaphore:
-                return await asyncio.wait_for(
-                    self._http.request(method, path, params=params, data=data, json=json_body,
-                                       headers=headers, timeout=left),
-                    timeout=left,
-                )
+                return await self._http.request(method, path, params=params, data=data, json=json_body,
+                                                headers=headers, timeout=self.timeout)
+
+        try:
+            return await asyncio.wait_for(request(), timeout=self.timeout)
         except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
             raise errors.TimeoutError(f"dashboard {self.url}: no answer to {path} within {self.timeout:g}s",
                                       hint="raise --timeout") from exc
         except httpx.ConnectError as exc:
+            tls = _tls_failure(exc)
+            if tls is not None:
+                raise errors.ConnectionError(f"cannot reach the dashboard at {self.url}: {tls}",
+                                             hint=_tls_hint(self.url, tls)) from exc
             raise errors.ConnectionError(f"cannot reach the dashboard at {self.url}: {_reason(exc)}",
                                          hint="check --dashboard or the context's dashboard URL") from exc
         except httpx.HTTPError as exc:
@@ -218,6 +215,37 @@ class DashboardClient:
             # the same request a moment later is served
             log.debug("dashboard %s: admin client not ready on %s; asking once more", self.url, path)
             return self._decode(await self._send("GET", path, params=params), path)
+
+
+#: what OpenSSL says when the other side answers a TLS hello with something that is not TLS (plain HTTP)
+_NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST",
+            "UNKNOWN_PROTOCOL")
+
+
+def _tls_failure(exc: BaseException) -> str | None:
+    """The TLS handshake's failure in words, or None when the connection failed otherwise.
+
+    An ``ssl.SSLError`` is an ``OSError`` whose errno is OpenSSL's error kind (1), which errno's table
+    would word "Operation not permitted": name the TLS failure instead."""
+    import ssl  # only on this error path
+
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS certificate not accepted ({cause.verify_message or cause.reason})"
+        if isinstance(cause, ssl.SSLError):
+            reason = str(cause.reason or "")
+            if reason in _NOT_TLS:
+                return "the dashboard does not speak TLS on this port (it serves plain HTTP?)"
+            return f"TLS handshake failed ({reason or cause.strerror or cause})"
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _tls_hint(url: str, problem: str) -> str:
+    if url.startswith("https://") and "plain HTTP" in problem:
+        return f"use http://{url[len('https://'):]}"
+    return "check --dashboard (http:// or https://) and the dashboard's certificate"
 
 
 def _reason(exc: BaseException) -> str:

@@ -15,7 +15,7 @@ A context names its dashboard either flat or as a table (both forms are accepted
 The URL comes from ``--dashboard``, else from the context (``--context``, or the current context
 when neither ``-n`` nor ``NAMESRV_ADDR`` names a name server). ``RMQCTL_DASHBOARD_USER`` /
 ``RMQCTL_DASHBOARD_PASSWORD`` override the context's login. The password is never printed and
-never taken from the command line. ``--timeout`` bounds the whole command (default 30 s).
+never taken from the command line. ``--timeout`` bounds each request (default 30 s).
 
 The precedence lives in :func:`rmqctl.config.resolve_connection`; this module gives the
 dashboard's view of it. Must not import the CLI or httpx.

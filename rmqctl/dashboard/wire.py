@@ -196,8 +196,26 @@ def topic_stats(topic: str, data: Any) -> TopicStats:
 SYS_PREFIX = "%SYS%"
 
 
-def group_summary(entry: Any) -> GroupSummary:
-    """One ``GroupConsumeInfo`` of ``/consumer/groupList.query`` or ``group.refresh.all``."""
+def _epoch_ms(value: Any) -> int | None:
+    """A Jackson ``Date``: ISO-8601 with an offset (``2026-11-22T23:01:37.346+00:00``) or epoch ms."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str) or not value:
+        return None
+    import datetime as dt  # only for the cached group list
+
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def group_summary(entry: Any, *, cached: bool = False) -> GroupSummary:
+    """One ``GroupConsumeInfo`` of ``/consumer/groupList.query`` or ``group.refresh.all``; ``cached``: the
+    entry is the 2.x dashboard's cache, built at its ``updateTime``."""
     doc = obj(entry, "GroupConsumeInfo")
     name = str(doc.get("group") or "")
     if name.startswith(SYS_PREFIX):
@@ -214,6 +232,8 @@ def group_summary(entry: Any) -> GroupSummary:
         version=str(version) if version and count else None,
         total_diff=diff,
         consume_tps=float(_int(doc.get("consumeTps"))),
+        cached=cached,
+        cached_at=_epoch_ms(doc.get("updateTime")) if cached else None,
     )
 
 

@@ -349,3 +349,8 @@ class GroupSummary:
     #: topics the group has offsets for that consume stats left out: ``total_diff`` counts
     #: only the others, so the group's real total is unknown
     unknown_diff_topics: tuple[str, ...] = ()
+    #: the line is a cached answer (a dashboard's group list that this login may not rebuild), so
+    #: its clients and lag are as old as ``cached_at``, not read now
+    cached: bool = False
+    #: when the cached line was built (epoch ms); None when live, or when the cache does not say
+    cached_at: int | None = None

@@ -389,9 +389,10 @@ def _rebalance_doc(view: GroupView) -> dict[str, Any] | None:
     return {"shared": queues_doc(state["shared"]), "unheld": queues_doc(state["unheld"])}
 
 
-def group_summary(summary: GroupSummary) -> dict[str, Any]:
+def group_summary(summary: GroupSummary, now_ms: int | None = None) -> dict[str, Any]:
     """One group of ``group list``; ``unknown_diff_topics`` (only when there are some) names the
-    topics whose lag ``total_diff`` could not count."""
+    topics whose lag ``total_diff`` could not count; a line from a cache (a dashboard's cached group
+    list) carries ``cached: true``, ``cached_at_ts`` and ``cache_age_ms`` (null when not known)."""
     out = {
         "group": summary.group,
         "clients": summary.clients,
@@ -404,6 +405,11 @@ def group_summary(summary: GroupSummary) -> dict[str, Any]:
     }
     if summary.unknown_diff_topics:
         out["unknown_diff_topics"] = list(summary.unknown_diff_topics)
+    if summary.cached:
+        out["cached"] = True
+        out["cached_at_ts"] = summary.cached_at
+        out["cache_age_ms"] = (max(0, now_ms - summary.cached_at)
+                               if now_ms is not None and summary.cached_at is not None else None)
     return out
 
 
@@ -414,12 +420,33 @@ class GroupListDoc(TypedDict):
 
 
 def group_list(summaries: Iterable[GroupSummary], errors: Mapping[str, RmqctlError],
-               unavailable: Mapping[str, str] | None = None) -> GroupListDoc:
-    """``group list``; what the source cannot count (``unavailable``) is named with why."""
-    doc = GroupListDoc(groups=[group_summary(s) for s in summaries], errors=errors_doc(errors))
+               unavailable: Mapping[str, str] | None = None, now_ms: int | None = None) -> GroupListDoc:
+    """``group list``; what the source cannot count (``unavailable``) is named with why; ``now_ms`` (the
+    source's clock) dates the age of cached lines."""
+    doc = GroupListDoc(groups=[group_summary(s, now_ms) for s in summaries], errors=errors_doc(errors))
     if unavailable:
         doc["unavailable"] = dict(unavailable)
     return doc
+
+
+def _age(ms: int) -> str:
+    secs = ms // 1000
+    if secs < 60:
+        return f"{secs}s"
+    if secs < 3600:
+        return f"{secs // 60}m{secs % 60:02d}s"
+    return f"{secs // 3600}h{secs % 3600 // 60:02d}m"
+
+
+def cached_note(doc: GroupListDoc) -> str | None:
+    """The table's line about cached lines: how many, and the oldest one's age (None: no cached line)."""
+    cached = [g for g in doc["groups"] if g.get("cached")]
+    if not cached:
+        return None
+    ages = [g["cache_age_ms"] for g in cached if g.get("cache_age_ms") is not None]
+    age = f"built {_age(max(ages))} ago" if len(ages) == len(cached) else "of unknown age"
+    return (f"{len(cached)} of {len(doc['groups'])} groups come from the dashboard's cached group list, {age}: "
+            "their clients and lag are not read now (this login may not refresh the list; an admin login can)")
 
 
 def group_list_rows(doc: GroupListDoc) -> list[RowSet]:

@@ -222,6 +222,54 @@ async def test_group_list_skips_system_groups(generation: str) -> None:
         replay.manifest["group"], 2, "CONSUME_PASSIVELY", "V5_3_3")
 
 
+@pytest.mark.parametrize("generation", ["2.1.0", "master"])
+async def test_a_login_that_may_not_rebuild_the_group_list_reads_the_cache_and_says_how_old(
+        generation: str) -> None:
+    # 2.x lets a normal user call only *.query paths: group.refresh.all is refused ("no permission") and the
+    # list is the dashboard's cache as it was last built, each line stamped with its updateTime
+    import datetime as dt
+
+    from rmqctl import report
+
+    replay = Replay(generation)
+    refresh = replay.by_request[replay.key("/consumer/group.refresh.all", {})]
+    replay.by_request[replay.key("/consumer/group.refresh.all", {})] = {
+        **refresh, "body": json.dumps({"status": -1, "data": None, "errMsg": "no permission"})}
+    cached_body = json.loads(replay.replies["group_list"]["body"])
+    stamp = next(e["updateTime"] for e in cached_body["data"] if e["group"] == replay.manifest["group"])
+    built_ms = int(dt.datetime.fromisoformat(stamp).timestamp() * 1000)
+    source = make_source(replay)
+    try:
+        await source.backend.client.open()
+        listed = await source.group_summaries()
+    finally:
+        await source.close()
+    (summary,) = listed.value
+    assert (summary.group, summary.cached, summary.cached_at) == (replay.manifest["group"], True, built_ms)
+    doc = report.group_list(listed.value, listed.errors, now_ms=built_ms + 754_000)
+    assert {k: doc["groups"][0][k] for k in ("cached", "cached_at_ts", "cache_age_ms")} == {
+        "cached": True, "cached_at_ts": built_ms, "cache_age_ms": 754_000}
+    assert report.cached_note(doc) == (
+        "1 of 1 groups come from the dashboard's cached group list, built 12m34s ago: their clients and lag are "
+        "not read now (this login may not refresh the list; an admin login can)")
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_a_group_list_read_now_is_not_marked_cached(generation: str) -> None:
+    from rmqctl import report
+
+    replay = Replay(generation)
+    source = make_source(replay)
+    try:
+        await source.backend.client.open()
+        listed = await source.group_summaries()
+    finally:
+        await source.close()
+    doc = report.group_list(listed.value, listed.errors, now_ms=0)
+    assert [s.cached for s in listed.value] == [False]
+    assert "cached" not in doc["groups"][0] and report.cached_note(doc) is None
+
+
 # -- failures: one clear error each, with its exit code ---------------------------------------------
 
 
@@ -327,7 +375,102 @@ async def test_a_dashboard_host_that_does_not_resolve_says_so() -> None:
                                   "cannot resolve host (Name or service not known)")
 
 
-async def test_timeout_covers_the_whole_command() -> None:
+async def test_https_to_a_plain_http_dashboard_names_the_tls_mismatch() -> None:
+    import ssl
+
+    def plain_http(request: httpx.Request) -> httpx.Response:
+        # what httpcore raises when the TLS hello is answered in plain HTTP: an SSLError (errno 1, which
+        # errno's own table words "Operation not permitted")
+        try:
+            raise ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1006)")
+        except ssl.SSLError as exc:
+            exc.reason = "WRONG_VERSION_NUMBER"
+            raise httpx.ConnectError(str(exc), request=request) from exc
+
+    client = DashboardClient("https://dashboard.test:8082", username=USER, password=PASSWORD, timeout=10.0,
+                             transport=httpx.MockTransport(plain_http))
+    with pytest.raises(errors.ConnectionError) as info:
+        try:
+            await client.open()
+        finally:
+            await client.close()
+    assert info.value.message == ("cannot reach the dashboard at https://dashboard.test:8082: the dashboard does "
+                                  "not speak TLS on this port (it serves plain HTTP?)")
+    assert info.value.hint == "use http://dashboard.test:8082"
+    assert "Operation not permitted" not in info.value.message
+    assert info.value.exit_code == ExitCode.CONNECTION
+
+
+async def test_https_to_a_real_plain_http_listener_names_the_tls_mismatch() -> None:
+    import asyncio
+
+    async def answer_in_plain_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1024)  # the TLS hello
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer_in_plain_http, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = DashboardClient(f"https://127.0.0.1:{port}", username=USER, password=PASSWORD, timeout=10.0)
+    try:
+        with pytest.raises(errors.ConnectionError) as info:
+            await client.open()
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()
+    assert "does not speak TLS on this port" in info.value.message, info.value.message
+    assert info.value.hint == f"use http://127.0.0.1:{port}"
+
+
+def _refused_17(path: str, params: dict[str, str], topic: str) -> dict[str, Any]:
+    """1.0.0's answer when the name server has no route for ``topic`` (as captured for other paths)."""
+    body = {"status": -1, "data": None, "errMsg": (
+        "org.apache.rocketmq.client.exception.MQClientException: CODE: 17  DESC: No topic route info in name "
+        f"server for the topic: {topic}\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further "
+        "details.")}
+    return {"status": 200, "headers": {}, "body": json.dumps(body),
+            "request": {"method": "GET", "path": path, "params": params}}
+
+
+@pytest.mark.parametrize("configured", [False, True])
+async def test_an_unknown_group_through_1_0_0_is_not_found(configured: bool) -> None:
+    # 1.0.0 reads a group's stats and connections through its retry topic's route; for a group no broker
+    # knows it refuses both with CODE 17 about %RETRY%<group>. Natively that group has no offsets, no
+    # connection and no config: "not found", exit 2 (it was every broker failing, and a partial result).
+    # A group with a stored config is known: its unreadable stats stay a failure.
+    replay = Replay("1.0.0")
+    missing = "NoSuchGroup_rmqctl"
+    extra = [
+        _refused_17("/consumer/queryTopicByConsumer.query", {"consumerGroup": missing}, f"%RETRY%{missing}"),
+        _refused_17("/topic/route.query", {"topic": f"%RETRY%{missing}"}, f"%RETRY%{missing}"),
+        _refused_17("/topic/route.query", {"topic": f"%DLQ%{missing}"}, f"%DLQ%{missing}"),
+        replay.replies["connection_offline"],
+        replay.replies["group_config" if configured else "group_config_missing"],
+    ]
+    for reply in extra:
+        request = reply["request"]
+        params = {**request["params"], "consumerGroup": missing} if "consumerGroup" in request["params"] \
+            else request["params"]
+        replay.by_request[replay.key(request["path"], params)] = reply
+    source = make_source(replay)
+    try:
+        await source.backend.client.open()
+        if configured:
+            with pytest.raises(errors.RmqctlError) as failed:
+                await source.group_view(missing)
+            assert not isinstance(failed.value, errors.NotFound)
+        else:
+            with pytest.raises(errors.NotFound) as info:
+                await source.group_view(missing)
+            assert info.value.exit_code == ExitCode.USAGE
+            assert info.value.message == f"consumer group {missing!r} not found on any broker"
+    finally:
+        await source.close()
+
+
+async def test_a_request_without_an_answer_is_a_timeout() -> None:
     def slow(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=request)
 
@@ -338,6 +481,33 @@ async def test_timeout_covers_the_whole_command() -> None:
         finally:
             await source.close()
     assert info.value.exit_code == ExitCode.TIMEOUT
+
+
+async def test_the_timeout_bounds_each_request_not_the_whole_command() -> None:
+    # every request is answered after 0.2 s: with --timeout 0.5 a command of many requests (the login, a
+    # group view; --watch and doctor --interval make many more) runs far past 0.5 s in all and is answered;
+    # one request slower than 0.5 s still times out, naming its path
+    import asyncio
+
+    replay = Replay("2.1.0")
+    slow_paths = {"/cluster/list.query": 0.0}
+
+    async def answer_late(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(0.2 + slow_paths.get(request.url.path, 0.0))
+        return replay.handler(request)
+
+    source = make_source(answer_late, timeout=0.5)
+    try:
+        await source.backend.client.open()
+        view = await source.group_view(replay.manifest["group"])
+        assert view.errors == {} and view.client_ids == tuple(replay.manifest["clients"])
+        assert len(replay.requests) >= 6  # 1.2 s of answers at least, under a 0.5 s deadline per request
+        slow_paths["/cluster/list.query"] = 0.5
+        with pytest.raises(errors.TimeoutError) as info:
+            await source.backend.client.get("/cluster/list.query")
+    finally:
+        await source.close()
+    assert info.value.message == f"dashboard {URL}: no answer to /cluster/list.query within 0.5s"
 
 
 # -- consume statistics: the client's statusTable, relayed by the dashboard -------------------------

@@ -217,6 +217,19 @@ def test_bad_credentials_one_line_exit_2(setup: Setup, dashboard_for: Callable[[
     assert "Traceback" not in result.stderr and "not-the-password" not in result.stderr + result.stdout
 
 
+@pytest.mark.parametrize("generation", GENERATIONS)
+@pytest.mark.parametrize("command", ["show", "progress"])
+def test_unknown_group_exit_2_on_every_generation(setup: Setup, dashboard_for: Callable[[str], DashboardProcess],
+                                                  generation: str, command: str) -> None:
+    dashboard = dashboard_for(generation)
+    missing = f"NoSuchGroup_{uuid.uuid4().hex[:8]}"
+    native = cli("group", command, missing, "-n", setup.cluster.namesrv_addr, "-o", "json")
+    web = cli("group", command, missing, "--dashboard", dashboard.url, "-o", "json")
+    assert native.returncode == 2, native.stderr
+    assert (web.returncode, web.stdout) == (native.returncode, native.stdout), web.stderr
+    assert web.stderr.splitlines()[0] == native.stderr.splitlines()[0]
+
+
 def test_normal_user_reads_groups_through_the_list_cache(setup: Setup,
                                                          dashboard_for: Callable[[str], DashboardProcess]) -> None:
     """2.x lets non-admin users call only ``*.query`` paths; ``group.refresh.all`` is refused."""
@@ -225,7 +238,15 @@ def test_normal_user_reads_groups_through_the_list_cache(setup: Setup,
     result = cli("group", "list", "--dashboard", dashboard.url, "-o", "json",
                  env={"RMQCTL_DASHBOARD_USER": viewer, "RMQCTL_DASHBOARD_PASSWORD": password})
     assert result.returncode == 0, result.stderr
-    assert setup.group in {row["group"] for row in json.loads(result.stdout)["groups"]}
+    rows = {row["group"]: row for row in json.loads(result.stdout)["groups"]}
+    assert setup.group in rows
+    # the dashboard's cache as it was last built: marked, with the time it was built and its age
+    row = rows[setup.group]
+    assert row["cached"] is True and isinstance(row["cached_at_ts"], int), row
+    assert isinstance(row["cache_age_ms"], int) and row["cache_age_ms"] >= 0, row
+    table = cli("group", "list", "--dashboard", dashboard.url,
+                env={"RMQCTL_DASHBOARD_USER": viewer, "RMQCTL_DASHBOARD_PASSWORD": password})
+    assert "come from the dashboard's cached group list, built " in table.stdout + table.stderr
 
 
 def test_debug_never_prints_cookies_or_the_password(setup: Setup,
