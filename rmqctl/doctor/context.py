@@ -118,15 +118,22 @@ PER_CLIENT_STRATEGIES = frozenset({"CONFIG", "MACHINE_ROOM"})
 
 
 def expected_allocation(view: GroupView, topic: str) -> dict[str, list[MessageQueue]] | None:
-    """What the clients' strategy assigns for ``topic`` over ALL clients of the group."""
+    """What each client's OWN strategy (the one its running info names; AVG when it names none)
+    assigns to it for ``topic`` over ALL clients of the group, as its own rebalance computes it;
+    ``None`` when some client's strategy cannot be recomputed."""
     from rmqctl.rebalance.strategies import get_strategy
 
     queues = view.topic_queues.get(topic)
-    name = view.strategy or DEFAULT_STRATEGY
-    if not queues or not view.client_ids or name in PER_CLIENT_STRATEGIES:
+    if not queues or not view.client_ids:
         return None
+    names = {cid: (info.strategy if (info := view.running_infos.get(cid)) is not None else None)
+             or view.strategy or DEFAULT_STRATEGY for cid in view.client_ids}
+    if any(name in PER_CLIENT_STRATEGIES for name in names.values()):
+        return None
+    by_name: dict[str, dict[str, list[MessageQueue]]] = {}
     try:
-        strategy = get_strategy(name)
-    except errors.RmqctlError:  # a strategy we cannot reproduce (CONFIG, a custom class)
+        for name in sorted(set(names.values())):
+            by_name[name] = dict(get_strategy(name).allocate_all(list(queues), view.client_channels()))
+    except errors.RmqctlError:  # a strategy we cannot reproduce (nearby rooms, a custom class)
         return None
-    return strategy.allocate_all(list(queues), view.client_channels())
+    return {cid: by_name[names[cid]].get(cid, []) for cid in view.client_ids}

@@ -993,3 +993,15 @@ def test_queue_held_twice_counts_the_messages_and_names_whom_to_restart() -> Non
     f = one(run_checks(v, resampled=True), "QUEUE_HELD_TWICE")
     assert "Both pull the same messages (backlog there: 4 messages now, unknown for 1 queue)" in f.detail
     assert f.fix.endswith(f"restart {A} and {B}.")
+
+
+def test_the_expected_allocation_is_each_clients_own_strategys() -> None:
+    # A (AVG_BY_CIRCLE, first of 2) computes queues 0 and 2 for itself, B (AVG, second) 2 and 3:
+    # what each one's own rebalance takes, not AVG for both (which would give A 0 and 1)
+    from rmqctl.doctor.context import expected_allocation
+
+    v = group([client(A, [S], T[0::2], strategy=CIRCLE_CLASS), client(B, [S], T[2:])], {"T": T})
+    assert expected_allocation(v, "T") == {A: [T[0], T[2]], B: [T[2], T[3]]}
+    # one client on CONFIG: its share depends on its own configured list, so nothing is computed
+    v2 = group([client(A, [S], T[:2], strategy=CONFIG_CLASS), client(B, [S], T[2:])], {"T": T})
+    assert expected_allocation(v2, "T") is None
