@@ -59,8 +59,8 @@ def list_(
         doc["groups"] = select_rows(doc["groups"], report.GROUP_LIST_COLUMNS, name_key="group", match=match,
                                     sort=sort)
         columns = ["group", "clients", "consume_type", "message_model", "version", "total_diff", "consume_tps"]
-        shown = [{**g, "total_diff": f"{g['total_diff']} + unknown ({', '.join(g['unknown_diff_topics'])})"}
-                 if g.get("unknown_diff_topics") else g for g in doc["groups"]]
+        shown = [{**g, "total_diff": _total_shown(g)} if g["total_diff"] is None or g.get("unknown_diff_topics")
+                 else g for g in doc["groups"]]
         footer = [f"{name}: {UNAVAILABLE} ({why})" for name, why in sorted(result.unavailable.items())]
         note = report.cached_note(doc)
         return (View(doc, [Table(columns, shown, flexible=("group", "version"))], [*footer, *([note] if note else [])],
@@ -370,3 +370,10 @@ def prune(
     from rmqctl.cli.delete_cmd import run_prune  # only when it runs
 
     run_prune(opts, idle_s=idle, clean_offsets=clean_offsets, with_topics=with_topics, execute=execute, yes=yes)
+
+
+def _total_shown(group: dict[str, Any]) -> str:
+    """A ``group list`` total that is not a plain number: unknown, or a sum that leaves topics out."""
+    if group["total_diff"] is None:
+        return "unknown"
+    return f"{group['total_diff']} + unknown ({', '.join(group['unknown_diff_topics'])})"

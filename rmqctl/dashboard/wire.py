@@ -222,8 +222,9 @@ def group_summary(entry: Any, *, cached: bool = False) -> GroupSummary:
         name = name[len(SYS_PREFIX):]
     count = _int(doc.get("count"))
     version = doc.get("version")
-    # diffTotal is -1 when the dashboard could not read the group's consume stats (no offsets)
-    diff = max(0, _int(doc.get("diffTotal")))
+    # diffTotal is -1 when the dashboard could not read the group's consume stats: unknown, not 0
+    diff_total = _int(doc.get("diffTotal"))
+    diff = diff_total if diff_total >= 0 else None
     return GroupSummary(
         group=name,
         clients=count,

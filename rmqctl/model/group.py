@@ -343,7 +343,9 @@ class GroupSummary:
     consume_type: str | None
     message_model: str | None
     version: str | None
-    total_diff: int
+    #: the lag summed over the brokers' consume stats; None when it could not be read (a
+    #: dashboard that answers -1 for a group whose consume stats it could not read)
+    total_diff: int | None
     consume_tps: float = 0.0
     error: str | None = None
     #: topics the group has offsets for that consume stats left out: ``total_diff`` counts
