@@ -1,7 +1,9 @@
 #!/bin/sh
 # System packages the test suite drives for real: tmux (the TUI in a terminal), the shells whose
 # completion is tested and Prometheus (prometheus and promtool: the exporter's alert rules).
-# Installs the missing ones from Debian when run as root; otherwise says which to install. Java 17 and Maven are expected on the machine (the harness checks them).
+# Installs the missing ones from Debian when run as root (without their recommended packages, which
+# the suite does not use); otherwise says which to install. Java 17 and Maven are expected on the
+# machine (the harness checks them).
 set -eu
 missing=""
 for tool in tmux bash zsh fish; do
@@ -13,7 +15,7 @@ done
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq
     # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 else
     echo "tests need:$missing (install them with your package manager)" >&2
 fi
