@@ -84,7 +84,9 @@ def test_consumer_progress_matches(setup: Setup) -> None:
 
 def test_consumer_connection_matches_and_per_client_subscriptions_show_what_it_hides(setup: Setup) -> None:
     out = setup.cluster.mqadmin("consumerConnection", "-g", setup.group)
-    conns = {c[0]: {"client_id": c[0], "client_addr": c[1], "language": c[2], "version": c[3]}
+    # a Java client connected to a broker: remoting SDK, listed by the broker, not a proxy
+    conns = {c[0]: {"client_id": c[0], "client_addr": c[1], "language": c[2], "version": c[3],
+                    "sdk": "remoting", "proxy": None}
              for c in table_rows(out, "#ClientId")}
     subs = {c[0]: " ".join(c[1:]) for c in table_rows(out, "#Topic")}
     props = dict(line.split(": ", 1) for line in out.splitlines()
