@@ -125,8 +125,13 @@ def test_topic_overwrite_queue_of_a_non_subscriber_is_never_pulled(
     group, topic_a, topic_b = f"TopicOwGroup_{token}", f"TopicOwA_{token}", f"TopicOwB_{token}"
     real_cluster.create_topic(topic_a, 4)
     real_cluster.create_topic(topic_b, 4)
-    c1 = scenario_clients.start_consumer("c1", group, {topic_a: "*"}, instance_name=f"ow1_{token}")
-    c2 = scenario_clients.start_consumer("c2", group, {topic_b: "*"}, instance_name=f"ow2_{token}")
+    # the group's subscription table flips with every heartbeat; different heartbeat periods and a
+    # short retry after "subscription not exist" keep c1's pulls from phase-locking out of the
+    # windows where the table holds topicA (as in the real seeds test)
+    c1 = scenario_clients.start_consumer("c1", group, {topic_a: "*"}, instance_name=f"ow1_{token}",
+                                         heartbeat_interval_ms=1000, pull_delay_on_exception_ms=200)
+    c2 = scenario_clients.start_consumer("c2", group, {topic_b: "*"}, instance_name=f"ow2_{token}",
+                                         heartbeat_interval_ms=1600, pull_delay_on_exception_ms=200)
     wait_until(lambda: real_cluster.consumer_ids(group) == sorted([c1, c2]), timeout=60, message="both registered")
     wait_until(lambda: sorted(scenario_clients.queue_ids(topic_a).get("c1", [])) == [0, 1], timeout=90,
                message="c1 holds its half of topicA")
