@@ -50,6 +50,7 @@ from tests.harness.realcluster import (
     find_java,
     find_mvn,
     raw_request,
+    wait_stable,
     wait_until,
 )
 
@@ -342,8 +343,13 @@ class GrpcClientsProcess(ScenarioClientsProcess):
             self.send(topic, "warm")
             return None
 
-        return self.wait_until(everyone_received, timeout=timeout, interval=2.0,
-                               message=lambda: f"every consumer received a message: {self.counts()}")
+        self.wait_until(everyone_received, timeout=timeout, interval=2.0,
+                        message=lambda: f"every consumer received a message: {self.counts()}")
+        # warm messages sent just before may still be on their way to the others: count from
+        # when nothing has changed for a while, so a test's own messages are all it gains
+        return wait_stable(lambda: {cid: {k: int(v) for k, v in c.items() if isinstance(v, int)}
+                                    for cid, c in self.counts().items()},
+                           duration=5.0, timeout=timeout, interval=0.5, message="warm-up counts to settle")
 
     def close(self, graceful: bool = True) -> None:
         super().close(graceful)
