@@ -10,8 +10,7 @@ another type), rows dated outside :data:`EARLIEST_MS` .. now + :data:`FUTURE_SLA
 (a clock that jumped years ahead would otherwise move the default window there), or a partition or file
 that cannot be read.
 
-Imports only pyspark and the standard library (of rmqctl at most :mod:`rmqctl.stuck`, standard
-library only) so that it ships with spark-submit.
+Imports only pyspark and the standard library so that it ships with spark-submit.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@ Each rule is a condition over a queue's facts in the window (its first and last 
 the start of the part under its current owner and of its frozen run, its highest committed offset,
 its last rewind); they are tried in the order of :data:`RULE_STATUS` and the first that holds gives
 the verdict. ``docs/snapshots.md`` describes them for users. :class:`Thresholds` holds the knobs;
-their defaults, the status names and their order are :mod:`rmqctl.stuck`'s, the one definition of a
+their defaults, the status names and their order are :mod:`analysis.definition`'s, the one definition of a
 stuck queue that the doctor uses too.
 
 Built-in Spark functions only (no Python UDFs). Imports only pyspark, the standard library and
-:mod:`rmqctl.stuck` (standard library only itself) so that it ships with spark-submit.
+:mod:`analysis.definition` (standard library only itself) so that it ships with spark-submit.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType
 
+import analysis.definition as stuck
 from analysis.schema import QUEUE_KEY
-from rmqctl import stuck
 
 Transform = Callable[[DataFrame], DataFrame]
 

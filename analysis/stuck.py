@@ -23,8 +23,7 @@ whole or not, which schema version). This module parses the options, builds the 
 judges and writes: only ``main()`` builds a session. Runs as ``python -m analysis.stuck`` or
 ``spark-submit analysis/stuck.py``.
 
-Imports only pyspark and the standard library (of rmqctl at most :mod:`rmqctl.stuck`, standard
-library only) so that it ships with spark-submit.
+Imports only pyspark and the standard library so that it ships with spark-submit.
 """
 
 from __future__ import annotations

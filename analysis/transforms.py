@@ -6,8 +6,7 @@ broadcasting groups left out, progress marked per snapshot, one summary per queu
 :func:`analysis.rules.judge`. They read and write nothing; :mod:`analysis.files` and
 :mod:`analysis.stuck` do.
 
-Imports only pyspark and the standard library (of rmqctl at most :mod:`rmqctl.stuck`, standard
-library only) so that it ships with spark-submit.
+Imports only pyspark and the standard library so that it ships with spark-submit.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ doctor's ``LAG_NOT_ADVANCING``) describe this once, the latter by linking to the
 
 This module holds the names, their order and the thresholds, and :func:`frozen_verdict`, the verdict
 of one frozen queue as the doctor computes it; ``analysis/rules.py`` builds the same decision out of
-Spark columns from these constants. Standard library only and nothing of rmqctl: the Spark job
-imports it beside pyspark (it ships with spark-submit next to ``analysis``).
+Spark columns from these constants. The job ships to Spark clusters with pyspark and the standard
+library alone, so it reads the same definition from its own copy, ``analysis/definition.py``;
+``tests/analysis/test_job_imports.py`` holds the two to the same code. Standard library only.
 """
 
 from __future__ import annotations

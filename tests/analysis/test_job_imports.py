@@ -1,7 +1,7 @@
 """The Spark job ships with spark-submit: every module of ``analysis/`` imports only pyspark, the
-standard library, ``analysis`` itself and :mod:`rmqctl.stuck` (the one definition of a stuck queue,
-shared with the doctor), which imports only the standard library (read from the source, without
-importing it)."""
+standard library and ``analysis`` itself; ``analysis/definition.py``, the job's copy of the one
+definition of a stuck queue, has the same code as :mod:`rmqctl.stuck` and both import only the
+standard library (read from the source, without importing it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ANALYSIS = ROOT / "analysis"
-SHARED = "rmqctl.stuck"
+SHARED = "analysis.definition"
 
 
 def _imports(path: Path) -> set[str]:
@@ -44,5 +44,15 @@ def test_analysis_imports_only_pyspark_the_standard_library_and_the_stuck_defini
 
 def test_the_shared_definition_and_the_package_it_opens_import_only_the_standard_library() -> None:
     allowed = set(sys.stdlib_module_names) | {"__future__"}
-    for path in (ROOT / "rmqctl" / "stuck.py", ROOT / "rmqctl" / "__init__.py"):
+    for path in (ANALYSIS / "definition.py", ANALYSIS / "__init__.py", ROOT / "rmqctl" / "stuck.py"):
         assert _outside(_imports(path), allowed, set()) == set(), path
+
+
+def _code(path: Path) -> str:
+    """The module's code without its docstring, as the parser reads it (comments and layout aside)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return ast.dump(ast.Module(body=tree.body[1:], type_ignores=[]))
+
+
+def test_the_jobs_copy_of_the_definition_is_the_doctors() -> None:
+    assert _code(ANALYSIS / "definition.py") == _code(ROOT / "rmqctl" / "stuck.py")

@@ -1,0 +1,76 @@
+"""The Spark job's copy of :mod:`rmqctl.stuck`, the one definition of a stuck queue shared with
+``rmqctl doctor`` (its docstring says what a stuck queue is). The job ships to Spark clusters with
+pyspark and the standard library alone, so it cannot import rmqctl; ``tests/analysis/
+test_job_imports.py`` holds this file to the same code as ``rmqctl/stuck.py``. Standard library only.
+"""
+
+from __future__ import annotations
+
+OK = "OK"
+IDLE = "IDLE"
+DLQ = "DLQ"
+INSUFFICIENT_DATA = "INSUFFICIENT_DATA"
+LAGGING = "LAGGING"
+REWOUND = "REWOUND"
+ORPHANED = "ORPHANED"
+STALLED = "STALLED"
+
+STATUS_RANK = {OK: 0, DLQ: 0, IDLE: 1, INSUFFICIENT_DATA: 2, LAGGING: 3, REWOUND: 4, ORPHANED: 5, STALLED: 6}
+"""Severity of each verdict; a group's verdict is its worst queue's."""
+
+STUCK_STATUSES = (STALLED, ORPHANED)
+"""The verdicts of a stuck queue: ``analyze stuck`` exits 1 on them, the doctor reports them as errors."""
+
+MIN_SNAPSHOTS = 3
+"""Answered snapshots a verdict needs (in the window, or since the owner changed); fewer: INSUFFICIENT_DATA."""
+
+ALLOWED_LAG = 0
+"""Lag at or below this counts as caught up (Burrow's ``allowed-lag``)."""
+
+RETRY_ALLOWED_LAG = 10
+"""The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
+
+RETRY_MIN_STALL_MS = 5 * 60_000
+"""A ``%RETRY%`` queue counts as stuck only once frozen this long (redelivery is paced by delay levels)."""
+
+CONSUME_TIMEOUT_MS = 15 * 60_000
+"""The Java push consumer's default ``consumeTimeout``: a concurrently consumed message still unfinished
+after this is sent back by its client, which lets the committed offset move on if the client works."""
+
+BLOCKED_AFTER_MS = 60_000
+"""A held queue whose client has cached messages and consumed none for longer than this is blocked
+(the threshold of mqadmin ``consumerStatus``'s process-queue analysis)."""
+
+RUN_LOOKBACK_MS = 60 * 60_000
+"""How far before its window the job reads to find where a frozen run began; a run frozen already at
+the first snapshot read is reported as begun at or before it, never as shorter."""
+
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+
+
+def is_retry(topic: str) -> bool:
+    """``%RETRY%<group>`` queues: redelivery waits there by design, so they get their own thresholds."""
+    return topic.startswith(RETRY_PREFIX)
+
+
+def allowed_lag(topic: str) -> int:
+    """The lag at or below which a queue of ``topic`` counts as caught up."""
+    return RETRY_ALLOWED_LAG if is_retry(topic) else ALLOWED_LAG
+
+
+def frozen_verdict(topic: str, owner: str | None, owner_subscribes: bool | None, frozen_ms: int,
+                   start_seen: bool) -> str:
+    """The verdict of a queue frozen for ``frozen_ms`` with messages waiting beyond the allowed lag.
+
+    ``owner`` is the client holding the queue (None: nobody); ``owner_subscribes`` is False when that
+    client does not subscribe ``topic`` (None: not known). ``start_seen`` is False when the queue was
+    frozen already at the first observation, so that ``frozen_ms`` is only a lower bound. Nothing
+    unknown makes the verdict milder: a ``%RETRY%`` queue gets its :data:`RETRY_MIN_STALL_MS` only
+    when the run's start was seen.
+    """
+    if owner is None or owner_subscribes is False:
+        return ORPHANED
+    if is_retry(topic) and start_seen and frozen_ms < RETRY_MIN_STALL_MS:
+        return LAGGING
+    return STALLED
