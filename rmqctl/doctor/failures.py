@@ -222,8 +222,9 @@ def orderly_queue_suspended(ctx: CheckContext) -> list[Finding]:
     if not rows:
         return []
     confirmed = before is not None
-    names = "; ".join(f"{r['topic']}/{r['broker']}/{r['queue_id']} held by {r['client']} "
-                      f"(offset {r['consumer_offset']}, {r['cached_msg_count']} cached, {r['diff']} waiting)"
+    names = "; ".join(f"{queues_text([MessageQueue(r['topic'], r['broker'], r['queue_id'])])} held by "
+                      f"{r['client']} (consumer offset {r['consumer_offset']}, "
+                      f"{n_of(r['cached_msg_count'], 'message')} cached, {r['diff']} waiting)"
                       for r in rows)
     failing = [r for r in rows if r["listener_fails"]]
     if confirmed:

@@ -277,9 +277,25 @@ def _lost_sentence(lost_everywhere: list[str | None], named: list[str]) -> str:
         elif named:
             parts.append(f"messages with any tag other than {' or '.join(named)}")
         else:
-            parts.append("every message")
+            return " No message is consumed by anyone in this group."
     lost = " and ".join(parts)
     return f" {lost[0].upper()}{lost[1:]} are never consumed by anyone in this group."
+
+
+def _filter_kinds(subs: list[Subscription]) -> str:
+    """What differs between the filters, in the title's words: ``tags`` when every filter is a
+    tag expression, ``SQL92 expressions`` when every one is SQL92, ``filter expressions (SQL92 and
+    tags)`` when both kinds meet."""
+    sql = [s.is_sql92 for s in subs]
+    if not any(sql):
+        return "tags"
+    return "SQL92 expressions" if all(sql) else "filter expressions (SQL92 and tags)"
+
+
+def _filter_text(sub: Subscription) -> str:
+    """A client's filter as the detail names it: a SQL92 expression says so (its text alone
+    could read as a tag)."""
+    return f"SQL92 {sub.expression!r}" if sub.is_sql92 else sub.expression
 
 
 def _counts_text(counts: Mapping[str, int]) -> str:
@@ -391,9 +407,10 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
     held = f" and currently holds {expression_of(stored)!r}" if stored else ""
     if stored and winners:
         held += f" (from {', '.join(winners)})"
+    kinds = _filter_kinds([*present.values(), *([stored] if stored else [])])
     detail = (
-        f"Clients of group {view.group} subscribe topic {topic} with different expressions "
-        f"({'; '.join(f'{c}: {expression_of(s)}' for c, s in sorted(present.items()))}). The broker "
+        f"Clients of group {view.group} subscribe topic {topic} with different {kinds} "
+        f"({'; '.join(f'{c}: {_filter_text(s)}' for c, s in sorted(present.items()))}). The broker "
         f"keeps one subscription per topic for the whole group{held}. It filters every pull by "
         f"that expression, and each client then drops what its own expression does not match; "
         f"both are committed as consumed, so the lag shows 0 while messages vanish."
@@ -420,8 +437,11 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
            f"consumer groups; then restart them so the broker stores one expression.")
     if sql_clients:
         fix = (f"Put clients that filter {topic} differently into separate consumer groups (one per "
-               f"expression): a SQL92 expression and a tag expression cannot share a group's single "
-               f"stored subscription; then restart them so the broker stores one expression each.")
+               f"expression): "
+               + ("two SQL92 expressions" if len(sql_clients) == len(present) else
+                  "a SQL92 expression and a tag expression")
+               + " cannot share a group's single stored subscription; then restart them so the broker "
+               "stores one expression each.")
     evidence: dict[str, Any] = {
         "topic": topic,
         "client_expressions": {c: expression_of(s) for c, s in sorted(present.items())},
@@ -447,7 +467,7 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
         evidence["judged_by_previous_sample"] = dict(sorted(tally.reconstructed.items()))
     return finding(
         ctx, "SUBSCRIPTION_TAG_CONFLICT", "error",
-        f"Clients of {view.group} subscribe {topic} with different tags",
+        f"Clients of {view.group} subscribe {topic} with different {kinds}",
         detail, evidence, fix,
     )
 
@@ -530,7 +550,7 @@ def subscription_topic_conflict(ctx: CheckContext) -> list[Finding]:
     held_text = ""
     if stuck_held:
         held_text = (f" {n_of(len(stuck_held), 'queue')} {are(len(stuck_held))} held but cannot be pulled now "
-                     f"({', '.join(f'{mq.topic}/{mq.broker_name}/{mq.queue_id}' for mq in stuck_held)}): "
+                     f"({queues_text(list(stuck_held))}): "
                      f"their topic is missing from the broker's table, so every pull fails while "
                      f"messages wait.")
     detail = (

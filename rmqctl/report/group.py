@@ -449,5 +449,13 @@ def cached_note(doc: GroupListDoc) -> str | None:
             "their clients and lag are not read now (this login may not refresh the list; an admin login can)")
 
 
+#: what a ``group list`` row carries beyond :data:`GROUP_LIST_COLUMNS` when there is something to say:
+#: topics its total leaves out, and whether the line is a cached answer and how old
+GROUP_LIST_EXTRA_COLUMNS = ("unknown_diff_topics", "cached", "cached_at_ts", "cache_age_ms")
+
+
 def group_list_rows(doc: GroupListDoc) -> list[RowSet]:
-    return [RowSet("group", (*GROUP_LIST_COLUMNS, "unknown_diff_topics"), doc["groups"]), *error_rows(doc)]
+    """Rows of ``group list``: csv's header names every column a line may carry, so a cached
+    line's ``cached``, ``cached_at_ts`` and ``cache_age_ms`` reach csv as they reach JSON (empty
+    cells on lines read now)."""
+    return [RowSet("group", (*GROUP_LIST_COLUMNS, *GROUP_LIST_EXTRA_COLUMNS), doc["groups"]), *error_rows(doc)]

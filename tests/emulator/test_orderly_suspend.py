@@ -73,7 +73,8 @@ def test_a_suspended_orderly_queue_is_an_error_naming_queue_and_client(tmp_path:
     assert (row["topic"], row["broker"], row["queue_id"], row["client"]) == ("TopicOrder", "broker-a", 0, CLIENT)
     assert row["consumer_offset"] == 0 and row["diff"] == 48 and row["cached_msg_count"] == 48
     assert row["listener_fails"] is True
-    assert "TopicOrder/broker-a/0 held by 10.0.0.5@orderly" in f["detail"]
+    # queues read as in every other finding (BLOCKED_QUEUE, LAG_NOT_ADVANCING): topic@broker queue N
+    assert "TopicOrder@broker-a queue 0 held by 10.0.0.5@orderly (consumer offset 0, 48 messages cached" in f["detail"]
     assert "SUSPEND_CURRENT_QUEUE_A_MOMENT" in f["detail"] and "nothing goes to the retry topic" in f["detail"]
     # the failures finding speaks of orderly retries, not of retry topics and the DLQ
     failures = found["CONSUME_FAILURES"]

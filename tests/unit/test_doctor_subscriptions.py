@@ -95,7 +95,7 @@ TAG_CASES = [
     ("two named tags pass", lambda: tags(ALL, sub("T", "tagA || tagB", 200), sub("T", "tagA || tagB", 200)),
      ["Messages with any tag other than tagA or tagB are never consumed"], []),
     ("nothing is named", lambda: tags(Subscription("T", "a > 1", (), (), 100, "SQL92"), ALL, None),
-     [" Every message are never consumed"], []),
+     [" No message is consumed by anyone in this group."], ["Every message are"]),
 ])
 def test_tag_conflict_detail(case: str, view: Callable[[], GroupView], said: list[str], unsaid: list[str]) -> None:
     f = one(run_checks(view(), resampled=True), "SUBSCRIPTION_TAG_CONFLICT")
@@ -181,6 +181,31 @@ def test_same_filter_written_differently_is_no_conflict(case: str, a: Subscripti
 def test_a_sql92_filter_differs_from_a_tag_filter_with_the_same_text() -> None:
     sql = Subscription("T", "tagA", (), (), 300, "SQL92")
     assert tag_conflict_topics(tags(TAG_A, sql, sql)) == ["T"]
+
+
+SQL_A = Subscription("T", "p_a > 5", (), (), 100, "SQL92")
+SQL_B = Subscription("T", "p_b IS NOT NULL", (), (), 200, "SQL92")
+
+
+@pytest.mark.parametrize(("case", "a", "b", "title", "said"), [
+    ("two tag expressions", TAG_A, TAG_B, "subscribe T with different tags",
+     ["with different tags (10.0.0.1@a: tagA; 10.0.0.2@b: tagB)"]),
+    ("a SQL92 client and a tag client", SQL_A, TAG_B, "subscribe T with different filter expressions (SQL92 and tags)",
+     ["with different filter expressions (SQL92 and tags) (10.0.0.1@a: SQL92 'p_a > 5'; 10.0.0.2@b: tagB)",
+      "a SQL92 expression and a tag expression cannot share"]),
+    ("two SQL92 clients", SQL_A, SQL_B, "subscribe T with different SQL92 expressions",
+     ["with different SQL92 expressions (10.0.0.1@a: SQL92 'p_a > 5'; 10.0.0.2@b: SQL92 'p_b IS NOT NULL')",
+      "two SQL92 expressions cannot share"]),
+])
+def test_the_title_names_what_differs(case: str, a: Subscription, b: Subscription, title: str,
+                                      said: list[str]) -> None:
+    f = one(run_checks(tags(a, b, b)), "SUBSCRIPTION_TAG_CONFLICT")
+    assert f.title == f"Clients of orders-consumer {title}", case
+    text = f"{f.detail} {f.fix}"
+    for words in said:
+        assert words in text, case
+    if a.is_sql92 or b.is_sql92:
+        assert "different tags" not in f.title, case
 
 
 def test_one_client_alone_cannot_conflict() -> None:
@@ -404,7 +429,7 @@ def test_a_held_queue_of_a_topic_missing_from_the_brokers_table(case: str, lag: 
     assert qids([held]) == [("T1", "broker-a", 0)] and held["owner"] == A and held["diff"] == lag, case
     assert "T1 is missing from broker-a's subscription table" in held["reason"]
     assert "(24)" in held["reason"]
-    assert "1 queue is held but cannot be pulled now (T1/broker-a/0)" in f.detail
+    assert "1 queue is held but cannot be pulled now (T1@broker-a queue 0)" in f.detail
 
 
 # --- the two-sample "held but never pulled" rule -----------------------------------------------------

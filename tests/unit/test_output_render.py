@@ -151,3 +151,24 @@ def test_an_80_column_table_never_cuts_a_number_or_a_header() -> None:
     left = lines[-1].split(": ", 1)[1].split(";")[0].split(", ")
     assert left and all(name in {"LAST_CONSUMED", "OWNER", "DIFF"} for name in left)
     assert all(name not in " ".join(lines[:2]) for name in left)
+
+
+def test_group_list_csv_carries_the_cache_columns() -> None:
+    import csv
+    import io
+
+    from rmqctl.model import GroupSummary
+
+    built = 1_700_000_000_000
+    doc = report.group_list([GroupSummary("g-cached", 2, "PUSH", "CLUSTERING", "V4_9_7", 12, cached=True,
+                                          cached_at=built),
+                             GroupSummary("g-live", 1, "PUSH", "CLUSTERING", "V4_9_7", 3)],
+                            {}, now_ms=built + 90_000)
+    out = io.StringIO()
+    emit(View(doc, [], records=report.group_list_rows(doc)), OutputFormat.csv, out)
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert {k: rows[0][k] for k in ("group", "cached", "cached_at_ts", "cache_age_ms")} == {
+        "group": "g-cached", "cached": "true", "cached_at_ts": str(built), "cache_age_ms": "90000"}
+    # a line read now carries no cache columns: empty cells, as in JSON, where the keys are absent
+    assert {k: rows[1][k] for k in ("group", "cached", "cached_at_ts", "cache_age_ms")} == {
+        "group": "g-live", "cached": "", "cached_at_ts": "", "cache_age_ms": ""}
