@@ -219,3 +219,40 @@ def test_a_traced_consumption_names_the_consumer_and_agrees_with_mqadmin(
         reader.join(timeout=10)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_a_message_behind_a_stopped_consumer_waits_then_is_consumed(
+        real_cluster: RealCluster, scenario_clients: ScenarioClientsProcess) -> None:
+    """Two messages consumed and committed, the consumer stopped, three more sent: the last one
+    waits behind the two before it with no client holding its queue. Started again, the consumer
+    gets it and the verdict becomes consumed, as its listener saw."""
+    token = uuid.uuid4().hex[:8]
+    group, topic = f"WaitGroup_{token}", f"WaitTopic_{token}"
+    real_cluster.create_topic(topic, 1)
+    cid = scenario_clients.start_consumer("w", group, {topic: "*"}, instance_name=f"wait_{token}",
+                                          persist_offset_interval_ms=1000)
+    wait_until(lambda: scenario_clients.queue_ids(topic).get("w") == [0], timeout=90, message="holds the queue")
+    first = scenario_clients.produce(topic, "tagW", 2, queue_id=0)
+    wait_until(lambda: len(scenario_clients.received().get("w", [])) == 2, timeout=60, message="2 consumed")
+    wait_until(lambda: real_cluster.consumer_offset(group, topic, 0) == 2, timeout=60, message="committed 2")
+    scenario_clients.stop_consumer("w")
+    wait_until(lambda: real_cluster.consumer_ids(group) == [], timeout=60, message="unregistered")
+    later = scenario_clients.produce(topic, "tagW", 3, queue_id=0)
+    assert [m["offset"] for m in first + later] == [0, 1, 2, 3, 4]
+    last = later[-1]
+    assert last["msg_id"] not in _received(scenario_clients)
+
+    [(found, explanation)] = _explain(real_cluster, MessageRef(msg_id=last["msg_id"], topic=topic), [group])
+    assert found.queue_offset == 4
+    assert explanation.verdict == "waiting", explanation.summary
+    assert explanation.evidence["behind"] == 2 and explanation.evidence["consumer_offset"] == 2
+    assert explanation.evidence["owner"] is None and cid not in explanation.summary
+
+    scenario_clients.start_consumer("w2", group, {topic: "*"}, instance_name=f"wait2_{token}",
+                                    persist_offset_interval_ms=1000)
+    wait_until(lambda: last["msg_id"] in {m["msg_id"] for m in scenario_clients.received().get("w2", [])},
+               timeout=90, message="the restarted consumer got it")
+    wait_until(lambda: real_cluster.consumer_offset(group, topic, 0) == 5, timeout=60, message="committed 5")
+    [(_, explanation)] = _explain(real_cluster, MessageRef(msg_id=last["msg_id"], topic=topic), [group])
+    assert explanation.verdict == "consumed", explanation.summary
+    scenario_clients.stop_consumer("w2")
