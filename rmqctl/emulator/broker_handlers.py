@@ -78,7 +78,8 @@ def message_record(message: StoredMessage, store_host: tuple[str, int],
         topic=message.topic, queue_id=message.queue_id, queue_offset=message.queue_offset,
         physical_offset=message.physical_offset, born_timestamp=message.born_timestamp,
         store_timestamp=message.store_timestamp, body=message.body, properties=props,
-        born_host=born_host, store_host=store_host, reconsume_times=message.reconsume_times,
+        born_host=(message.born_ip, 0) if message.born_ip else born_host, store_host=store_host,
+        reconsume_times=message.reconsume_times,
     )
 
 

@@ -40,7 +40,7 @@ from rmqctl.emulator.groups import Channel
 from rmqctl.emulator.pulls import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND, PullRequestHeader, PullResult
 from rmqctl.emulator.scenario import ConsumerSpec
 from rmqctl.emulator.store import MinuteRate, StoredMessage
-from rmqctl.model import RETRY_PREFIX, MessageQueue, Subscription
+from rmqctl.model import RETRY_PREFIX, TRACE_TOPIC, MessageQueue, Subscription, TraceEvent, encode_trace_events
 from rmqctl.remoting.codes import ResponseCode
 
 if TYPE_CHECKING:
@@ -75,6 +75,7 @@ class QueueConsumer:
     spec: ConsumerSpec
     group: str
     client_id: str
+    ip: str
     running: bool
     #: when the listener hung for good (None: it consumes normally)
     stalled_ms: int | None
@@ -295,6 +296,8 @@ class QueueConsumer:
         self.received_by_tag[tag] = self.received_by_tag.get(tag, 0) + 1
         self.received_total += 1
         self.deliveries.append(message)
+        if self.spec.trace:
+            self._trace(message, now, success=not failed)
         if failed:
             # ``processConsumeResult``: every message of the batch is sent back to the broker
             # (``%RETRY%group`` after a delay, the DLQ after 16 tries); the stats count it as failed
@@ -318,6 +321,28 @@ class QueueConsumer:
         # ``ProcessQueue.removeMessage``: the first offset still in flight, or max + 1.
         offset = min(pq.cached) if pq.cached else pq.queue_offset_max + 1
         self._update_offset(pq.mq, offset, increase_only=True)
+
+    def _trace(self, message: StoredMessage, now: int, *, success: bool) -> None:
+        """A consumer with message tracing on (``enableMsgTrace``) records each consumption: a
+        ``SubBefore`` when the listener took the message and a ``SubAfter`` when it returned, sent
+        to the trace topic keyed by the message's unique key and its own keys, from the
+        consumer's host."""
+        route = self.ctx.namesrv.route(TRACE_TOPIC)
+        broker = self.ctx.brokers.get(route.queue_datas[0].broker_name) if route and route.queue_datas else None
+        if broker is None:
+            return  # no trace topic: the client's trace dispatcher fails to send, and says nothing
+        seq = self.ctx.next_seq()
+        request = f"{self.client_id}-{seq}"
+        cost = max(0, self.spec.consume_ms)
+        body = encode_trace_events([
+            TraceEvent("SubBefore", message.msg_id, self.group, request, timestamp=now - cost,
+                       retry_times=message.reconsume_times),
+            TraceEvent("SubAfter", message.msg_id, self.group, request, timestamp=now, success=success,
+                       cost_ms=cost),
+        ])
+        keys = " ".join(dict.fromkeys([message.msg_id, *(message.keys or "").split()]))
+        broker.put_message(TRACE_TOPIC, 0, None, seq=seq, msg_id=f"7F000001{seq:024X}", body=body, keys=keys,
+                           producer=f"{self.client_id}-trace", born_ip=self.ip)
 
     # -- offsets --------------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ seconds of scenario time. The keys below are a public contract::
     orderly = false                  # MessageListenerOrderly: queues locked, one message at a time
     suspend_queues = [0]             # orderly only: these queue ids answer SUSPEND_CURRENT_QUEUE_A_MOMENT
     ip = "10.0.0.7"                  # optional, used to build the default client id
+    trace = false                    # enableMsgTrace: each consumption recorded in RMQ_SYS_TRACE_TOPIC
 
     [[produce]]
     at = 5.0
@@ -168,6 +169,8 @@ class ConsumerSpec:
     #: orderly only: ids of the queues whose every message the listener answers with
     #: SUSPEND_CURRENT_QUEUE_A_MOMENT (retried locally every second, forever)
     suspend_queues: frozenset[int] = frozenset()
+    #: message tracing on (``enableMsgTrace``): each consumption is recorded in the trace topic
+    trace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,7 +412,7 @@ _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
 _CONSUMER_KEYS = ("group", "subscriptions", "sql_subscriptions", "client_id", "start", "stop", "strategy",
                   "strategy_options", "message_model", "consume_from_where", "sub_version",
                   "post_subscription", "ip", "instance_name", "count", "consume_ms",
-                  "consume_threads", "stall", "consume_result", "orderly", "suspend_queues")
+                  "consume_threads", "stall", "consume_result", "orderly", "suspend_queues", "trace")
 _PRODUCE_KEYS = ("at", "topic", "tag", "count", "queue", "broker", "interval", "producer", "keys",
                  "properties")
 
@@ -630,6 +633,7 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
             raise check.fail([*path, "suspend_queues"], "only an orderly listener suspends a queue",
                              "add orderly = true")
         suspend_queues = frozenset(suspend_raw)
+        trace = check.boolean(raw.get("trace", False), [*path, "trace"])
         for n in range(1, count + 1):
             cid = client_id.replace("{n}", str(n)) if client_id else None
             out.append(
@@ -640,6 +644,7 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
                     post_subscription=post, ip=ip, instance_name=instance, consume_ms=consume_ms,
                     consume_threads=threads, stall=stall, consume_result=consume_result,
                     sql_topics=frozenset(sql_raw), orderly=orderly, suspend_queues=suspend_queues,
+                    trace=trace,
                 )
             )
     return tuple(out)

@@ -71,6 +71,8 @@ class StoredMessage:
     origin_seq: int | None = None
     #: the user's properties, in the order the producer set them
     properties: tuple[tuple[str, str], ...] = ()
+    #: the sender's IP when it is not one of the emulated producers (a consumer's trace records)
+    born_ip: str | None = None
 
     def filter_properties(self) -> dict[str, str]:
         """What a SQL92 filter reads: the user's properties plus ``TAGS`` and ``KEYS``."""
@@ -216,7 +218,7 @@ class MessageStore:
                     born_ms: int | None = None, body: bytes = b"", keys: str | None = None,
                     producer: str = "default", reconsume_times: int = 0, origin_topic: str | None = None,
                     origin_seq: int | None = None,
-                    properties: tuple[tuple[str, str], ...] = ()) -> StoredMessage:
+                    properties: tuple[tuple[str, str], ...] = (), born_ip: str | None = None) -> StoredMessage:
         """Append to a consume queue and tell the arriving-message listener (long polling)."""
         now = self.scheduler.now_ms
         queue = self._queues.setdefault((topic, queue_id), [])
@@ -224,7 +226,7 @@ class MessageStore:
         code = java_string_hash(tag) if tag else 0
         message = StoredMessage(topic, queue_id, len(queue), tag, code, now,
                                 born_ms if born_ms is not None else now, msg_id, seq, body, keys,
-                                producer, reconsume_times, origin_topic, origin_seq, properties)
+                                producer, reconsume_times, origin_topic, origin_seq, properties, born_ip)
         queue.append(message)
         self._by_physical[message.physical_offset] = message
         for key in {*(keys or "").split(" "), msg_id} - {""}:

@@ -28,7 +28,7 @@ from rmqctl.emulator.namesrv import NameServerState
 from rmqctl.emulator.report import run_report
 from rmqctl.emulator.scenario import ConsumerSpec, ProduceSpec, Scenario
 from rmqctl.emulator.store import StoredMessage
-from rmqctl.model import RETRY_PREFIX, Subscription, SubscriptionGroupConfig
+from rmqctl.model import RETRY_PREFIX, TRACE_TOPIC, Subscription, SubscriptionGroupConfig
 
 #: how many subscription-table changes :attr:`EmulatedCluster.history` keeps
 HISTORY_LIMIT = 10_000
@@ -72,6 +72,10 @@ class EmulatedCluster:
             for name in scenario.topic_brokers(topic):
                 self.brokers[name].create_topic(topic.name, topic.read_queues, topic.write_queues,
                                                 topic.perm, order=topic.order)
+        if any(c.trace for c in scenario.consumers) and self.brokers and not any(
+                TRACE_TOPIC in b.store.topics for b in self.brokers.values()):
+            # a broker with traceTopicEnable creates the trace topic with one queue
+            next(iter(self.brokers.values())).create_topic(TRACE_TOPIC, 1, 1)
         for group in scenario.groups:
             config = SubscriptionGroupConfig(
                 group.name, consume_enable=group.consume_enable,
