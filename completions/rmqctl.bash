@@ -9,7 +9,7 @@ _rmqctl_lookup() {
   _rmqctl_r=
   case "$1" in
     'S|') _rmqctl_r='doctor demo tui cluster topic group msg dlq config rebalance emulator snapshot analyze exporter completion' ;;
-    'O|') _rmqctl_r='--namesrv -n --context --output -o --timeout --emulator --at --dashboard --proxy --debug --version --help -h' ;;
+    'O|') _rmqctl_r='--namesrv -n --context --output -o --timeout --emulator --at --dashboard --proxy --tls --debug --version --help -h' ;;
     'V||--namesrv') _rmqctl_r='@none' ;;
     'V||-n') _rmqctl_r='@none' ;;
     'V||--context') _rmqctl_r='@contexts' ;;
@@ -20,7 +20,7 @@ _rmqctl_lookup() {
     'V||--at') _rmqctl_r='@none' ;;
     'V||--dashboard') _rmqctl_r='@none' ;;
     'V||--proxy') _rmqctl_r='@none' ;;
-    'O|doctor') _rmqctl_r='--all -a --interval --fail-on --no-sample --sample --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|doctor') _rmqctl_r='--all -a --interval --fail-on --no-sample --sample --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|doctor|--interval') _rmqctl_r='@none' ;;
     'V|doctor|--fail-on') _rmqctl_r='warning error never' ;;
     'V|doctor|--sample') _rmqctl_r='@none' ;;
@@ -55,7 +55,7 @@ _rmqctl_lookup() {
     'A|tui') _rmqctl_r='@groups' ;;
     'S|cluster') _rmqctl_r='list' ;;
     'O|cluster') _rmqctl_r='--help -h' ;;
-    'O|cluster list') _rmqctl_r='--sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|cluster list') _rmqctl_r='--sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|cluster list|--sort') _rmqctl_r='@none' ;;
     'V|cluster list|--match') _rmqctl_r='@none' ;;
     'V|cluster list|--namesrv') _rmqctl_r='@none' ;;
@@ -71,7 +71,7 @@ _rmqctl_lookup() {
     'V|cluster list|--table') _rmqctl_r='@none' ;;
     'S|topic') _rmqctl_r='list route status' ;;
     'O|topic') _rmqctl_r='--help -h' ;;
-    'O|topic list') _rmqctl_r='--system --sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|topic list') _rmqctl_r='--system --sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|topic list|--sort') _rmqctl_r='@none' ;;
     'V|topic list|--match') _rmqctl_r='@none' ;;
     'V|topic list|--namesrv') _rmqctl_r='@none' ;;
@@ -85,7 +85,7 @@ _rmqctl_lookup() {
     'V|topic list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|topic list|--at') _rmqctl_r='@none' ;;
     'V|topic list|--table') _rmqctl_r='@none' ;;
-    'O|topic route') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|topic route') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|topic route|--namesrv') _rmqctl_r='@none' ;;
     'V|topic route|-n') _rmqctl_r='@none' ;;
     'V|topic route|--context') _rmqctl_r='@contexts' ;;
@@ -98,7 +98,7 @@ _rmqctl_lookup() {
     'V|topic route|--at') _rmqctl_r='@none' ;;
     'V|topic route|--table') _rmqctl_r='@none' ;;
     'A|topic route') _rmqctl_r='@topics' ;;
-    'O|topic status') _rmqctl_r='--sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|topic status') _rmqctl_r='--sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|topic status|--sort') _rmqctl_r='@none' ;;
     'V|topic status|--match') _rmqctl_r='@none' ;;
     'V|topic status|--namesrv') _rmqctl_r='@none' ;;
@@ -115,7 +115,7 @@ _rmqctl_lookup() {
     'A|topic status') _rmqctl_r='@topics' ;;
     'S|group') _rmqctl_r='list show progress assignment reset delete prune' ;;
     'O|group') _rmqctl_r='--help -h' ;;
-    'O|group list') _rmqctl_r='--system --sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|group list') _rmqctl_r='--system --sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|group list|--sort') _rmqctl_r='@none' ;;
     'V|group list|--match') _rmqctl_r='@none' ;;
     'V|group list|--namesrv') _rmqctl_r='@none' ;;
@@ -129,7 +129,7 @@ _rmqctl_lookup() {
     'V|group list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group list|--at') _rmqctl_r='@none' ;;
     'V|group list|--table') _rmqctl_r='@none' ;;
-    'O|group show') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|group show') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|group show|--namesrv') _rmqctl_r='@none' ;;
     'V|group show|-n') _rmqctl_r='@none' ;;
     'V|group show|--context') _rmqctl_r='@contexts' ;;
@@ -142,7 +142,7 @@ _rmqctl_lookup() {
     'V|group show|--at') _rmqctl_r='@none' ;;
     'V|group show|--table') _rmqctl_r='@none' ;;
     'A|group show') _rmqctl_r='@groups' ;;
-    'O|group progress') _rmqctl_r='--watch -w --count --sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|group progress') _rmqctl_r='--watch -w --count --sort --match --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|group progress|--watch') _rmqctl_r='@none' ;;
     'V|group progress|-w') _rmqctl_r='@none' ;;
     'V|group progress|--count') _rmqctl_r='@none' ;;
@@ -160,7 +160,7 @@ _rmqctl_lookup() {
     'V|group progress|--at') _rmqctl_r='@none' ;;
     'V|group progress|--table') _rmqctl_r='@none' ;;
     'A|group progress') _rmqctl_r='@groups' ;;
-    'O|group assignment') _rmqctl_r='--watch -w --count --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|group assignment') _rmqctl_r='--watch -w --count --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|group assignment|--watch') _rmqctl_r='@none' ;;
     'V|group assignment|-w') _rmqctl_r='@none' ;;
     'V|group assignment|--count') _rmqctl_r='@none' ;;
@@ -176,7 +176,7 @@ _rmqctl_lookup() {
     'V|group assignment|--at') _rmqctl_r='@none' ;;
     'V|group assignment|--table') _rmqctl_r='@none' ;;
     'A|group assignment') _rmqctl_r='@groups' ;;
-    'O|group reset') _rmqctl_r='--to-earliest --to-latest --to-time --to-offset --shift-by --from-file --topic -t --queue -q --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|group reset') _rmqctl_r='--to-earliest --to-latest --to-time --to-offset --shift-by --from-file --topic -t --queue -q --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|group reset|--to-time') _rmqctl_r='@none' ;;
     'V|group reset|--to-offset') _rmqctl_r='@none' ;;
     'V|group reset|--shift-by') _rmqctl_r='@none' ;;
@@ -197,7 +197,7 @@ _rmqctl_lookup() {
     'V|group reset|--at') _rmqctl_r='@none' ;;
     'V|group reset|--table') _rmqctl_r='@none' ;;
     'A|group reset') _rmqctl_r='@groups' ;;
-    'O|group delete') _rmqctl_r='--clean-offsets --with-retry-dlq --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|group delete') _rmqctl_r='--clean-offsets --with-retry-dlq --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|group delete|--namesrv') _rmqctl_r='@none' ;;
     'V|group delete|-n') _rmqctl_r='@none' ;;
     'V|group delete|--context') _rmqctl_r='@contexts' ;;
@@ -210,7 +210,7 @@ _rmqctl_lookup() {
     'V|group delete|--at') _rmqctl_r='@none' ;;
     'V|group delete|--table') _rmqctl_r='@none' ;;
     'A|group delete') _rmqctl_r='@groups' ;;
-    'O|group prune') _rmqctl_r='--idle --clean-offsets --with-retry-dlq --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|group prune') _rmqctl_r='--idle --clean-offsets --with-retry-dlq --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|group prune|--idle') _rmqctl_r='@none' ;;
     'V|group prune|--namesrv') _rmqctl_r='@none' ;;
     'V|group prune|-n') _rmqctl_r='@none' ;;
@@ -225,7 +225,7 @@ _rmqctl_lookup() {
     'V|group prune|--table') _rmqctl_r='@none' ;;
     'S|msg') _rmqctl_r='show explain browse' ;;
     'O|msg') _rmqctl_r='--help -h' ;;
-    'O|msg show') _rmqctl_r='--topic -t --key -k --queue -q --offset --body --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|msg show') _rmqctl_r='--topic -t --key -k --queue -q --offset --body --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|msg show|--topic') _rmqctl_r='@topics' ;;
     'V|msg show|-t') _rmqctl_r='@topics' ;;
     'V|msg show|--key') _rmqctl_r='@none' ;;
@@ -245,7 +245,7 @@ _rmqctl_lookup() {
     'V|msg show|--at') _rmqctl_r='@none' ;;
     'V|msg show|--table') _rmqctl_r='@none' ;;
     'A|msg show') _rmqctl_r='@none' ;;
-    'O|msg explain') _rmqctl_r='--group -g --topic -t --key -k --queue -q --offset --snapshots --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|msg explain') _rmqctl_r='--group -g --topic -t --key -k --queue -q --offset --snapshots --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|msg explain|--group') _rmqctl_r='@groups' ;;
     'V|msg explain|-g') _rmqctl_r='@groups' ;;
     'V|msg explain|--topic') _rmqctl_r='@topics' ;;
@@ -268,7 +268,7 @@ _rmqctl_lookup() {
     'V|msg explain|--at') _rmqctl_r='@none' ;;
     'V|msg explain|--table') _rmqctl_r='@none' ;;
     'A|msg explain') _rmqctl_r='@none' ;;
-    'O|msg browse') _rmqctl_r='--queue -q --from --since --limit -l --tag --sql --body --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|msg browse') _rmqctl_r='--queue -q --from --since --limit -l --tag --sql --body --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|msg browse|--queue') _rmqctl_r='@none' ;;
     'V|msg browse|-q') _rmqctl_r='@none' ;;
     'V|msg browse|--from') _rmqctl_r='@none' ;;
@@ -291,7 +291,7 @@ _rmqctl_lookup() {
     'A|msg browse') _rmqctl_r='@topics' ;;
     'S|dlq') _rmqctl_r='list show replay' ;;
     'O|dlq') _rmqctl_r='--help -h' ;;
-    'O|dlq list') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|dlq list') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|dlq list|--namesrv') _rmqctl_r='@none' ;;
     'V|dlq list|-n') _rmqctl_r='@none' ;;
     'V|dlq list|--context') _rmqctl_r='@contexts' ;;
@@ -303,7 +303,7 @@ _rmqctl_lookup() {
     'V|dlq list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|dlq list|--at') _rmqctl_r='@none' ;;
     'V|dlq list|--table') _rmqctl_r='@none' ;;
-    'O|dlq show') _rmqctl_r='--limit --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|dlq show') _rmqctl_r='--limit --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|dlq show|--limit') _rmqctl_r='@none' ;;
     'V|dlq show|--namesrv') _rmqctl_r='@none' ;;
     'V|dlq show|-n') _rmqctl_r='@none' ;;
@@ -317,7 +317,7 @@ _rmqctl_lookup() {
     'V|dlq show|--at') _rmqctl_r='@none' ;;
     'V|dlq show|--table') _rmqctl_r='@none' ;;
     'A|dlq show') _rmqctl_r='@groups' ;;
-    'O|dlq replay') _rmqctl_r='--limit --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|dlq replay') _rmqctl_r='--limit --execute --yes -y --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|dlq replay|--limit') _rmqctl_r='@none' ;;
     'V|dlq replay|--namesrv') _rmqctl_r='@none' ;;
     'V|dlq replay|-n') _rmqctl_r='@none' ;;
@@ -347,7 +347,7 @@ _rmqctl_lookup() {
     'A|config set-context') _rmqctl_r='@contexts' ;;
     'S|rebalance') _rmqctl_r='simulate' ;;
     'O|rebalance') _rmqctl_r='--help -h' ;;
-    'O|rebalance simulate') _rmqctl_r='--group -g --topic -t --brokers --clients --add-client --remove-client --queues --strategy --vnodes --idcs --broker-room --client-room --pop-share --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|rebalance simulate') _rmqctl_r='--group -g --topic -t --brokers --clients --add-client --remove-client --queues --strategy --vnodes --idcs --broker-room --client-room --pop-share --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|rebalance simulate|--group') _rmqctl_r='@groups' ;;
     'V|rebalance simulate|-g') _rmqctl_r='@groups' ;;
     'V|rebalance simulate|--topic') _rmqctl_r='@topics' ;;
@@ -457,7 +457,7 @@ _rmqctl_lookup() {
     'V|emulator ctl state|-o') _rmqctl_r='table json jsonl csv' ;;
     'S|snapshot') _rmqctl_r='export' ;;
     'O|snapshot') _rmqctl_r='--help -h' ;;
-    'O|snapshot export') _rmqctl_r='--out --all --every --count --duration --roll --roll-rows --broker-times --no-broker-times --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|snapshot export') _rmqctl_r='--out --all --every --count --duration --roll --roll-rows --broker-times --no-broker-times --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|snapshot export|--out') _rmqctl_r='@files' ;;
     'V|snapshot export|--every') _rmqctl_r='@none' ;;
     'V|snapshot export|--count') _rmqctl_r='@none' ;;
@@ -491,7 +491,7 @@ _rmqctl_lookup() {
     'V|analyze stuck|-o') _rmqctl_r='table json jsonl csv parquet' ;;
     'V|analyze stuck|--out') _rmqctl_r='@files' ;;
     'A|analyze stuck') _rmqctl_r='@files' ;;
-    'O|exporter') _rmqctl_r='--listen --snapshots --interval --once --openmetrics --concurrency --per-queue --max-queue-series --lag-seconds --no-lag-seconds --no-sample --stuck-window --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --help -h' ;;
+    'O|exporter') _rmqctl_r='--listen --snapshots --interval --once --openmetrics --concurrency --per-queue --max-queue-series --lag-seconds --no-lag-seconds --no-sample --stuck-window --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
     'V|exporter|--listen') _rmqctl_r='@none' ;;
     'V|exporter|--snapshots') _rmqctl_r='@files' ;;
     'V|exporter|--interval') _rmqctl_r='@none' ;;

@@ -11,6 +11,11 @@ The file lives at ``$RMQCTL_CONFIG`` or ``$XDG_CONFIG_HOME/rmqctl/config.toml`` 
     access_key = "ak"          # secrets may instead come from RMQCTL_ACCESS_KEY/RMQCTL_SECRET_KEY
     secret_key = "sk"
     read_only = false          # true (the default): commands that write refuse (docs/actions.md)
+    tls = true                 # TLS to name servers, brokers and proxies (as --tls); how:
+    tls_ca_file = "/etc/rocketmq/ca.pem"   # the server's chain is checked against it
+    tls_cert_file = "client.pem"           # client certificate and key, for servers asking one
+    tls_key_file = "client.key"
+    tls_verify = true          # default: true when tls_ca_file is given (Java: tls.client.authServer)
 
     [tui.keys]                 # optional: remap rmqctl tui keys by binding id (docs/tui.md)
     pause = "space"
@@ -47,8 +52,11 @@ _CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
     "read_only": bool,
     # 5.x proxies' remoting addresses: a list, or one string 'host:8080;host2:8080'
     "proxy": (list, str),
+    # TLS on the remoting connections, as the Java client's tls.* settings (rmqctl/remoting/tls.py)
+    "tls": bool, "tls_ca_file": str, "tls_cert_file": str, "tls_key_file": str, "tls_key_password": str,
+    "tls_verify": bool,
 }
-_SECRET_KEYS = frozenset({"secret_key", "dashboard_password"})
+_SECRET_KEYS = frozenset({"secret_key", "dashboard_password", "tls_key_password"})
 
 
 #: Largest config file read, in bytes (a config of contexts is a few KiB).
@@ -240,6 +248,35 @@ class DashboardLogin:
     password: str | None = field(repr=False)
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """TLS as a context (or ``--tls``) asks for it; the remoting layer builds the SSL context from
+    it (this module only carries it). Paths have ``~`` expanded."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    key_password: str | None = field(default=None, repr=False)
+    #: check the server's certificate chain; ``None``: only when ``ca_file`` is given
+    verify: bool | None = None
+
+
+def _tls_of(ctx: dict[str, Any], wanted: bool | None) -> TlsFiles | None:
+    """TLS settings when ``--tls``/``RMQCTL_TLS`` or the context's ``tls = true`` ask for it."""
+    on = wanted if wanted is not None else os.environ.get(TLS_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+    if not (on or ctx.get("tls") is True):
+        return None
+
+    def path(key: str) -> str | None:
+        value = ctx.get(key)
+        return os.path.expanduser(value) if isinstance(value, str) and value else None
+
+    return TlsFiles(path("tls_ca_file"), path("tls_cert_file"), path("tls_key_file"),
+                    ctx.get("tls_key_password"), ctx.get("tls_verify"))
+
+
+#: ``RMQCTL_TLS=1`` asks for TLS as ``--tls`` does
+TLS_ENV = "RMQCTL_TLS"
 #: the environment variables that override a context's secrets
 ACCESS_KEY_ENV, SECRET_KEY_ENV, SECURITY_TOKEN_ENV = "RMQCTL_ACCESS_KEY", "RMQCTL_SECRET_KEY", "RMQCTL_SECURITY_TOKEN"
 DASHBOARD_USER_ENV, DASHBOARD_PASSWORD_ENV = "RMQCTL_DASHBOARD_USER", "RMQCTL_DASHBOARD_PASSWORD"
@@ -263,6 +300,8 @@ class Resolved:
     read_only: bool = False
     #: 5.x proxies' remoting addresses (``--proxy``, else the context's ``proxy``)
     proxies: tuple[str, ...] = ()
+    #: TLS on every remoting connection (``--tls``, ``RMQCTL_TLS``, the context's ``tls``), or None
+    tls: TlsFiles | None = None
 
 
 def split_addresses(value: str | list[Any] | None, where: str) -> tuple[str, ...]:
@@ -308,6 +347,7 @@ def resolve_connection(
     config: Config | None = None,
     dashboards: bool = True,
     proxy: str | None = None,
+    tls: bool | None = None,
 ) -> Resolved:
     """The one place that decides what a command reads, first match wins (``dashboards=False``:
     name servers only, for what speaks the native protocol alone).
@@ -321,6 +361,8 @@ def resolve_connection(
       ``RMQCTL_ACCESS_KEY``/``RMQCTL_SECRET_KEY`` environment, then the context.
     - The deadline: ``--timeout``, the context's ``timeout``, else 5 s per request (30 s for a
       whole dashboard command).
+    - TLS on the native protocol: ``--tls`` (``tls``), ``RMQCTL_TLS=1``, or the context's
+      ``tls = true``; its files and checks from the context's ``tls_*`` keys.
     """
     env_namesrv = os.environ.get("NAMESRV_ADDR") or None
     # -n (or NAMESRV_ADDR) on its own needs nothing from the config file: a broken file must not
@@ -368,8 +410,13 @@ def resolve_connection(
     if proxies and login:
         raise errors.UsageError("--proxy reads proxies over the native protocol; a dashboard cannot",
                                 hint="name the name servers with -n instead of a dashboard")
+    tls_files = _tls_of(ctx, tls)
+    if tls_files is not None and login and tls:
+        raise errors.UsageError("--tls is for the native protocol; a dashboard's URL says https:// itself",
+                                hint="name the name servers with -n, or drop --tls")
     return Resolved(address, login, effective, keys, ctx_name,
-                    read_only=bool(ctx_name) and ctx.get("read_only", True) is not False, proxies=proxies)
+                    read_only=bool(ctx_name) and ctx.get("read_only", True) is not False, proxies=proxies,
+                    tls=None if login else tls_files)
 
 
 @dataclass(frozen=True)
@@ -382,6 +429,7 @@ class Target:
     context: str | None
     read_only: bool = False
     proxies: tuple[str, ...] = ()
+    tls: TlsFiles | None = None
 
 
 def resolve(
@@ -391,11 +439,12 @@ def resolve(
     timeout: float | None,
     config: Config | None = None,
     proxy: str | None = None,
+    tls: bool | None = None,
 ) -> Target:
     """The name servers, timeout and ACL keys of this invocation (:func:`resolve_connection`
     when it reads name servers, a context's dashboard left aside)."""
     resolved = resolve_connection(namesrv=namesrv, context=context, timeout=timeout, config=config,
-                                  dashboards=False, proxy=proxy)
+                                  dashboards=False, proxy=proxy, tls=tls)
     assert resolved.namesrv is not None  # without dashboards, a name server or a UsageError
     return Target(resolved.namesrv, resolved.timeout, resolved.credentials, resolved.context,
-                  resolved.read_only, resolved.proxies)
+                  resolved.read_only, resolved.proxies, resolved.tls)

@@ -23,10 +23,11 @@ from pathlib import Path
 from rmqctl import errors
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.clock import Clock
-from rmqctl.config import resolve
+from rmqctl.config import TlsFiles, resolve
 from rmqctl.remoting.acl import Credentials
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.admin import parse_namesrv as parse_namesrv
+from rmqctl.remoting.tls import TlsOptions
 from rmqctl.service import ClusterService
 from rmqctl.source import Opened
 
@@ -52,6 +53,8 @@ class Target:
     dashboard: str | None = None
     #: 5.x proxies' remoting addresses, ``'host:8080;host2:8080'`` (else the context's ``proxy``)
     proxy: str | None = None
+    #: ``--tls``: TLS on every remoting connection (``None``: as ``RMQCTL_TLS`` and the context say)
+    tls: bool | None = None
 
 
 def _registry_dir() -> Path:
@@ -76,11 +79,21 @@ async def served_emulator_clock(namesrv: str) -> Clock | None:
     return await served_clock(namesrv, token=os.environ.get("RMQCTL_EMULATOR_TOKEN"))
 
 
+def tls_options(files: TlsFiles | None) -> TlsOptions | None:
+    """The remoting layer's TLS options for what the config resolved (``None``: plain)."""
+    if files is None:
+        return None
+    return TlsOptions(files.ca_file, files.cert_file, files.key_file, files.key_password, files.verify)
+
+
 @contextlib.asynccontextmanager
 async def open_source(target: Target) -> AsyncIterator[Opened]:
     """Open the source ``target`` names; everything it started stops on exit."""
     if target.emulator is not None:
         from rmqctl.emulator.embedded import embedded_opened
+
+        if target.tls:
+            raise errors.UsageError("--tls does not apply to the embedded emulator (it listens in plain on loopback)")
 
         async with embedded_opened(
             target.emulator, at=target.at, timeout=target.timeout, live=target.live,
@@ -100,6 +113,9 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
         if target.proxy:
             raise errors.UsageError("--proxy reads proxies over the native protocol; a dashboard cannot",
                                     hint="name the name servers with -n instead of a dashboard")
+        if target.tls:
+            raise errors.UsageError("--tls is for the native protocol; a dashboard's URL says https:// itself",
+                                    hint="name the name servers with -n, or drop --tls")
 
         async with open_dashboard_backend(web.url, username=web.username, password=web.password,
                                           timeout=web.timeout) as backend:
@@ -107,15 +123,16 @@ async def open_source(target: Target) -> AsyncIterator[Opened]:
             yield Opened(service, f"dashboard {web.url}", service.clock)
         return
     resolved = resolve(namesrv=target.namesrv, context=target.context, timeout=target.timeout,
-                       proxy=target.proxy)
+                       proxy=target.proxy, tls=target.tls)
     keys = resolved.credentials
     admin = AdminClient(
         parse_namesrv(resolved.namesrv), timeout=resolved.timeout,
         credentials=Credentials(keys.access_key, keys.secret_key, keys.security_token) if keys else None,
+        tls=tls_options(resolved.tls),
     )
     clock = await served_emulator_clock(resolved.namesrv)
     source = ClusterService(RemotingBackend(admin), clock, proxies=resolved.proxies)
-    label = f"namesrv {resolved.namesrv}"
+    label = f"namesrv {resolved.namesrv}" + (" (TLS)" if resolved.tls else "")
     if resolved.proxies:
         label += f", proxy {';'.join(resolved.proxies)}"
     if resolved.context:

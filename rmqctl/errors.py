@@ -9,7 +9,8 @@ Tree::
 
     RmqctlError(message, hint)
     ├── ConnectionError        cannot reach or lost a name server / broker       exit 3
-    │   └── ConnectionLost     the socket died while requests were pending        exit 3
+    │   ├── ConnectionLost     the socket died while requests were pending        exit 3
+    │   └── TlsMismatch        TLS to a plain port, or plain to a TLS-only port   exit 3
     ├── TimeoutError           no answer within --timeout                         exit 4
     ├── ProtocolError          bad frame or bad body (raw bytes kept for --debug) exit 3
     ├── RemoteError(code, remark)  the server answered with a non-success code    exit 6
@@ -82,6 +83,11 @@ class ConnectionError(RmqctlError):  # noqa: A001 - deliberate, lives in our nam
 
 class ConnectionLost(ConnectionError):
     """The connection died while requests were in flight."""
+
+
+class TlsMismatch(ConnectionError):
+    """One side speaks TLS and the other does not: ``--tls`` against a plain port, or a plain
+    connection to a server that enforces TLS (which closes it without an answer)."""
 
 
 class TimeoutError(RmqctlError):  # noqa: A001

@@ -31,6 +31,7 @@ from rmqctl.cli.common import (
     ProxyOpt,
     Settings,
     TimeoutOpt,
+    TlsOpt,
     console,
     report_error,
 )
@@ -118,6 +119,7 @@ def main_callback(
     at: AtOpt = None,
     dashboard: DashboardOpt = None,
     proxy: ProxyOpt = None,
+    tls: TlsOpt = None,
     debug: Annotated[bool, typer.Option("--debug", help="Tracebacks and wire logs on stderr.")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
@@ -135,6 +137,7 @@ def main_callback(
         at=at,
         dashboard=dashboard,
         proxy=proxy,
+        tls=tls or None,
     )
 
 

@@ -76,6 +76,11 @@ ProxyOpt = Annotated[
     typer.Option("--proxy", help="Also read the clients of these 5.x proxies' remoting ports, "
                  "'host:8080;host2:8080' (gRPC clients are listed by proxies only).", show_default=False),
 ]
+TlsOpt = Annotated[
+    bool | None,
+    typer.Option("--tls", help="Speak TLS to the name servers, brokers and proxies (CA, client certificate "
+                 "and checks from the context's tls_* keys; also RMQCTL_TLS=1).", show_default=False),
+]
 DashboardOpt = Annotated[
     str | None,
     typer.Option("--dashboard", help="Read the cluster through this rocketmq-dashboard URL "
@@ -127,6 +132,7 @@ class Settings:
     at: float | None = None
     dashboard: str | None = None
     proxy: str | None = None
+    tls: bool | None = None
     no_headers: bool = False
     table: str | None = None
 
@@ -146,13 +152,15 @@ def settings(ctx: typer.Context, **overrides: Any) -> Settings:
 _SHARED_OPTIONS: dict[str, Any] = {
     "namesrv": NamesrvOpt, "context": ContextOpt, "output": OutputOpt, "timeout": TimeoutOpt,
     "dashboard": DashboardOpt, "proxy": ProxyOpt, "emulator": EmulatorOpt, "at": AtOpt, "no_headers": NoHeadersOpt,
-    "table": TableKindOpt,
+    "table": TableKindOpt, "tls": TlsOpt,
 }
 
 
 def _merged_settings(ctx: typer.Context, values: dict[str, Any]) -> Settings:
     if not values["no_headers"]:
         values["no_headers"] = None  # a flag not given must not undo a global --no-headers
+    if not values["tls"]:
+        values["tls"] = None  # nor a global --tls
     return settings(ctx, **values)
 
 
@@ -198,7 +206,8 @@ def target(opts: Settings) -> Target:
     if opts.emulator is None and opts.at is not None:
         raise errors.UsageError("--at needs --emulator SCENARIO (it advances the emulated scenario)")
     return Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
-                  emulator=opts.emulator, at=opts.at, dashboard=opts.dashboard, proxy=opts.proxy)
+                  emulator=opts.emulator, at=opts.at, dashboard=opts.dashboard, proxy=opts.proxy,
+                  tls=opts.tls)
 
 
 @contextlib.asynccontextmanager

@@ -88,7 +88,7 @@ def exporter(
         metrics=MetricOptions(per_queue=per_queue, max_queue_series=max_queue_series))
     collector = RoundCollector(options.metrics)
     target = Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout, emulator=opts.emulator,
-                    at=opts.at, live=not once, dashboard=opts.dashboard)
+                    at=opts.at, live=not once, dashboard=opts.dashboard, tls=opts.tls)
 
     async def run() -> object:
         async with open_source(target) as opened:

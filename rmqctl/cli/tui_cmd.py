@@ -54,5 +54,6 @@ def tui(
     seconds = interval
     keys = Config.load().tui_keys
     target = Target(namesrv=opts.namesrv, context=opts.context, timeout=opts.timeout,
-                    emulator=opts.emulator, live=True, speed=1.0 if speed is None else speed, dashboard=opts.dashboard)
+                    emulator=opts.emulator, live=True, speed=1.0 if speed is None else speed, dashboard=opts.dashboard,
+                    tls=opts.tls)
     asyncio.run(run_dashboard(target, group=group, interval=seconds, keys=keys, control_url=control, token=token))

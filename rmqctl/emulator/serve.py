@@ -19,6 +19,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rmqctl import errors
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, RealTimeDriver, Scheduler
@@ -26,6 +27,9 @@ from rmqctl.emulator.control import REQUEST_TIMEOUT, ControlServer
 from rmqctl.emulator.scenario import Scenario
 from rmqctl.emulator.server import AcceptErrors, EmulatorServer, ServerLimits
 from rmqctl.emulator.world import EmulatedCluster
+
+if TYPE_CHECKING:
+    import ssl
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +46,8 @@ class ServeOptions:
     limits: ServerLimits = field(default_factory=ServerLimits)
     #: seconds a control-API client has to send one whole request
     request_timeout: float = REQUEST_TIMEOUT
+    #: serve the remoting ports in TLS only (as a broker in ``tls.server.mode=enforcing``)
+    ssl_context: ssl.SSLContext | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +72,8 @@ async def running_emulator(scenario: Scenario, options: ServeOptions) -> AsyncIt
     control = ControlServer(cluster, driver=driver, host=options.bind, port=options.control_port,
                             token=options.token, request_timeout=options.request_timeout)
     server = EmulatorServer(cluster, host=options.bind, namesrv_port=options.namesrv_port,
-                            sync=driver.sync if driver else None, limits=options.limits)
+                            sync=driver.sync if driver else None, limits=options.limits,
+                            ssl_context=options.ssl_context)
     loop = asyncio.get_running_loop()
     previous = loop.get_exception_handler()
     accept_errors = AcceptErrors(previous)

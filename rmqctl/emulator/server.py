@@ -32,7 +32,7 @@ import itertools
 import logging
 import socket
 from collections.abc import Callable, Mapping
-from typing import Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from rmqctl import errors
 from rmqctl.emulator.broker import BROKER_VERSION
@@ -44,6 +44,9 @@ from rmqctl.remoting import frame
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.endpoint import Endpoint, HandlerResult
 from rmqctl.remoting.frame import RemotingCommand
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["AcceptErrors", "EmulatorServer", "MemoryBudget", "RemotingServer", "ServerConnection", "ServerLimits"]
 
@@ -299,7 +302,11 @@ class ServerConnection:
         """Let the socket go: a peer that closed gets its queued replies for up to
         ``idle_timeout``; any other ending drops them at once (the memory goes with them)."""
         transport = self.writer.transport
-        if graceful and transport.get_write_buffer_size():
+        try:
+            unsent = transport.get_write_buffer_size()
+        except AttributeError:  # a TLS transport whose connection is gone (asyncio's sslproto)
+            unsent = 0
+        if graceful and unsent:
             try:
                 async with asyncio.timeout(self.server.limits.idle_timeout):
                     await self.writer.wait_closed()
@@ -386,10 +393,13 @@ class RemotingServer:
         self._ids = itertools.count(1)
         self.port = 0
         self.host = ""
+        #: serve TLS only (like a RocketMQ server in ``tls.server.mode=enforcing``), or None: plain
+        self.ssl_context: ssl.SSLContext | None = None
 
     async def start(self, host: str, port: int) -> None:
         try:
-            self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
+            self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True,
+                                                      ssl=self.ssl_context)
         except OSError as exc:
             reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
             raise errors.UsageError(
@@ -457,7 +467,8 @@ class EmulatorServer:
 
     def __init__(self, cluster: EmulatedCluster, *, host: str = "127.0.0.1", namesrv_port: int = 0,
                  broker_ports: Mapping[str, int] | None = None, advertise: str | None = None,
-                 sync: Callable[[], None] | None = None, limits: ServerLimits | None = None) -> None:
+                 sync: Callable[[], None] | None = None, limits: ServerLimits | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.cluster = cluster
         self.host = host
         self.namesrv_port = namesrv_port
@@ -475,6 +486,8 @@ class EmulatorServer:
             self.brokers[name] = RemotingServer(f"broker {name}", service.handlers(), sync=sync,
                                                 on_close=broker.channel_closed, limits=self.limits,
                                                 budget=self.budget)
+        for server in (self.namesrv, *self.brokers.values()):
+            server.ssl_context = ssl_context
 
     @property
     def namesrv_addr(self) -> str:

@@ -39,6 +39,7 @@ from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.connection import ConnectionPool, RequestHandler, split_address
 from rmqctl.remoting.frame import RemotingCommand
 from rmqctl.remoting.messages import decode_full_messages, decode_messages
+from rmqctl.remoting.tls import TlsOptions
 
 _KNOWN_CODES = frozenset(int(c) for c in ResponseCode)
 
@@ -79,13 +80,14 @@ class AdminClient:
         credentials: Credentials | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         handler: RequestHandler | None = None,
+        tls: TlsOptions | None = None,
     ) -> None:
         if not namesrv:
             raise errors.UsageError("no name server address given", hint="use -n host:9876")
         self.namesrv = list(namesrv)
         self.timeout = timeout
         self._pool = ConnectionPool(
-            connect_timeout=timeout, credentials=credentials, handler=handler
+            connect_timeout=timeout, credentials=credentials, handler=handler, tls=tls
         )
         self._ns_index = 0
         self._limit = asyncio.Semaphore(max(1, concurrency))
@@ -204,6 +206,11 @@ class AdminClient:
                 task.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+        hints = {f.hint for f in failures}
+        if len(hints) == 1 and None not in hints:  # every one failed alike (TLS): its hint says what to do
+            exc_class = errors.TlsMismatch if all(isinstance(f, errors.TlsMismatch) for f in failures) \
+                else errors.ConnectionError
+            raise exc_class(f"no name server reachable ({'; '.join(map(str, failures))})", hint=hints.pop())
         timed_out = all(isinstance(f, errors.TimeoutError) for f in failures)
         exc_type = errors.TimeoutError if timed_out else errors.ConnectionError
         raise exc_type(

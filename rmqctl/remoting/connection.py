@@ -6,7 +6,8 @@ A :class:`Connection` opens the socket and runs one reader task over an
 ``GET_CONSUMER_RUNNING_INFO`` to a client, a consumer-ids-changed notice) to the connection's
 request handler, and fails every pending request with :class:`~rmqctl.errors.ConnectionLost`
 raised from the cause (or with the :class:`~rmqctl.errors.ProtocolError` of the frame that could
-not be decoded) when the socket dies. What is the client's own: signing requests, and noticing a
+not be decoded) when the socket dies. What is the client's own: signing requests, speaking TLS
+when asked (:mod:`rmqctl.remoting.tls`; a mismatch either way is named as one), and noticing a
 server that answers ``GO_AWAY``. The pool opens a fresh connection on next use (servers close idle
 channels after 120 s, and a server shutting down answers ``GO_AWAY``).
 :meth:`ConnectionPool.request` gives connecting, sending and waiting for the answer one deadline;
@@ -21,12 +22,17 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from rmqctl import errors
 from rmqctl.remoting.acl import Credentials, sign
 from rmqctl.remoting.codes import ResponseCode
 from rmqctl.remoting.endpoint import Endpoint, HandlerResult
 from rmqctl.remoting.frame import FLAG_ONEWAY, RemotingCommand
+from rmqctl.remoting.tls import TlsOptions, handshake_error, speaks_tls
+
+if TYPE_CHECKING:
+    import ssl
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +59,10 @@ def split_address(address: str) -> tuple[str, int]:
 CLOSE_GRACE = 1.0
 #: how an HTTP server's reply starts (a dashboard's or a proxy's port given as a name server)
 HTTP_REPLY = b"HTTP"
+#: how a TLS record starts (a handshake or an alert): a TLS server answering plain bytes
+TLS_RECORD = (b"\x15\x03", b"\x16\x03")
+#: Seconds the TLS probe of a server that closed a plain connection may take.
+PROBE_TIMEOUT = 2.0
 
 
 async def resolve(host: str, port: int) -> str:
@@ -108,13 +118,19 @@ class Connection:
         *,
         handler: RequestHandler | None = None,
         credentials: Credentials | None = None,
+        tls: TlsOptions | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.address = address
         self._handler = handler
         self._credentials = credentials
+        self._tls = tls
+        self._ssl_context = ssl_context if ssl_context is not None or tls is None else tls.context()
         self._endpoint: Endpoint | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._going_away = False
+        #: an answer has arrived on this connection (a server enforcing TLS closes a plain one first)
+        self._answered = False
 
     @property
     def usable(self) -> bool:
@@ -126,7 +142,10 @@ class Connection:
         try:
             async with asyncio.timeout(timeout):
                 ip = await resolve(host, port)
-                reader, writer = await asyncio.open_connection(ip, port)
+                if self._ssl_context is None:
+                    reader, writer = await asyncio.open_connection(ip, port)
+                else:
+                    reader, writer = await self._open_tls(ip, port, host, self._ssl_context)
         except TimeoutError as exc:
             raise errors.TimeoutError(
                 f"connecting to {self.address} timed out after {round(timeout, 2):g}s"
@@ -136,6 +155,17 @@ class Connection:
         self._endpoint = Endpoint(writer, self._handle_request, peer=self.address,
                                   on_handler_error=self._handler_failed)
         self._reader_task = asyncio.create_task(self._read_loop(reader), name=f"rmq-read-{self.address}")
+
+    async def _open_tls(self, ip: str, port: int, host: str,
+                        context: ssl.SSLContext) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        import ssl
+
+        try:
+            # the name the user gave goes out as SNI (none for an IP address); the certificate is
+            # checked against its chain only (see rmqctl.remoting.tls)
+            return await asyncio.open_connection(ip, port, ssl=context, server_hostname=host)
+        except (ssl.SSLError, ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError) as exc:
+            raise handshake_error(self.address, exc, self._tls or TlsOptions()) from exc
 
     def _live_endpoint(self) -> Endpoint:
         if not self.usable or self._endpoint is None:
@@ -158,10 +188,37 @@ class Connection:
                 raise errors.ProtocolError(
                     f"{self.address} answered in HTTP, not RocketMQ's remoting protocol: "
                     "is it a dashboard or a proxy's HTTP port?", exc.raw) from exc
+            if exc.raw.startswith(TLS_RECORD) and self._ssl_context is None:
+                raise self._needs_tls() from exc
             raise
+        except errors.ConnectionLost as exc:
+            # closed before any answer: a server enforcing TLS does that to a plain connection
+            if self._ssl_context is None and not self._answered and await self._accepts_tls():
+                raise self._needs_tls() from exc
+            if self._ssl_context is not None and not self._answered:
+                # TLS 1.3 tells a client that its certificate was refused only after the handshake
+                raise errors.ConnectionError(
+                    f"{self.address} closed the TLS connection before answering",
+                    hint="it may require a client certificate it trusts: tls_cert_file and tls_key_file "
+                         "in the context") from exc
+            raise
+        self._answered = True
         if response.code == ResponseCode.GO_AWAY:
             self._going_away = True
         return response
+
+    async def _accepts_tls(self) -> bool:
+        host, port = split_address(self.address)
+        try:
+            ip = await resolve(host, port)
+        except OSError:
+            return False
+        return await speaks_tls(ip, port, PROBE_TIMEOUT)
+
+    def _needs_tls(self) -> errors.TlsMismatch:
+        return errors.TlsMismatch(
+            f"{self.address} requires TLS: it closed the plain connection and accepts a TLS handshake",
+            hint="add --tls (or set tls = true in the context)")
 
     async def send_oneway(self, cmd: RemotingCommand) -> None:
         endpoint = self._live_endpoint()
@@ -216,10 +273,14 @@ class ConnectionPool:
         connect_timeout: float,
         credentials: Credentials | None = None,
         handler: RequestHandler | None = None,
+        tls: TlsOptions | None = None,
     ) -> None:
         self.connect_timeout = connect_timeout
         self.credentials = credentials
         self.handler = handler
+        self.tls = tls
+        # built once (reading its files) and shared by every connection; a bad file fails here
+        self._ssl_context = tls.context() if tls is not None else None
         self._conns: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -231,7 +292,8 @@ class ConnectionPool:
                 return conn
             if conn is not None:
                 await conn.close()
-            conn = Connection(address, handler=self.handler, credentials=self.credentials)
+            conn = Connection(address, handler=self.handler, credentials=self.credentials, tls=self.tls,
+                              ssl_context=self._ssl_context)
             await conn.open(self.connect_timeout)
             self._conns[address] = conn
             return conn
