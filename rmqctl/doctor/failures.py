@@ -95,9 +95,32 @@ def dlq_backlog(ctx: CheckContext) -> list[Finding]:
     )]
 
 
+def _client_failures(c: dict[str, Any], progress: dict[MessageQueue, Any]) -> str:
+    """One failing client in words: how many failures in what window, on which topics, and the
+    queues of them it holds with the messages waiting there."""
+    topics = and_list(sorted(c["topics"]))
+    rates = (f"{c['consume_failed_tps']:g} failed and {c['consume_ok_tps']:g} consumed per second over the "
+             f"last minute")
+    counted = (f"{n_of(c['consume_failed_msgs'], 'failed consumption')} in the last hour ({rates})"
+               if c["consume_failed_msgs"] else rates)
+    out = f"{c['client']}'s running info (its consume statistics) counts {counted} on {topics}"
+    queues = [MessageQueue(q["topic"], q["broker"], q["queue_id"]) for q in c["queues"]]
+    if queues:
+        rows = [progress.get(mq) for mq in queues]
+        known = [p for p in rows if p is not None and p.known]
+        waiting = sum(max(0, p.diff) for p in known)
+        unknown = len(queues) - len(known)
+        backlog = (f"{n_of(waiting, 'message')} waiting" if not unknown else
+                   f"{n_of(waiting, 'message')} waiting, unknown on {n_of(unknown, 'queue')}" if known else
+                   "their backlog unknown")
+        out += f", where it holds {queues_text(queues)} ({backlog})"
+    return out
+
+
 def consume_failures(ctx: CheckContext) -> list[Finding]:
     view = ctx.view
     retry = RETRY_PREFIX + view.group
+    dlq = f"%DLQ%{view.group}"
     owners = view.assignments()
     clients: list[dict[str, Any]] = []
     for cid, info in sorted(view.running_infos.items()):
@@ -122,49 +145,107 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
         retry_topics.update(ctx.previous.pop_retry_topics)
     now_retry = {p.queue: p.broker_offset for p in view.progress if p.queue.topic in retry_topics and p.known}
     grown = 0
+    grown_in: set[str] = set()
     if ctx.previous is not None:
         before = {p.queue: p.broker_offset for p in ctx.previous.progress
                   if p.queue.topic in retry_topics and p.known}
-        grown = sum(max(0, now_retry[q] - before[q]) for q in now_retry if q in before)
+        for q in now_retry:
+            if q in before and now_retry[q] > before[q]:
+                grown += now_retry[q] - before[q]
+                grown_in.add(q.topic)
     if not clients and grown <= 0:
         return []
     orderly = {cid for cid, info in view.running_infos.items() if info.consume_orderly}
     for c in clients:
         c["orderly"] = c["client"] in orderly
-    concurrent = [str(c["client"]) for c in clients if not c["orderly"]]
-    in_order = [str(c["client"]) for c in clients if c["orderly"]]
-    detail = ""
-    if concurrent or not clients:
-        names = ", ".join(concurrent) or "a client"
-        detail = (f"The listener of {names} reports failed consumptions (RECONSUME_LATER or an exception): "
-                  f"each failed message is sent back to {retry} and redelivered after a growing delay "
-                  f"(10 s up to 2 h); after 16 failures it goes to the dead-letter queue.")
-    if in_order:
-        detail += (f"{' ' if detail else ''}The orderly listener of {and_list(in_order)} reports failed "
-                   f"consumptions (SUSPEND_CURRENT_QUEUE_A_MOMENT or an exception): the message is not "
-                   f"sent anywhere; the client keeps it and retries it a second later, forever by "
-                   f"default, and its queue waits behind it (see ORDERLY_QUEUE_SUSPENDED).")
+    concurrent = [c for c in clients if not c["orderly"]]
+    in_order = [c for c in clients if c["orderly"]]
+    progress = progress_by_queue(view)
+    retry_rows = [p for p in view.progress if p.queue.topic == retry]
+    waiting_retry: int | None = (sum(p.diff for p in retry_rows if p.diff > 0)
+                                 if retry_rows and all(p.known for p in retry_rows) else None)
     pop_topics = sorted(retry_topics - {retry})
-    if view.pop and not clients:
-        detail = (f"Messages of {view.group} are not ACKed in time (the listener fails them, or the "
-                  f"client never ACKs them): POP makes each visible again when its invisible time runs "
-                  f"out and delivers it again through {', '.join(pop_topics) or retry}; after the "
-                  f"group's maximum of deliveries (16 retries by default) it goes to the dead-letter queue.")
+    parts: list[str] = []
+    if concurrent:
+        parts.append("; ".join(_client_failures(c, progress) for c in concurrent) + ".")
+        parts.append(f"A concurrent listener that returns RECONSUME_LATER (or throws) sends the message back: "
+                     f"the client writes it to {retry}, the broker delivers it again after a growing delay "
+                     f"(10 s, 30 s, 1 min … up to 2 h), and after maxReconsumeTimes failures (16 by default) "
+                     f"moves it to {dlq}, which no client consumes.")
+        now = [f"{n_of(waiting_retry, 'message')} {'waits' if waiting_retry == 1 else 'wait'} in {retry}"
+               if waiting_retry is not None else f"the backlog of {retry} is unknown (no offsets read)"]
+        if view.dlq_messages:
+            now.append(f"{n_of(view.dlq_messages, 'message')} {'sits' if view.dlq_messages == 1 else 'sit'} "
+                       f"in {dlq}")
+        parts.append(f"Now {and_list(now)}.")
+    if in_order:
+        parts.append("; ".join(_client_failures(c, progress) for c in in_order) + ".")
+        parts.append(f"{'That client is' if len(in_order) == 1 else 'Those clients are'} orderly "
+                     f"(MessageListenerOrderly): a failed message (SUSPEND_CURRENT_QUEUE_A_MOMENT or an exception) "
+                     f"is not sent anywhere; the client keeps it and retries it a second later, forever by "
+                     f"default, and its queue waits behind it (see ORDERLY_QUEUE_SUSPENDED).")
+    if not clients and view.pop:
+        parts.append(f"Messages of {view.group} are not ACKed in time (the listener fails them, or the client "
+                     f"never ACKs them): POP makes each visible again when its invisible time runs out and "
+                     f"delivers it again through {and_list(pop_topics) if pop_topics else retry}; after the "
+                     f"group's maximum of deliveries (its retry policy: 16 retries by default) it goes to "
+                     f"{dlq}. gRPC clients report no consume statistics: the count comes from the retry "
+                     f"topics' offsets.")
+    elif not clients:
+        parts.append(f"No client reports failures now (its statistics may have rolled over, or it left), but "
+                     f"messages were written to {retry}: a listener of {view.group} returned RECONSUME_LATER "
+                     f"or threw, and each such message comes back after a growing delay until "
+                     f"maxReconsumeTimes failures (16 by default) move it to {dlq}.")
+    interval_s = (view.sampled_at - ctx.previous.sampled_at) / 1000 if ctx.previous is not None else None
     if grown > 0:
-        written_to = ", ".join(sorted({q.topic for q in now_retry if now_retry[q] > 0})) or retry
-        detail += f" {grown} message(s) were written to {written_to} between the two samples."
+        apart = f" ({interval_s:.0f} s apart)" if interval_s is not None and interval_s > 0 else ""
+        each = (" Each is a delivery that was not ACKed within its invisible time and will be handed out "
+                "again." if view.pop and grown_in - {retry} else "")
+        parts.append(f"{n_of(grown, 'message')} {'was' if grown == 1 else 'were'} written to "
+                     f"{and_list(sorted(grown_in))} between the two samples{apart}.{each}")
+    names = [str(c["client"]) for c in clients]
+    if names:
+        title = (f"{and_list(names)} of {view.group} {'fails' if len(names) == 1 else 'fail'} to consume "
+                 f"messages of {and_list(sorted({t for c in clients for t in c['topics']}))}")
+    elif view.pop:
+        title = f"Messages of {view.group} are delivered again: not ACKed in time"
+    else:
+        title = f"Clients of {view.group} fail to consume messages"
+    fixes = []
+    if concurrent or not clients:
+        who = and_list([str(c["client"]) for c in concurrent]) or f"the clients of {view.group}"
+        fixes.append(
+            f"Find why the listener of {who} returns RECONSUME_LATER or throws (its application logs; "
+            f"mqadmin consumerStatus -g {view.group} -i <client id> shows its failed TPS); each failed "
+            f"message keeps coming back until it succeeds or reaches {dlq}. To give up on a message "
+            f"sooner, lower setMaxReconsumeTimes on the consumer; once the listener is fixed, read the "
+            f"dead letters with rmqctl dlq show "
+            f"{view.group} and send them back with rmqctl dlq replay {view.group}."
+            if not view.pop or concurrent else
+            f"Find why the gRPC consumers of {view.group} fail or do not ACK (their application logs: a "
+            f"push consumer's listener returning FAILURE or throwing, a simple consumer not calling ack "
+            f"within its invisible duration); each message keeps coming back until it succeeds or the "
+            f"group's retry policy sends it to {dlq} (rmqctl dlq show {view.group}).")
+    if in_order:
+        fixes.append(
+            f"Find why the orderly listener of {and_list([str(c['client']) for c in in_order])} suspends or "
+            f"throws (its application logs); the same message is retried until it succeeds, unless "
+            f"setMaxReconsumeTimes makes the client give up on it (it then goes to {dlq}).")
+    queue_rows = [{**q, "client": c["client"],
+                   "diff": p.lag if (p := progress.get(MessageQueue(q["topic"], q["broker"], q["queue_id"])))
+                   is not None else None}
+                  for c in clients for q in c["queues"]]
     return [finding(
         ctx, "CONSUME_FAILURES", "warning",
-        f"Clients of {view.group} fail to consume messages",
-        detail,
-        {"clients": clients, "retry_topic": retry,
+        title,
+        " ".join(parts),
+        {"clients": clients, "queues": queue_rows, "failed_msgs_window": "1h", "retry_topic": retry,
+         "retry_waiting": waiting_retry,
+         "dlq_topic": dlq if concurrent or not clients else None, "dlq_messages": view.dlq_messages,
          "retry_messages_written": sum(now_retry.values()), "retry_growth": grown if ctx.previous else None,
+         "interval_seconds": interval_s,
          **({"pop_retry_topics": pop_topics} if pop_topics else {})},
-        ("Find why the listener returns RECONSUME_LATER or throws (application logs of the clients "
-         "named); messages keep coming back until it succeeds or they reach the DLQ."
-         if concurrent or not clients else
-         "Find why the orderly listener suspends or throws (application logs of the clients named); "
-         "the same message is retried until it succeeds."),
+        " ".join(fixes),
     )]
 
 

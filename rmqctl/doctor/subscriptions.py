@@ -409,7 +409,8 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
         held += f" (from {', '.join(winners)})"
     kinds = _filter_kinds([*present.values(), *([stored] if stored else [])])
     detail = (
-        f"Clients of group {view.group} subscribe topic {topic} with different {kinds} "
+        f"Clients of group {view.group} subscribe topic {topic} with different "
+        f"{'expressions' if kinds == 'tags' else kinds} "
         f"({'; '.join(f'{c}: {_filter_text(s)}' for c, s in sorted(present.items()))}). The broker "
         f"keeps one subscription per topic for the whole group{held}. It filters every pull by "
         f"that expression, and each client then drops what its own expression does not match; "

@@ -476,6 +476,61 @@ def test_consume_failures_evidence_names_the_client_its_rates_and_queues() -> No
     assert A in f.detail
 
 
+def failing_with_backlog(*, orderly: bool = False) -> GroupView:
+    """A holds T queues 0-1 (5 and 3 messages waiting) and fails 30 messages of T in the last hour;
+    4 failed messages wait in the retry topic, 2 sit in the DLQ."""
+    rq = qs(RETRY, 1)
+    status = {"T": ConsumeStatus(consume_ok_tps=2.0, consume_failed_tps=0.5, consume_failed_msgs=30)}
+    return group([client(A, [S], T[:2] + rq, status=status, orderly=orderly), client(B, [S], T[2:])],
+                 {"T": T, RETRY: rq},
+                 progress=[row(T[0], 15, 10, A), row(T[1], 13, 10, A), row(T[2], 9, 9, B), row(T[3], 9, 9, B),
+                           row(rq[0], 10, 6, A)],
+                 dlq=(TopicOffset(MessageQueue(DLQ, "broker-a", 0), 0, 2, 0),))
+
+
+def test_consume_failures_text_stands_alone() -> None:
+    """Which client, how many failures in what window and where the count comes from, which queues
+    and how much waits there, the retry topic and the DLQ with what they hold, the fix."""
+    f = one(run_checks(failing_with_backlog()), "CONSUME_FAILURES")
+    assert f.title == f"{A} of orders-consumer fails to consume messages of T"
+    assert (f"{A}'s running info (its consume statistics) counts 30 failed consumptions in the last hour "
+            f"(0.5 failed and 2 consumed per second over the last minute) on T, where it holds T@broker-a "
+            f"queues 0 and 1 (8 messages waiting).") in f.detail
+    assert B not in f.detail
+    assert f"the client writes it to {RETRY}" in f.detail
+    assert f"after maxReconsumeTimes failures (16 by default) moves it to {DLQ}" in f.detail
+    assert f"Now 4 messages wait in {RETRY} and 2 messages sit in {DLQ}." in f.detail
+    assert "RECONSUME_LATER" in f.fix and "setMaxReconsumeTimes" in f.fix
+    assert "rmqctl dlq replay orders-consumer" in f.fix
+    assert qids(f.evidence["queues"]) == [("T", "broker-a", 0), ("T", "broker-a", 1)]
+    assert [(q["client"], q["diff"]) for q in f.evidence["queues"]] == [(A, 5), (A, 3)]
+    assert (f.evidence["retry_waiting"], f.evidence["dlq_topic"], f.evidence["dlq_messages"],
+            f.evidence["failed_msgs_window"]) == (4, DLQ, 2, "1h")
+
+
+def test_consume_failures_of_an_orderly_client_name_no_retry_topic_and_no_dlq() -> None:
+    f = one(run_checks(failing_with_backlog(orderly=True)), "CONSUME_FAILURES")
+    assert "T@broker-a queues 0 and 1 (8 messages waiting)" in f.detail
+    assert "SUSPEND_CURRENT_QUEUE_A_MOMENT" in f.detail and "retries it a second later" in f.detail
+    assert "%RETRY%" not in f.detail and "%DLQ%" not in f.detail and "dead-letter" not in f.detail
+    assert f.evidence["dlq_topic"] is None
+    assert "orderly listener" in f.fix and "RECONSUME_LATER" not in f.fix
+
+
+def test_a_retry_topic_without_offsets_has_an_unknown_backlog_not_zero() -> None:
+    v = failing(ConsumeStatus(consume_failed_msgs=3))
+    f = one(run_checks(v), "CONSUME_FAILURES")
+    assert f.evidence["retry_waiting"] is None
+    assert f"the backlog of {RETRY} is unknown" in f.detail and f"0 messages wait in {RETRY}" not in f.detail
+
+
+def test_retry_growth_says_how_many_in_what_interval() -> None:
+    f = one(run_checks(failing(ConsumeStatus(), retry=(0, 112), at=NOW + 30_000),
+                       failing(ConsumeStatus(), retry=(0, 100))), "CONSUME_FAILURES")
+    assert f"12 messages were written to {RETRY} between the two samples (30 s apart)." in f.detail
+    assert f.evidence["interval_seconds"] == 30
+
+
 # --- QUEUE_HELD_TWICE: error -----------------------------------------------------------------------
 
 @table([

@@ -189,7 +189,7 @@ SQL_B = Subscription("T", "p_b IS NOT NULL", (), (), 200, "SQL92")
 
 @pytest.mark.parametrize(("case", "a", "b", "title", "said"), [
     ("two tag expressions", TAG_A, TAG_B, "subscribe T with different tags",
-     ["with different tags (10.0.0.1@a: tagA; 10.0.0.2@b: tagB)"]),
+     ["with different expressions (10.0.0.1@a: tagA; 10.0.0.2@b: tagB)"]),
     ("a SQL92 client and a tag client", SQL_A, TAG_B, "subscribe T with different filter expressions (SQL92 and tags)",
      ["with different filter expressions (SQL92 and tags) (10.0.0.1@a: SQL92 'p_a > 5'; 10.0.0.2@b: tagB)",
       "a SQL92 expression and a tag expression cannot share"]),

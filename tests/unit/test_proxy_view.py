@@ -175,6 +175,13 @@ def test_redeliveries_through_a_pop_retry_topic_are_consume_failures() -> None:
     assert finding.evidence["retry_growth"] == 45
     assert finding.evidence["pop_retry_topics"] == [f"%RETRY%{G}_T"]
     assert f"%RETRY%{G}_T" in finding.detail
+    # the redelivery traffic in POP's own terms: how many, over what interval, what happens next
+    assert finding.title == f"Messages of {G} are delivered again: not ACKed in time"
+    assert f"45 messages were written to %RETRY%{G}_T between the two samples (40 s apart)." in finding.detail
+    assert "not ACKed within its invisible time" in finding.detail
+    assert "count comes from the retry topics' offsets" in finding.detail
+    assert f"%DLQ%{G}" in finding.detail and "retry policy" in finding.detail
+    assert "RECONSUME_LATER" not in finding.fix and "invisible duration" in finding.fix
     assert [f.code for f in run_checks(pop_view_at(10, 1_040_000), before)] == []
 
 
