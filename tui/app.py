@@ -19,22 +19,37 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.reactive import var
+from textual.screen import ModalScreen
 from textual.timer import Timer
 
 from rmqctl import errors
+from rmqctl.actions.permission import Writer
+from rmqctl.actions.plan import ResetPlan, plan_from_document
+from rmqctl.actions.reset import apply_reset, plan_reset
 from rmqctl.doctor.subscriptions import tag_conflict_topics
 from rmqctl.emulator.control_client import ControlAction, EmulatorControl, describe_result, perform
 from rmqctl.source import Opened
 from rmqctl.watch import Round, Watcher
 from tui.keys import DEFAULT_KEYS
 from tui.messages import ControlFinished, ControlRequested, PollFailed, RoundLoaded, ViewRequested
+from tui.reset import (
+    ResetApplyRequested,
+    ResetFinished,
+    ResetPlanRequested,
+    ResetRequest,
+    ResetScreen,
+    ResetState,
+    ResetUndoRequested,
+)
 from tui.screens import (
     ControlsScreen,
     DashScreen,
@@ -65,6 +80,12 @@ class TuiSettings:
     control: EmulatorControl | None = None
     #: run the doctor's checks on every poll (the health column and the findings view)
     checks: bool = True
+    #: who writes a reset, or :class:`~rmqctl.errors.WriteRefused` when this source may not be
+    #: written (``rmqctl.actions.permission.check_writable`` for what the dashboard was opened
+    #: on); ``None``: the dashboard writes nothing
+    writer: Callable[[], Writer] | None = None
+    #: the cluster a plan names (``group reset``'s: ``emulator SCENARIO`` or the source's label)
+    cluster: str | None = None
 
 
 class RmqctlApp(App[None]):
@@ -79,6 +100,9 @@ class RmqctlApp(App[None]):
         Binding(DEFAULT_KEYS["pause"], "pause", "Pause", id="pause"),
         Binding(DEFAULT_KEYS["refresh"], "refresh", "Refresh", id="refresh"),
         Binding(DEFAULT_KEYS["emulator"], "emulator", "Emulator", id="emulator"),
+        # writes stay out of the footer (the help lists them): the footer is the same on every source
+        Binding(DEFAULT_KEYS["reset"], "reset('earliest')", "Reset", id="reset", show=False),
+        Binding(DEFAULT_KEYS["skip"], "reset('latest')", "Skip", id="skip", show=False),
         Binding(DEFAULT_KEYS["quit"], "quit", "Quit", id="quit"),
         # k9s and every terminal program: ctrl+c ends it (Textual would only say how to quit, or
         # copy when an input has focus)
@@ -89,6 +113,8 @@ class RmqctlApp(App[None]):
     board: var[Board | None] = var(None)
     #: the status line's text; every screen's status line watches it
     status: var[Status] = var(Status())
+    #: where the reset of the reset modal stands; the modal watches it
+    reset: var[ResetState | None] = var(None)
 
     def __init__(self, opened: Opened, settings: TuiSettings) -> None:
         super().__init__()
@@ -135,6 +161,8 @@ class RmqctlApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "emulator":
             return self.settings.control is not None
+        if action == "reset":
+            return self.current_group() is not None and not isinstance(self.screen, ModalScreen)
         return True
 
     # -- polling -------------------------------------------------------------------------------
@@ -376,6 +404,82 @@ class RmqctlApp(App[None]):
             return
         self.notify(describe_result(message.action, message.result or {}), title="emulator")
         self.start_poll()
+
+
+    # -- reset and skip ------------------------------------------------------------------------
+
+    @property
+    def cluster_label(self) -> str:
+        return self.settings.cluster or self.opened.label
+
+    def action_reset(self, kind: str) -> None:
+        """Open the reset modal on the group of the screen (the queue under the cursor in a
+        group's queue view), with ``kind`` (``earliest`` for reset, ``latest`` for skip) chosen."""
+        group = self.current_group()
+        if group is None or isinstance(self.screen, ModalScreen):
+            return
+        screen = self.screen if isinstance(self.screen, DashScreen) else None
+        picked = screen.selected_queue() if screen is not None else None
+        topic, queue = (picked.topic, f"{picked.broker_name}/{picked.queue_id}") if picked else ("", "")
+        self.reset = None
+        self.push_screen(ResetScreen(group, cluster=self.cluster_label, kind=kind, topic=topic, queues=queue,
+                                     now=self.opened.clock.now()))
+
+    def on_reset_plan_requested(self, message: ResetPlanRequested) -> None:
+        self.reset = ResetState("planning", message.request.group)
+        self.run_reset_plan(message.request)
+
+    @work(exclusive=True, group="reset", exit_on_error=False)
+    async def run_reset_plan(self, request: ResetRequest) -> None:
+        try:
+            plan = await plan_reset(self.opened.source, request.group, request.target, cluster=self.cluster_label,
+                                    topics=request.topics, queues=request.queues)
+        except errors.RmqctlError as exc:
+            self.post_message(ResetFinished(_failed(request.group, exc)))
+            return
+        self.post_message(ResetFinished(ResetState("planned", request.group, plan)))
+
+    def on_reset_undo_requested(self, message: ResetUndoRequested) -> None:
+        try:
+            plan = plan_from_document(json.loads(Path(message.path).read_text(encoding="utf-8")))
+        except (OSError, ValueError, errors.RmqctlError) as exc:
+            error = exc if isinstance(exc, errors.RmqctlError) else errors.RmqctlError(
+                f"cannot read the undo plan {message.path}: {exc}")
+            self.reset = _failed(message.group, error)
+            return
+        self.reset = ResetState("planned", message.group, plan, from_file=True)
+
+    def on_reset_apply_requested(self, message: ResetApplyRequested) -> None:
+        plan = message.plan
+        try:
+            if self.settings.writer is None:
+                raise errors.WriteRefused("this dashboard was opened without writes: nothing was written")
+            writer = self.settings.writer()
+        except errors.RmqctlError as exc:
+            self.reset = _failed(plan.group, exc, plan)
+            return
+        self.reset = ResetState("applying", plan.group, plan, from_file=message.from_file)
+        self.run_reset_apply(plan, writer, message.from_file)
+
+    @work(exclusive=True, group="reset", exit_on_error=False)
+    async def run_reset_apply(self, plan: ResetPlan, writer: Writer, from_file: bool) -> None:
+        try:
+            outcome = await apply_reset(self.opened.source, plan, writer, from_file=from_file)
+        except errors.RmqctlError as exc:
+            self.post_message(ResetFinished(_failed(plan.group, exc, plan)))
+            return
+        self.post_message(ResetFinished(ResetState("applied", plan.group, plan, outcome)))
+
+    def on_reset_finished(self, message: ResetFinished) -> None:
+        self.reset = message.state
+        if message.state.outcome is not None:
+            self.start_poll()
+
+
+def _failed(group: str, exc: errors.RmqctlError, plan: ResetPlan | None = None) -> ResetState:
+    """The reset stopped at ``exc``: its one line and hint, as the CLI prints them."""
+    return ResetState("failed", group, plan, error=f"rmqctl: error: {exc.message}",
+                      hints=(f"hint: {exc.hint}",) if exc.hint else ())
 
 
 def make_app(opened: Opened, settings: TuiSettings | None = None) -> RmqctlApp:

@@ -22,6 +22,9 @@ DEFAULT_KEYS: dict[str, str] = {
     "findings": "f",
     "whatif": "w",
     "emulator": "e",
+    # writes take a capital letter, so a slip on r (refresh) or s (sort) never opens them
+    "reset": "R",
+    "skip": "X",
     "down": "j",
     "up": "k",
 }

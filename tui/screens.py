@@ -27,7 +27,7 @@ from textual.widgets import Button, ContentSwitcher, DataTable, Footer, Input, L
 
 from rmqctl import errors
 from rmqctl.emulator.control_client import ConsumerRequest, ControlAction, Produce, StartConsumer, StopConsumer
-from rmqctl.model import RETRY_PREFIX
+from rmqctl.model import RETRY_PREFIX, MessageQueue
 from rmqctl.rebalance.simulate import Edits, simulate
 from rmqctl.rebalance.strategies import STRATEGY_NAMES
 from rmqctl.watch import holders
@@ -161,6 +161,10 @@ class DashScreen(Screen[None]):
 
     def selected_client(self) -> str | None:
         """The client the user has the cursor on (``None``: none)."""
+        return None
+
+    def selected_queue(self) -> MessageQueue | None:
+        """The queue the user has the cursor on (``None``: none, or a view of whole groups)."""
         return None
 
     def main_table(self) -> KeyedTable[Any] | None:
@@ -343,6 +347,12 @@ class GroupScreen(DashScreen):
             return self.query_one("#clients", KeyedTable).current_key()
         row = self.query_one("#queues", KeyedTable).current_row()
         return row.owner.holders[0] if isinstance(row, QueueRow) and row.owner.holders else None
+
+    def selected_queue(self) -> MessageQueue | None:
+        if self.view_layout != "queues":
+            return None
+        row = self.query_one("#queues", KeyedTable).current_row()
+        return MessageQueue(row.topic, row.broker, row.queue_id) if isinstance(row, QueueRow) else None
 
     def action_layout(self) -> None:
         self.view_layout = "clients" if self.view_layout == "queues" else "queues"
@@ -583,13 +593,15 @@ class HelpScreen(ModalScreen[None]):
             "back": "back / clear filter", "pause": "pause or resume polling", "refresh": "poll now",
             "quit": "quit", "sort": "sort by the next column", "layout": "queue → owner / client → queues",
             "findings": "doctor findings of the group", "whatif": "what-if rebalance",
-            "emulator": "emulator controls (emulator sources only)", "down": "down", "up": "up",
+            "emulator": "emulator controls (emulator sources only)",
+            "reset": "reset the group's (or queue's) offsets: plan, ask, apply",
+            "skip": "skip the backlog (reset to latest): plan, ask, apply", "down": "down", "up": "up",
         }
         lines = [f"{key_display(keys[k]):>12}  {what[k]}  [{k}]" for k in DEFAULT_KEYS]
         lines.append(f"{'ctrl+c':>12}  quit")
         lines += ["", "enter opens a group; arrows also move; views for ':' — "
                   "groups queues clients findings whatif emulator help quit",
-                  "Read-only against real clusters: only an emulator source can be changed."]
+                  "Resets write only after you confirm the plan, and never in a read-only context."]
         with Vertical(id="help"):
             yield Label("rmqctl tui — keys", id="help-title")
             yield Static("\n".join(lines))

@@ -7,7 +7,7 @@ offset table only, which a live client overwrites with its next commit). A plan 
 ``-o json`` is a file :func:`plan_from_document` reads back for ``--from-file``; the document is
 written by :func:`plan_document`, beside it, and the two round-trip.
 
-Imports only the model and errors (documents in :mod:`rmqctl.report` are built from it).
+Imports only the model, errors and the duration grammar (documents in :mod:`rmqctl.report` are built from it).
 """
 
 from __future__ import annotations
@@ -53,6 +53,31 @@ class ResetTarget:
         if self.kind == "undo":
             return "where the reset found each queue"
         return self.kind
+
+
+def time_target(text: str, now: float) -> int:
+    """``--to-time``: an ISO 8601 time (UTC when it names no zone) or a duration ago (``2h``,
+    ``30m``, ``90``) counted back from ``now`` (the source's clock, seconds); epoch ms."""
+    from datetime import UTC, datetime
+
+    from rmqctl.durations import duration_seconds
+
+    try:
+        seconds = duration_seconds(text)
+    except ValueError:
+        seconds = None
+    if seconds is not None:
+        if seconds < 0:
+            raise errors.UsageError(f"--to-time {text}: a duration ago must not be negative")
+        return int((now - seconds) * 1000)
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise errors.UsageError(f"--to-time takes an ISO time (2026-05-01T10:00:00Z) or a duration ago "
+                                f"(2h, 30m), not {text!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,24 +27,9 @@ if TYPE_CHECKING:
 def parse_time(text: str, clock: Clock) -> int:
     """``--to-time``: an ISO 8601 time (UTC when it names no zone) or a duration ago (``2h``,
     ``30m``, ``90``), on the source's clock; epoch ms."""
-    from rmqctl.durations import duration_seconds
+    from rmqctl.actions.plan import time_target
 
-    try:
-        seconds = duration_seconds(text)
-    except ValueError:
-        seconds = None
-    if seconds is not None:
-        if seconds < 0:
-            raise errors.UsageError(f"--to-time {text}: a duration ago must not be negative")
-        return int((clock.now() - seconds) * 1000)
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise errors.UsageError(f"--to-time takes an ISO time (2026-05-01T10:00:00Z) or a duration ago "
-                                f"(2h, 30m), not {text!r}") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
+    return time_target(text, clock.now())
 
 
 def _one_target(earliest: bool, latest: bool, to_time: str | None, to_offset: int | None,
@@ -70,32 +54,15 @@ def _read_plan(path: Path) -> Any:
         raise errors.UsageError(f"plan file {path} is not JSON: {exc}") from exc
 
 
-def _num(value: int | None) -> str:
-    return "never committed" if value is None else str(value)
-
-
 def plan_view(plan: ResetPlan) -> View:
-    from rmqctl.report.actions import reset_plan, reset_plan_rows
+    from rmqctl.report.actions import reset_plan, reset_plan_rows, reset_plan_text
 
     doc = reset_plan(plan)
-    rows = [{**r, "owner": r["owner"] or "-", "current": _num(r["current"]),
-             "replay": "unknown" if r["replay"] is None else r["replay"],
-             "skip": "unknown" if r["skip"] is None else r["skip"]}
-            for r in reset_plan_rows(doc)[0].rows]
-    clients = [{"client_id": c["client_id"], "effect": c["effect"]} for c in doc["clients"]]
-    brokers = ", ".join(f"{b}: {'server-side' if on else 'through the clients' if on is False else 'unknown'}"
-                        for b, on in doc["server_side_reset"].items())
-    footer = [
-        f"Reset of group {plan.group} to {plan.target.describe()}: replays "
-        f"{_total(doc['replay_total'])}, skips {_total(doc['skip_total'])} message(s).",
-        f"Brokers: {brokers} (useServerSideResetOffset).",
-    ]
+    rows, clients, footer = reset_plan_text(plan)
     tables = [Table(["queue", "owner", "current", "target", "replay", "skip", "method"], rows,
                     title=f"Plan: reset {plan.group} ({plan.cluster})", flexible=("queue", "owner"))]
     if clients:
         tables.append(Table(["client_id", "effect"], clients, title="Online clients", flexible=("effect",)))
-    else:
-        footer.append("No client is online: the offsets are written to the brokers' table and stay.")
     return View(doc, tables, footer=footer, records=reset_plan_rows(doc))
 
 
@@ -104,15 +71,10 @@ def _total(value: int | None) -> str:
 
 
 def outcome_view(outcome: ResetOutcome) -> View:
-    from rmqctl.report.actions import reset_outcome, reset_outcome_rows
+    from rmqctl.report.actions import reset_outcome, reset_outcome_rows, reset_outcome_text
 
     doc = reset_outcome(outcome)
-    rows = [{**r, "offset_after": _num(r["offset_after"]), "client": r["client"] or "-",
-             "code": "-" if r["code"] is None else r["code"]} for r in reset_outcome_rows(doc)[0].rows]
-    footer = [f"Read back {outcome.waited_s:g} s after writing (the clients' commit interval)."
-              if outcome.waited_s else "Read back right after writing (no client online).",
-              f"Undo plan: {outcome.undo_file} (rmqctl group reset {outcome.plan.group} --from-file FILE --execute)",
-              f"Audit log: {outcome.audit_file}"]
+    rows, footer = reset_outcome_text(outcome)
     return View(doc, [Table(["queue", "target", "status", "offset_after", "client", "code"], rows,
                             title=f"Reset {outcome.plan.group}: outcome", flexible=("queue",))],
                 footer=footer, records=reset_outcome_rows(doc))

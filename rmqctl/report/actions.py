@@ -43,6 +43,48 @@ def reset_plan_rows(doc: dict[str, Any]) -> list[RowSet]:
             RowSet("client", ("client_id", "queues", "effect"), clients)]
 
 
+def _shown(value: int | None) -> str:
+    return "never committed" if value is None else str(value)
+
+
+def _total(value: int | None) -> str:
+    return "an unknown number of" if value is None else str(value)
+
+
+def reset_plan_text(plan: ResetPlan) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """A plan as people read it, the same wherever it is shown (``group reset``, the TUI): its
+    queue rows and online clients as text, and the lines that sum it up."""
+    doc = reset_plan(plan)
+    rows = [{**r, "owner": r["owner"] or "-", "current": _shown(r["current"]),
+             "replay": "unknown" if r["replay"] is None else r["replay"],
+             "skip": "unknown" if r["skip"] is None else r["skip"]}
+            for r in reset_plan_rows(doc)[0].rows]
+    clients = [{"client_id": c["client_id"], "effect": c["effect"]} for c in doc["clients"]]
+    brokers = ", ".join(f"{b}: {'server-side' if on else 'through the clients' if on is False else 'unknown'}"
+                        for b, on in doc["server_side_reset"].items())
+    lines = [
+        f"Reset of group {plan.group} to {plan.target.describe()}: replays "
+        f"{_total(doc['replay_total'])}, skips {_total(doc['skip_total'])} message(s).",
+        f"Brokers: {brokers} (useServerSideResetOffset).",
+    ]
+    if not clients:
+        lines.append("No client is online: the offsets are written to the brokers' table and stay.")
+    return rows, clients, lines
+
+
+def reset_outcome_text(outcome: ResetOutcome) -> tuple[list[dict[str, Any]], list[str]]:
+    """An outcome as people read it (``group reset --execute``, the TUI): its queue rows as text
+    and the lines that say when it was read back, where the undo plan and the audit log are."""
+    doc = reset_outcome(outcome)
+    rows = [{**r, "offset_after": _shown(r["offset_after"]), "client": r["client"] or "-",
+             "code": "-" if r["code"] is None else r["code"]} for r in reset_outcome_rows(doc)[0].rows]
+    lines = [f"Read back {outcome.waited_s:g} s after writing (the clients' commit interval)."
+             if outcome.waited_s else "Read back right after writing (no client online).",
+             f"Undo plan: {outcome.undo_file} (rmqctl group reset {outcome.plan.group} --from-file FILE --execute)",
+             f"Audit log: {outcome.audit_file}"]
+    return rows, lines
+
+
 def reset_outcome_rows(doc: dict[str, Any]) -> list[RowSet]:
     rows = [{"queue": _queue(q), **{k: q[k] for k in OUTCOME_COLUMNS if k in q}} for q in doc["queues"]]
     return [RowSet("queue", ("queue", *OUTCOME_COLUMNS[1:]), rows)]
