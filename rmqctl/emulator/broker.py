@@ -9,7 +9,8 @@ live in three parts, each mirroring its Java counterparts (see their docstrings)
   group, the rules behind the incidents (``ConsumerManager``, ``ConsumerGroupInfo``,
   ``ClientManageProcessor``);
 - :mod:`~rmqctl.emulator.pulls`: pull processing and long polling (``PullMessageProcessor``,
-  ``PullRequestHoldService``).
+  ``PullRequestHoldService``);
+- :mod:`~rmqctl.emulator.locks`: the queue locks of orderly consumers (``RebalanceLockManager``).
 
 This module adds what ``AdminBrokerProcessor`` answers from all three: ConsumeStats,
 TopicStatsTable, QUERY_TOPIC_CONSUME_BY_WHO and runtime info. The state is driven by a
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from rmqctl.emulator.clock import Scheduler
 from rmqctl.emulator.groups import Channel, ConsumerGroups
+from rmqctl.emulator.locks import RebalanceLockManager
 from rmqctl.emulator.pulls import PullProcessor
 from rmqctl.emulator.store import MessageStore, MinuteRate
 from rmqctl.model import MessageQueue, OffsetEntry, TopicOffset
@@ -50,6 +52,11 @@ class BrokerState:
         self.store = MessageStore(scheduler)
         self.groups = ConsumerGroups(scheduler, self.store)
         self.pulls = PullProcessor(scheduler, self.store, self.groups)
+        #: the queue locks orderly consumers take (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ)
+        self.locks = RebalanceLockManager(scheduler)
+        #: ``enablePropertyFilter``: SQL92 subscriptions are accepted (CHECK_CLIENT_CONFIG) and
+        #: filtered on message properties
+        self.property_filter = True
         store, groups, pulls = self.store, self.groups, self.pulls
         # The message store (the containers are shared, never rebound).
         self.topics = store.topics

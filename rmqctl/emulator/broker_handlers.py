@@ -27,7 +27,9 @@ from rmqctl.model import (
     ConsumerConnection,
     ConsumeStats,
     MessageQueue,
+    Sql92Error,
     TopicStats,
+    compile_sql92,
     encode_offset_message_id,
     version_desc,
 )
@@ -140,6 +142,9 @@ class BrokerService:
             RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            RequestCode.LOCK_BATCH_MQ: self.lock_batch,
+            RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch,
+            RequestCode.CHECK_CLIENT_CONFIG: self.check_client_config,
         }
 
     # -- clients -------------------------------------------------------------------------------
@@ -154,6 +159,38 @@ class BrokerService:
         ext = cmd.ext_fields
         self.broker.unregister_client(conn, ext.get("clientID", ""), ext.get("consumerGroup"),
                                       ext.get("producerGroup"))
+        return respond(cmd, ResponseCode.SUCCESS)
+
+    def lock_batch(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        """LOCK_BATCH_MQ (41), ``AdminBrokerProcessor.lockBatchMQ`` on a broker without replicas
+        (``lockInStrictMode`` off): the queues now locked for the client, in ``lockOKMQSet``."""
+        request = bodies.lock_batch_request(cmd.body)
+        locked = self.broker.locks.try_lock_batch(request.group, request.queues, request.client_id)
+        return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_lock_batch_response(locked))
+
+    def unlock_batch(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        """UNLOCK_BATCH_MQ (42): the client's own locks among the queues are dropped."""
+        request = bodies.lock_batch_request(cmd.body)
+        self.broker.locks.unlock_batch(request.group, request.queues, request.client_id)
+        return respond(cmd, ResponseCode.SUCCESS)
+
+    def check_client_config(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        """CHECK_CLIENT_CONFIG (46), ``ClientManageProcessor.checkClientConfig``: a TAG
+        subscription always passes; another type needs ``enablePropertyFilter`` and an expression
+        the broker's filter compiles (SQL92 is the only type it knows)."""
+        sub = bodies.check_client_request(cmd.body).subscription
+        if sub is None or sub.expression_type in ("", "TAG"):
+            return respond(cmd, ResponseCode.SUCCESS)
+        if not self.broker.property_filter:
+            return respond(cmd, ResponseCode.SYSTEM_ERROR,
+                           remark=f"The broker does not support consumer to filter message by {sub.expression_type}")
+        if not sub.is_sql92:
+            # no filter is registered for the type: the lookup fails before anything is compiled
+            return respond(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED)
+        try:
+            compile_sql92(sub.expression)
+        except Sql92Error as exc:
+            return respond(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, remark=str(exc))
         return respond(cmd, ResponseCode.SUCCESS)
 
     def consumer_list(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
@@ -393,6 +430,7 @@ class BrokerService:
             "defaultTopicQueueNums": "4", "longPollingEnable": "true",
             "notifyConsumerIdsChangedEnable": "true", "channelExpiredTimeout": "120000",
             "useServerSideResetOffset": str(b.store.server_side_reset).lower(),
+            "enablePropertyFilter": str(b.property_filter).lower(),
         }
         version = f'{{"counter":{b.topic_version[0]},"stateVersion":0,"timestamp":{b.topic_version[1]}}}'
         return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_broker_config(values),

@@ -13,6 +13,8 @@ seconds of scenario time. The keys below are a public contract::
     cluster = "DefaultCluster"       # optional
     long_polling = true              # optional; false: empty pulls are held 1 s (short polling)
     server_side_reset = true         # optional; false: useServerSideResetOffset off (resets go through the clients)
+    property_filter = true           # optional; false: enablePropertyFilter off (CHECK_CLIENT_CONFIG
+                                     # refuses a real client's SQL92 subscription)
 
     [[topics]]
     name = "TopicTest2"
@@ -107,6 +109,8 @@ class BrokerSpec:
     long_polling: bool = True
     #: ``useServerSideResetOffset`` (5.2.0+ default true): the broker applies offset resets itself
     server_side_reset: bool = True
+    #: ``enablePropertyFilter``: SQL92 subscriptions accepted and filtered on message properties
+    property_filter: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +408,7 @@ def _kind(value: Any) -> str:
 
 
 _TOP_KEYS = ("name", "description", "duration", "brokers", "topics", "groups", "consumers", "produce")
-_BROKER_KEYS = ("name", "cluster", "long_polling", "server_side_reset")
+_BROKER_KEYS = ("name", "cluster", "long_polling", "server_side_reset", "property_filter")
 _TOPIC_KEYS = ("name", "queues", "read_queues", "write_queues", "perm", "brokers", "order")
 _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
                "consume_broadcast_enable", "consume_message_orderly",
@@ -460,7 +464,8 @@ def _brokers(check: _Checker, doc: Mapping[str, Any]) -> tuple[BrokerSpec, ...]:
         cluster = check.string(raw.get("cluster", DEFAULT_CLUSTER), [*path, "cluster"])
         long_polling = check.boolean(raw.get("long_polling", True), [*path, "long_polling"])
         server_side = check.boolean(raw.get("server_side_reset", True), [*path, "server_side_reset"])
-        out.append(BrokerSpec(name, cluster, long_polling, server_side))
+        property_filter = check.boolean(raw.get("property_filter", True), [*path, "property_filter"])
+        out.append(BrokerSpec(name, cluster, long_polling, server_side, property_filter))
     return tuple(out) or (BrokerSpec("broker-a"),)
 
 

@@ -64,6 +64,7 @@ class EmulatedCluster:
             broker = BrokerState(spec.name, spec.cluster, self.scheduler)
             broker.pulls.long_polling = spec.long_polling
             broker.store.server_side_reset = spec.server_side_reset
+            broker.property_filter = spec.property_filter
             if record_history:
                 broker.groups.on_subscription_change = functools.partial(self._on_subscription_change, spec.name)
             self.brokers[spec.name] = broker

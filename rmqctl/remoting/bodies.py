@@ -810,3 +810,74 @@ def encode_heartbeat_data(data: HeartbeatData) -> bytes:
     producers = ",".join(f'{{"groupName":{_s(p)}}}' for p in data.producers)
     return (f'{{"clientID":{_s(data.client_id)},"consumerDataSet":[{consumers}],'
             f'"heartbeatFingerprint":0,"producerDataSet":[{producers}],"withoutSub":false}}').encode()
+
+
+@dataclass(frozen=True, slots=True)
+class LockBatchRequest:
+    """``LockBatchRequestBody`` (LOCK_BATCH_MQ, 41) and ``UnlockBatchRequestBody`` (42), which
+    share one shape: a consumer's queues to lock or unlock for its group."""
+
+    group: str
+    client_id: str
+    queues: frozenset[MessageQueue]
+    only_this_broker: bool = False
+
+
+def _queue_set(value: Any, what: str) -> frozenset[MessageQueue]:
+    return frozenset(message_queue(item) for item in _objects(value, what))
+
+
+def lock_batch_request(body: bytes) -> LockBatchRequest:
+    """Decode a LOCK_BATCH_MQ / UNLOCK_BATCH_MQ body (``mqSet`` is a JSON array of queues)."""
+    data = parse_body(body, "LockBatchRequestBody")
+    return LockBatchRequest(
+        _str(data.get("consumerGroup"), "LockBatchRequestBody.consumerGroup"),
+        _str(data.get("clientId"), "LockBatchRequestBody.clientId"),
+        _queue_set(data.get("mqSet") or [], "LockBatchRequestBody.mqSet"),
+        _bool(data.get("onlyThisBroker"), "LockBatchRequestBody.onlyThisBroker"),
+    )
+
+
+def _queue_array(queues: Iterable[MessageQueue]) -> str:
+    return "[" + ",".join(queue_key(mq) for mq in sorted(queues)) + "]"
+
+
+def encode_lock_batch_request(request: LockBatchRequest) -> bytes:
+    """A LockBatchRequestBody the way the Java client sends it."""
+    return (f'{{"clientId":{_s(request.client_id)},"consumerGroup":{_s(request.group)},'
+            f'"mqSet":{_queue_array(request.queues)},"onlyThisBroker":{_b(request.only_this_broker)}}}').encode()
+
+
+def lock_batch_response(body: bytes) -> frozenset[MessageQueue]:
+    """``LockBatchResponseBody``: the queues the broker locked for the client (``lockOKMQSet``)."""
+    data = parse_body(body, "LockBatchResponseBody")
+    return _queue_set(data.get("lockOKMQSet") or [], "LockBatchResponseBody.lockOKMQSet")
+
+
+def encode_lock_batch_response(queues: Iterable[MessageQueue]) -> bytes:
+    return f'{{"lockOKMQSet":{_queue_array(queues)}}}'.encode()
+
+
+@dataclass(frozen=True, slots=True)
+class CheckClientRequest:
+    """``CheckClientRequestBody`` (CHECK_CLIENT_CONFIG, 46): a consumer's non-TAG subscription,
+    sent to every broker before the consumer starts."""
+
+    client_id: str
+    group: str
+    subscription: Subscription | None
+
+
+def check_client_request(body: bytes) -> CheckClientRequest:
+    data = parse_body(body, "CheckClientRequestBody")
+    raw = data.get("subscriptionData")
+    return CheckClientRequest(
+        _str(data.get("clientId"), "CheckClientRequestBody.clientId"),
+        _str(data.get("group"), "CheckClientRequestBody.group"),
+        subscription(_obj(raw, "CheckClientRequestBody.subscriptionData")) if raw is not None else None,
+    )
+
+
+def encode_check_client_request(request: CheckClientRequest) -> bytes:
+    sub = "" if request.subscription is None else f',"subscriptionData":{encode_subscription(request.subscription)}'
+    return f'{{"clientId":{_s(request.client_id)},"group":{_s(request.group)}{sub}}}'.encode()

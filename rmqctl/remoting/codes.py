@@ -27,7 +27,12 @@ class RequestCode(enum.IntEnum):
     UNREGISTER_CLIENT = 35
     GET_CONSUMER_LIST_BY_GROUP = 38
     NOTIFY_CONSUMER_IDS_CHANGED = 40
+    #: an orderly consumer locks the queues it was allocated (LockBatchRequestBody)
+    LOCK_BATCH_MQ = 41
+    UNLOCK_BATCH_MQ = 42
     GET_ALL_CONSUMER_OFFSET = 43
+    #: a consumer with a non-TAG subscription asks whether the broker can filter by it
+    CHECK_CLIENT_CONFIG = 46
     GET_KV_CONFIG = 101
     REGISTER_BROKER = 103
     GET_ROUTEINFO_BY_TOPIC = 105
