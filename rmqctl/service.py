@@ -779,6 +779,8 @@ class ClusterService:
                     continue
                 try:
                     message = await self.backend.view_message(addr, broker_name, physical, topic)
+                except errors.UsageError:
+                    raise  # the back end cannot ask this way: no broker failed
                 except errors.RmqctlError as exc:
                     failures[broker_name] = exc
                     break
@@ -899,7 +901,9 @@ class ClusterService:
                 continue  # no such topic: nothing was ever sent back there
             found.extend(m for m in part.value if m.origin_topic == message.queue.topic)
             failures.update({f"{topic}:{b}": e for b, e in part.errors.items()})
-        return Partial(sorted(found, key=_message_order), failures)
+        one_each = self.backend.capabilities.one_copy_per_unique_key
+        return Partial(sorted(found, key=_message_order), failures,
+                       {"copies": one_each} if one_each and found else {})
 
 
 def _broker_of(route: TopicRoute, addr: str) -> str:

@@ -66,6 +66,9 @@ class Capabilities:
     #: why, when the back end cannot look one message up by its id or a key (``view_message``,
     #: ``query_messages``); ``None`` when it can
     message_lookups_unavailable: str | None = None
+    #: why, when a look-up by a producer's id (``query_messages(unique_key=True)``) answers one
+    #: message where the broker's index holds several (a message's retry copies share its id)
+    one_copy_per_unique_key: str | None = None
     #: ``consumer_connection`` also answers for a 5.x proxy's remoting address (the service
     #: then adds the clients proxies list, gRPC ones included, to each group view)
     reads_proxies: bool = True

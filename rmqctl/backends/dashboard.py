@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -39,6 +40,7 @@ from rmqctl.model import (
     SubscriptionGroupConfig,
     TopicRoute,
     TopicStats,
+    encode_offset_message_id,
     retry_topic_groups,
     retry_topic_owner,
 )
@@ -53,8 +55,12 @@ ONE_BROKER_ONLY = ("dashboard 1.x reports the connections and stored subscriptio
 #: the 2.x group list is a cache the dashboard builds on first use; callers racing it get this
 CACHE_BUSY = "Cache is being built"
 NO_PERMISSION = "no permission"
-NO_MESSAGE_LOOKUPS = ("messages are not looked up through a dashboard: its message pages answer no commit-log "
-                      "or queue offsets, and no retry or dead-letter copies by id; use -n with the name servers")
+#: the dashboard finds one message per producer id, so a message's retry copies are not all seen
+ONE_COPY_PER_ID = ("the dashboard's message page answers one message per id, so of a message's copies in "
+                   "%RETRY% and %DLQ% at most one each is seen; count them with -n and the name servers")
+#: ``ResponseCode.NO_MESSAGE`` and the texts of a message page that found nothing
+NO_MESSAGE = 208
+NOTHING_FOUND = ("but no message", "Failed to query message by Id")
 #: the 2.x group list as the dashboard last built it (what a login that may not rebuild it reads)
 CACHED_LIST = "/consumer/groupList.query"
 TOPIC_NOT_EXIST = 17
@@ -68,6 +74,9 @@ class DashboardBackend:
         self.client = client
         self.description = f"dashboard {client.url}"
         self._cluster: tuple[ClusterInfo, dict[str, dict[int, dict[str, str]]]] | None = None
+        #: message pages asked in this command (each spans every broker of its topic)
+        self._lookups: dict[tuple[Any, ...], asyncio.Future[Any]] = {}
+        self._claimed: dict[tuple[Any, ...], set[str]] = {}
 
     @property
     def _v2(self) -> bool:
@@ -79,7 +88,7 @@ class DashboardBackend:
             unavailable={"pull_offset": NO_PULL_OFFSET, "inflight": NO_PULL_OFFSET, "offset_topics": NO_OFFSET_TOPICS},
             connections_of_one_broker=None if self._v2 else ONE_BROKER_ONLY,
             lists_groups=True, lists_subscription_groups=False, queue_offsets=False, message_reads=False,
-            message_lookups_unavailable=NO_MESSAGE_LOOKUPS, reads_proxies=False,
+            one_copy_per_unique_key=ONE_COPY_PER_ID, reads_proxies=False,
             # a failed re-login ends the command (a slow request is one broker's failure, as natively)
             fatal=(errors.ConfigError,),
         )
@@ -284,16 +293,82 @@ class DashboardBackend:
     ) -> list[Message]:
         raise errors.UsageError("the dashboard cannot read messages back by offset")
 
+    # -- one message: the dashboard's message pages ----------------------------------------------
+
+    async def _broker_addresses(self) -> dict[str, str]:
+        info = await self.cluster_info()
+        return {addr: name for name, data in info.brokers.items() for addr in data.addrs.values()}
+
+    async def _lookup(self, path: str, params: Mapping[str, str]) -> list[tuple[Message, bool]]:
+        """The messages one message page answers, fetched once per command however many brokers
+        ask (each page already spans every broker of the topic); none when the page says none."""
+        key = (path, tuple(sorted(params.items())))
+        task = self._lookups.get(key)
+        if task is None:
+            task = self._lookups[key] = asyncio.ensure_future(self._fetch_messages(path, params))
+        return await asyncio.shield(task)
+
+    async def _fetch_messages(self, path: str, params: Mapping[str, str]) -> list[tuple[Message, bool]]:
+        try:
+            data = await self.client.get(path, dict(params))
+        except wire.DashboardRefused as exc:
+            if exc.remote_code == NO_MESSAGE or any(t in (exc.remark or "") for t in NOTHING_FOUND):
+                return []
+            raise
+        views = [data["messageView"]] if isinstance(data, Mapping) and "messageView" in data else wire.seq(
+            data or [], "message list")
+        brokers = await self._broker_addresses()
+        return [wire.message_view(v, brokers) for v in views if v]
+
+    def _mine(self, found: list[tuple[Message, bool]], broker_name: str, claim: tuple[Any, ...]) -> list[Message]:
+        """The messages of ``found`` stored on ``broker_name``; one whose store host is no known
+        broker address goes, once, to the first broker that asks."""
+        claimed = self._claimed.setdefault(claim, set())
+        out = []
+        for message, known in found:
+            if known:
+                if message.queue.broker_name == broker_name:
+                    out.append(message)
+            elif message.offset_msg_id not in claimed:
+                claimed.add(message.offset_msg_id)
+                out.append(dataclasses.replace(message, queue=dataclasses.replace(message.queue,
+                                                                                   broker_name=broker_name)))
+        return out
+
     async def view_message(self, address: str, broker_name: str, physical_offset: int,
                            topic: str | None = None) -> Message | None:
-        raise errors.UsageError(NO_MESSAGE_LOOKUPS)
+        if self._v2:
+            # 2.x's id page asks the index for a producer's id only (queryMessage with uniqKey)
+            raise errors.UsageError(
+                "dashboard 2.x finds a message by the producer's id (UNIQ_KEY) or a key, not by the broker's "
+                "offset id", hint="give the message's msg_id with --topic, or --key; or use -n with the name servers")
+        if not topic:
+            # 1.x finds the broker through the topic's route: without one it fails
+            raise errors.UsageError("through a dashboard, a message id is looked up with its topic: add --topic TOPIC")
+        host, _, port = address.rpartition(":")
+        msg_id = encode_offset_message_id(host, int(port), physical_offset)
+        params = {"msgId": msg_id, "topic": topic}
+        found = await self._lookup("/message/viewMessage.query", params)
+        return next((m for m in self._mine(found, broker_name, ("id", msg_id)) if m.offset_msg_id == msg_id), None)
 
     async def topic_consumers(self, address: str, topic: str) -> list[str]:
-        raise errors.UsageError(NO_MESSAGE_LOOKUPS)
+        key = ("/topic/queryConsumerByTopic.query", (("topic", topic),))
+        task = self._lookups.get(key)
+        if task is None:
+            task = self._lookups[key] = asyncio.ensure_future(
+                self.client.get("/topic/queryConsumerByTopic.query", {"topic": topic}))
+        data = await asyncio.shield(task)
+        return sorted(str(g) for g in wire.obj(data or {}, "consumers of a topic"))
 
     async def query_messages(self, address: str, broker_name: str, topic: str, key: str, *,
                              unique_key: bool = False) -> list[Message]:
-        raise errors.UsageError(NO_MESSAGE_LOOKUPS)
+        if unique_key:
+            # the id page finds a producer's id through the index (one message per id)
+            found = await self._lookup("/message/viewMessage.query", {"topic": topic, "msgId": key})
+            found = [(m, known) for m, known in found if m.unique_key == key and m.queue.topic == topic]
+        else:
+            found = await self._lookup("/message/queryMessageByTopicAndKey.query", {"topic": topic, "key": key})
+        return self._mine(found, broker_name, (topic, key, unique_key))
 
 
 @contextlib.asynccontextmanager

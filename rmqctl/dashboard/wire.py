@@ -29,6 +29,7 @@ from rmqctl.model import (
     ConsumeStats,
     ConsumeStatus,
     GroupSummary,
+    Message,
     MessageQueue,
     OffsetEntry,
     QueueProgress,
@@ -36,6 +37,7 @@ from rmqctl.model import (
     TopicOffset,
     TopicRoute,
     TopicStats,
+    encode_offset_message_id,
     version_ordinal,
 )
 from rmqctl.remoting import bodies
@@ -331,3 +333,34 @@ def subscription_group_config(group: str, data: Any) -> SubscriptionGroupConfig:
         broker_id=_int(doc.get("brokerId"), 0),
         notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
     )
+
+
+def message_view(data: Any, broker_of: Mapping[str, str]) -> tuple[Message, bool]:
+    """A ``MessageView`` (``/message/viewMessage.query``'s ``messageView``, each entry of
+    ``queryMessageByTopicAndKey``) as a :class:`~rmqctl.model.Message`, and whether its broker was
+    known. Hosts arrive as Jackson writes an ``InetSocketAddress`` (``"127.0.0.1:10911"``); the
+    broker is the one whose address is the store host (``broker_of``: address -> broker name).
+    The body arrives as text (the dashboard decodes it as UTF-8), so a binary body is not
+    byte-exact."""
+    doc = obj(data, "MessageView")
+    store_host = str(doc.get("storeHost") or "")
+    host, _, port = store_host.rpartition(":")
+    physical = _int(doc.get("commitLogOffset"))
+    try:
+        offset_id = encode_offset_message_id(host.strip("[]/"), int(port), physical)
+    except ValueError:
+        offset_id = ""
+    broker = broker_of.get(store_host)
+    props = doc.get("properties")
+    body = doc.get("messageBody")
+    message = Message(
+        queue=MessageQueue(str(doc.get("topic") or ""), broker or "", _int(doc.get("queueId"))),
+        queue_offset=_int(doc.get("queueOffset")), physical_offset=physical, offset_msg_id=offset_id,
+        born_timestamp=_int(doc.get("bornTimestamp")), store_timestamp=_int(doc.get("storeTimestamp")),
+        born_host=str(doc.get("bornHost") or ""), store_host=store_host,
+        properties={str(k): str(v) for k, v in props.items()} if isinstance(props, Mapping) else {},
+        body=body.encode("utf-8") if isinstance(body, str) else b"",
+        reconsume_times=_int(doc.get("reconsumeTimes")), sys_flag=_int(doc.get("sysFlag")),
+        flag=_int(doc.get("flag")), prepared_transaction_offset=_int(doc.get("preparedTransactionOffset")),
+    )
+    return message, broker is not None

@@ -9,6 +9,7 @@ assignment otherwise; each explanation says which. Must not import the CLI, the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -92,6 +93,8 @@ async def _explain_one(source: ClusterSource, message: Message, group: str, owne
     failures.update({f"{group}:{k}": v for k, v in copies.errors.items()})
     owned = ownership(group, message) if ownership is not None else None
     explanation = explain_message(message, view, copies=copies.value, ownership=owned, traces=traces)
+    if copies.unavailable:
+        explanation = dataclasses.replace(explanation, missing=(*explanation.missing, *copies.unavailable.values()))
     if ownership is not None and owned is None and explanation.ownership_from == "live":
         explanation = Explanation(
             explanation.group, explanation.verdict, explanation.summary, explanation.evidence,
