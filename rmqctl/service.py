@@ -109,6 +109,8 @@ class ClusterService:
         self._found_proxies: dict[str, str] | None = None
         #: revealed proxies whose guessed address did not answer once: not asked again
         self._silent_proxies: dict[str, str] = {}
+        #: each master's release, read once per service (only for a group nobody lists)
+        self._versions: dict[str, str] | None = None
 
     @property
     def clock(self) -> Clock:
@@ -276,8 +278,9 @@ class ClusterService:
                 masters, group, discover=not conns and not conn_failures)
         except errors.RmqctlError as exc:
             return GroupSummary(group, 0, None, None, None, 0, error=str(exc))
-        unlisted = sorted({t for b, ts in topics.items() if b in stats
+        left_out = sorted({(b, t) for b, ts in topics.items() if b in stats and b in masters
                            for t in set(ts) - {mq.topic for mq in stats[b].offsets}})
+        unlisted = sorted({t for _, t in left_out})
         clients = {c.client_id: c for cc in conns.values() for c in cc.connections}
         add_proxy_clients(clients, proxies)
         cc0 = next(iter(conns.values()), None) or next((p.connection for p in proxies if p.connection), None)
@@ -289,6 +292,11 @@ class ClusterService:
         version = min((c.version for c in clients.values() if c.sdk != "grpc"), default=None)
         failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures, **proxy_failures}
         caps = self.backend.capabilities
+        if left_out and caps.queue_offsets:
+            # counted as group progress counts their rows, so both show one total
+            left_backlog, left_unknown = await self._left_out_backlog(masters, group, left_out)
+            diff += left_backlog
+            unlisted = sorted(left_unknown)
         # a subscribed topic the group never committed on a broker: consume stats leave it out
         never = sorted({(b, t) for b, cc in conns.items() if b in stats and b in topics and b in masters
                         for t in cc.subscriptions if t not in topics[b]})
@@ -307,6 +315,40 @@ class ClusterService:
             error="; ".join(f"{b}: {e}" for b, e in failures.items()) or None,
             unknown_diff_topics=tuple(unlisted),
         )
+
+    async def _left_out_backlog(
+        self, masters: Mapping[str, str], group: str, left_out: Sequence[tuple[str, str]],
+    ) -> tuple[int, set[str]]:
+        """The lag of topics the group has committed offsets for that consume stats left out
+        (``left_out``: broker and topic) — one absent from the group's subscription table at
+        that moment, or one a stopped client left behind — read as ``group progress`` reads
+        their ``offset_table`` rows: the broker offset from topic stats, the consumer offset per
+        queue from the broker's offset table (a queue without one counts from 0, as consume stats
+        show it). Returns the backlog and the topics whose offsets could not be read."""
+        backend = self.backend
+
+        async def one(broker: str, topic: str) -> int | None:
+            addr = masters[broker]
+            try:
+                stats = await backend.topic_stats(addr, topic)
+                queues = sorted(stats.offsets, key=lambda o: o.queue.queue_id)
+                committed = await asyncio.gather(
+                    *(backend.query_consumer_offset(addr, group, topic, o.queue.queue_id) for o in queues))
+            except errors.TopicNotExist:
+                return 0  # a deleted topic: group progress has no row for it either
+            except errors.RmqctlError as exc:
+                fatal = backend.capabilities.fatal
+                if fatal and isinstance(exc, fatal):
+                    raise
+                return None
+            if queues and all(c is None for c in committed):
+                return None  # its offsets went away between the two reads: not known
+            return sum(o.max_offset - max(0, c if c is not None else 0)
+                       for o, c in zip(queues, committed, strict=True))
+
+        results = await asyncio.gather(*(one(b, t) for b, t in left_out))
+        unknown = {t for (_, t), n in zip(left_out, results, strict=True) if n is None}
+        return sum(n for n in results if n is not None), unknown
 
     async def _uncommitted_backlog(
         self, masters: Mapping[str, str], group: str, conns: Mapping[str, ConsumerConnection],
@@ -431,7 +473,22 @@ class ClusterService:
             sampled_at=int(self._clock.now() * 1000), unavailable=self._unavailable(masters),
             proxies=tuple(proxies),
         )
+        if not connections and not any(p.error is None for p in proxies) and self.backend.capabilities.reads_proxies:
+            # nobody lists a client and no proxy answered: whether gRPC clients may hide behind
+            # a proxy depends on the brokers' release
+            view = dataclasses.replace(view, broker_versions=await self._broker_versions(masters))
         return pop_view(view) if view.pop else view
+
+    async def _broker_versions(self, masters: Mapping[str, str]) -> dict[str, str]:
+        """Each master's release (``brokerVersionDesc`` of its runtime info), read once per
+        service; a broker that does not answer is left out, and the read is tried again later."""
+        if self._versions is None:
+            tables, failures = await self._fan_out(masters, self.backend.broker_runtime)
+            found = {b: v for b, t in sorted(tables.items()) if (v := t.get("brokerVersionDesc"))}
+            if failures:
+                return found
+            self._versions = found
+        return dict(self._versions)
 
     def _unavailable(self, masters: Mapping[str, str]) -> dict[str, str]:
         """What the back end declares it cannot supply, for a view of this cluster."""

@@ -9,8 +9,20 @@ Must not do I/O, and must not import the CLI, the TUI or pyspark.
 
 from __future__ import annotations
 
-from rmqctl.doctor.context import CheckContext, and_list, are, finding, n_of
-from rmqctl.model import Finding
+from typing import Any
+
+from rmqctl.doctor.context import (
+    CheckContext,
+    and_list,
+    are,
+    client_sub,
+    finding,
+    n_of,
+    progress_by_queue,
+    queue_dict,
+    queues_text,
+)
+from rmqctl.model import RETRY_PREFIX, Finding, GroupView, MessageQueue
 
 
 def duplicate_client_id(ctx: CheckContext) -> list[Finding]:
@@ -72,6 +84,32 @@ def _setting(value: object) -> str:
     return "not reported" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def _shared_queue(view: GroupView, cid: str, mq: MessageQueue, client_offset: int,
+                  consumer_offset: int) -> dict[str, Any]:
+    """One queue a remoting client holds while POP moves the same offset: where the two stand,
+    and, where the message sample covers the messages between them, their tags."""
+    row: dict[str, Any] = {**queue_dict(mq), "holder": cid, "consumer_offset": consumer_offset,
+                           "client_offset": client_offset,
+                           "popped_past_client": max(0, consumer_offset - client_offset),
+                           "behind_client": max(0, client_offset - consumer_offset)}
+    sample = view.tag_samples.get(mq)
+    low, high = sorted((client_offset, consumer_offset))
+    if sample is not None and high > low and sample.from_offset <= low and sample.to_offset >= high:
+        own = client_sub(view, cid, mq.topic)
+        between = [m for m in sample.messages if low <= m.offset < high]
+        row["sampled_tags"] = _tag_counts(between)
+        if own is not None and consumer_offset > client_offset:
+            row["holder_wants"] = sum(1 for m in between if own.wants(m.tag, m.properties) is not False)
+    return row
+
+
+def _tag_counts(messages: list[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for m in messages:
+        out[m.tag or ""] = out.get(m.tag or "", 0) + 1
+    return dict(sorted(out.items()))
+
+
 def mixed_consumption(ctx: CheckContext) -> list[Finding]:
     """Remoting clients that divide the queues and gRPC clients that pop from them, in one group."""
     view = ctx.view
@@ -79,15 +117,76 @@ def mixed_consumption(ctx: CheckContext) -> list[Finding]:
         return []
     popping = sorted(c.client_id for c in view.connections if c.sdk == "grpc")
     dividing = sorted(c.client_id for c in view.connections if c.sdk != "grpc")
+    progress = progress_by_queue(view)
+    queues = []
+    for cid, info in sorted(view.running_infos.items()):
+        for mq, pq in sorted(info.mq_table.items()):
+            p = progress.get(mq)
+            if pq.dropped or mq.topic.startswith(RETRY_PREFIX) or p is None or not p.known:
+                continue
+            if pq.commit_offset != p.consumer_offset:
+                queues.append(_shared_queue(view, cid, mq, pq.commit_offset, p.consumer_offset))
+    detail = (
+        f"{n_of(len(dividing), 'remoting client')} ({and_list(dividing)}) divide the queues among "
+        f"themselves and each commits the offset it has consumed up to, while {n_of(len(popping), 'gRPC client')} "
+        f"({and_list(popping)}) pop from the same queues through a proxy, and POP moves the same consumer "
+        "offsets as it hands messages out. Each kind overwrites the other's progress: when a remoting "
+        "client commits an offset below the one POP reached, POP hands those messages out again "
+        "(duplicates); when POP moves the offset past messages its own filter passes over (tags only the "
+        "remoting clients subscribe), a remoting client that restarts or takes the queue over in a "
+        "rebalance starts from that offset, and those messages are never delivered to anyone.")
+    ahead = [q for q in queues if q["popped_past_client"] > 0]
+    behind = [q for q in queues if q["behind_client"] > 0]
+    if ahead:
+        total = sum(q["popped_past_client"] for q in ahead)
+        detail += (f" Now the broker's offset is ahead of the holding remoting client's own on "
+                   f"{n_of(len(ahead), 'queue')}, by {n_of(total, 'message')} ("
+                   + "; ".join(f"{_where(q)}: {q['consumer_offset']} against {q['holder']}'s "
+                               f"{q['client_offset']}" for q in ahead)
+                   + "): those were popped, or passed over, by POP before the remoting client committed them.")
+        wanted = [q for q in ahead if "holder_wants" in q]
+        if wanted:
+            lost = sum(q["holder_wants"] for q in wanted)
+            detail += (f" The message sample covers {n_of(len(wanted), 'such queue')}: {lost} of those "
+                       f"messages match the holding client's own subscription ("
+                       + "; ".join(f"{_where(q)}: {_tags(q['sampled_tags'])}" for q in wanted)
+                       + "), and are lost to it if it restarts now.")
+        elif view.tag_samples:
+            detail += " The message sample does not cover those offsets: their tags are unknown."
+        else:
+            detail += " No message sample was read, so their tags are unknown."
+    if behind:
+        total = sum(q["behind_client"] for q in behind)
+        detail += (f" On {n_of(len(behind), 'queue')} the holding remoting client has consumed beyond the "
+                   f"broker's offset, by {n_of(total, 'message')} ("
+                   + "; ".join(f"{_where(q)}: {q['consumer_offset']} against {q['holder']}'s "
+                               f"{q['client_offset']}" for q in behind)
+                   + "): POP hands those out again from the broker's offset, unless the remoting client's "
+                     "next commit (every 5 s) moves it first.")
+    if not queues and view.running_infos:
+        detail += (" In this sample the broker's offsets and the remoting clients' own agree on every queue "
+                   "they hold: nothing can be counted now, which does not make the group safe.")
+    elif not view.running_infos:
+        detail += " No remoting client's running info was read, so the offsets cannot be compared."
     return [finding(
         ctx, "MIXED_CONSUMPTION", "error",
         f"{view.group} is consumed by remoting clients and gRPC (POP) clients at once",
-        f"{n_of(len(dividing), 'remoting client')} ({and_list(dividing)}) divide the queues among "
-        f"themselves and commit what they consumed, while {n_of(len(popping), 'gRPC client')} "
-        f"({and_list(popping)}) pop from the same queues through a "
-        "proxy, which moves the same consumer offsets when it hands messages out. Each kind overwrites "
-        "the other's progress: messages are delivered twice, and messages one kind filters out by "
-        "tag are passed over for the other as well — they are never delivered.",
-        {"remoting_clients": dividing, "grpc_clients": popping},
-        "Give the gRPC clients and the remoting clients consumer groups of their own.",
+        detail,
+        {"remoting_clients": dividing, "grpc_clients": popping, "queues": queues,
+         # without a remoting client's own offsets nothing was compared: unknown, not 0
+         "popped_past_client": sum(q["popped_past_client"] for q in queues) if view.running_infos else None,
+         "behind_client": sum(q["behind_client"] for q in queues) if view.running_infos else None},
+        f"Give the gRPC clients and the remoting clients consumer groups of their own: move one kind to a "
+        f"new group and set that group's start (rmqctl group reset, or mqadmin resetOffsetByTime -g <new "
+        f"group> -t <topic> -s <time>) so it neither re-reads nor skips; until then do not restart the "
+        f"remoting clients of {view.group}, since a restarted one resumes from an offset POP may have moved "
+        f"past its messages.",
     )]
+
+
+def _where(q: dict[str, Any]) -> str:
+    return queues_text([MessageQueue(q["topic"], q["broker"], q["queue_id"])])
+
+
+def _tags(counts: dict[str, int]) -> str:
+    return ", ".join(f"{t or '(no tag)'} {n}" for t, n in counts.items())

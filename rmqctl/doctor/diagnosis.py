@@ -15,7 +15,7 @@ from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.doctor.checks import run_checks, skipped_checks, tag_conflict_topics
 from rmqctl.doctor.failures import orderly_candidates
-from rmqctl.model import SEVERITY_RANK, Finding, GroupView
+from rmqctl.model import RETRY_PREFIX, SEVERITY_RANK, Finding, GroupView
 from rmqctl.source import ClusterSource
 
 #: seconds between the sample that showed a rebalance in progress and the one taken again
@@ -28,8 +28,14 @@ SAMPLE_ALL = 100_000
 
 
 async def _sampled(source: ClusterSource, view: GroupView, per_queue: int | None) -> GroupView:
-    """``view`` with tag samples of its conflicting topics, when the source can read messages."""
+    """``view`` with tag samples of its conflicting topics (and, in a group consumed by remoting
+    and POP clients at once, of every topic its remoting clients hold), when the source can read
+    messages."""
     topics = tag_conflict_topics(view)
+    if view.consumption == "mixed":
+        held = {mq.topic for queues in view.assignments().values() for mq in queues
+                if not mq.topic.startswith(RETRY_PREFIX)}
+        topics = sorted(set(topics) | held)
     if not topics:
         return view
     try:

@@ -21,7 +21,15 @@ from rmqctl.doctor.context import (
     queue_dict,
     queues_text,
 )
-from rmqctl.model import ConsumerRunningInfo, Finding, GroupView, MessageQueue, ProcessQueueInfo
+from rmqctl.model import (
+    DEFAULT_PROXY_REMOTING_PORT,
+    ConsumerRunningInfo,
+    Finding,
+    GroupView,
+    MessageQueue,
+    ProcessQueueInfo,
+    version_ordinal,
+)
 from rmqctl.stuck import BLOCKED_AFTER_MS, allowed_lag, frozen_verdict
 
 #: how long a held queue whose waiting messages the broker's filter drops can show no progress:
@@ -140,6 +148,16 @@ def blocked_queue(ctx: CheckContext) -> list[Finding]:
     )]
 
 
+def unseen_grpc_brokers(view: GroupView) -> dict[str, str]:
+    """The 5.x brokers (name → release) of a view no proxy answered for: gRPC clients connect to a
+    rocketmq-proxy, never to a broker, so without a proxy's list they cannot be seen. Empty when a
+    proxy was read, or when no broker is 5.x (or its release was not read)."""
+    if any(p.error is None for p in view.proxies):
+        return {}
+    first_5x = version_ordinal("V5_0_0")
+    return {b: v for b, v in sorted(view.broker_versions.items()) if version_ordinal(v) >= first_5x}
+
+
 def offline_group_backlog(ctx: CheckContext) -> list[Finding]:
     view = ctx.view
     if view.online:
@@ -150,22 +168,39 @@ def offline_group_backlog(ctx: CheckContext) -> list[Finding]:
         return []
     total = sum(p.diff for p in rows)
     group = view.group
+    unseen = unseen_grpc_brokers(view)
     parts = []
     if rows:
         parts.append(f"{queues_text([p.queue for p in rows])} {'holds' if len(rows) == 1 else 'hold'} "
                      f"{n_of(total, 'unconsumed message')}")
     if unknown:
         parts.append(f"the offsets of {queues_text(unknown)} could not be read (their backlog is unknown)")
+    detail = (f"No client of {group} is connected, and " + "; ".join(parts) + ": nothing is consumed until a "
+              "consumer starts (or the messages expire with the commit log).")
+    fix = (f"Start a consumer of {group}: it resumes from the committed offsets. If the group is retired, "
+           f"delete it on its brokers (mqadmin deleteSubscriptionGroup -g {group}) together with its offsets.")
+    if unseen:
+        releases = and_list([f"{b} {v}" for b, v in unseen.items()])
+        failed = [f"{p.address} ({p.error})" for p in view.proxies if p.error is not None]
+        detail = (f"No broker lists a client of {group}, and " + "; ".join(parts) + ". The brokers run "
+                  f"RocketMQ 5.x ({releases}) and no proxy was read"
+                  + (f" (tried: {'; '.join(failed)})" if failed else "")
+                  + ": gRPC clients (rocketmq-client-java 5.x and the other gRPC SDKs) connect to a "
+                  "rocketmq-proxy, never to a broker, so the brokers cannot list them, and this group "
+                  "may have live POP consumers after all. If it has none, nothing is consumed until a "
+                  "consumer starts (or the messages expire with the commit log).")
+        fix = (f"Read the group through its proxies: rmqctl --proxy host:port doctor {group} (a "
+               f"rocketmq-proxy's remoting port, {DEFAULT_PROXY_REMOTING_PORT} by default; or proxy = "
+               f"[...] in the context). If no proxy lists a client either, s" + fix[1:])
     return [finding(
         ctx, "OFFLINE_GROUP_BACKLOG", "warning",
         f"{group} has no online client and {n_of(total, 'message')} waiting" if total else
         f"{group} has no online client and an unknown backlog",
-        f"No client of {group} is connected, and " + "; ".join(parts) + ": nothing is consumed until a "
-        "consumer starts (or the messages expire with the commit log).",
+        detail,
         {"total_diff": total, "queues": [{**queue_dict(p.queue), "diff": p.diff} for p in rows],
-         "unknown_diff_queues": [queue_dict(mq) for mq in unknown]},
-        f"Start a consumer of {group}: it resumes from the committed offsets. If the group is retired, "
-        f"delete it on its brokers (mqadmin deleteSubscriptionGroup -g {group}) together with its offsets.",
+         "unknown_diff_queues": [queue_dict(mq) for mq in unknown],
+         **({"unread_proxy_brokers": unseen} if unseen else {})},
+        fix,
     )]
 
 

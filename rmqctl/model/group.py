@@ -142,6 +142,10 @@ class GroupView:
     tag_samples: Mapping[MessageQueue, TagSample] = field(default_factory=dict)
     #: what each 5.x proxy read for this view lists (gRPC clients are listed by proxies only)
     proxies: tuple[ProxyClients, ...] = ()
+    #: broker name → its release (``V5_3_3``), read only for a view no broker or proxy lists a
+    #: client of: on 5.x, gRPC clients behind a proxy rmqctl did not read are invisible to the
+    #: brokers; empty when not read or when no broker answered
+    broker_versions: Mapping[str, str] = field(default_factory=dict)
     #: holdings derived once per view (a dashboard and the doctor ask many times); not part of
     #: the view's value: excluded from comparison, and ``replace`` starts it afresh
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)

@@ -90,8 +90,13 @@ def test_doctor_reports_the_left_topic_with_its_backlog(tmp_path: Path) -> None:
     assert f["title"] == "65 messages wait in topicB, which no online client of g subscribes"
 
 
-def test_group_list_never_shows_the_left_topic_as_no_lag(tmp_path: Path) -> None:
+def test_group_list_counts_the_left_topics_backlog_as_progress_does(tmp_path: Path) -> None:
     code, doc = run(tmp_path, "group", "list")
     assert code == 0
     (row,) = [g for g in doc["groups"] if g["group"] == "g"]
-    assert row["total_diff"] == 0 and row["unknown_diff_topics"] == ["topicB"]
+    # topicA: 8 sent at 30 s, consumed by c1; topicB: 33 + 32 left behind (never 0, never unknown)
+    assert row["total_diff"] == 65 and "unknown_diff_topics" not in row
+    _, progress = run(tmp_path, "group", "progress", "g")
+    assert row["total_diff"] == progress["total_diff"] == sum(q["diff"] for q in progress["queues"])
+    _, matched = run(tmp_path, "group", "list", "--match", "^g$")
+    assert [g["total_diff"] for g in matched["groups"]] == [65]

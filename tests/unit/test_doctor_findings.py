@@ -16,7 +16,15 @@ import pytest
 
 from rmqctl.doctor import CODES, run_checks, skipped_checks
 from rmqctl.doctor.context import and_list, are, backlog_text, expression_of, n_of
-from rmqctl.model import ConsumeStatus, GroupView, MessageQueue, ProcessQueueInfo, QueueProgress, TopicOffset
+from rmqctl.model import (
+    ConsumeStatus,
+    GroupView,
+    MessageQueue,
+    ProcessQueueInfo,
+    ProxyClients,
+    QueueProgress,
+    TopicOffset,
+)
 from tests.unit.doctor_views import (
     CONFIG_CLASS,
     DLQ,
@@ -320,6 +328,36 @@ def test_offline_group_backlog_text_names_the_queues_and_the_fix() -> None:
     f = one(run_checks(unknown), "OFFLINE_GROUP_BACKLOG")
     assert f.title == "orders-consumer has no online client and an unknown backlog"
     assert "the offsets of T@broker-a queue 1 could not be read" in f.detail
+
+
+@pytest.mark.parametrize(("case", "versions", "proxies", "hinted"), [
+    ("a 5.3.3 broker and no proxy read: gRPC clients may be invisible", {"broker-a": "V5_3_3"}, (), True),
+    ("a 4.9.7 broker: no proxy exists to ask", {"broker-a": "V4_9_7"}, (), False),
+    ("the brokers' release was not read: nothing claimed", {}, (), False),
+    ("a proxy was read and lists nobody: the group is offline indeed", {"broker-a": "V5_3_3"},
+     (ProxyClients("10.0.0.9:8080", "named"),), False),
+    ("the proxy the brokers revealed did not answer: still unread, and said so", {"broker-a": "V5_3_3"},
+     (ProxyClients("10.0.0.9:8080", "brokers", None, "connection refused"),), True),
+])
+def test_an_offline_group_on_5x_without_a_proxy_says_grpc_clients_may_be_unseen(
+        case: str, versions: dict[str, str], proxies: tuple[ProxyClients, ...], hinted: bool) -> None:
+    v = replace(offline((10, 7)), broker_versions=versions, proxies=proxies)
+    f = one(run_checks(v), "OFFLINE_GROUP_BACKLOG")
+    assert f.severity == "warning", case
+    if not hinted:
+        assert "--proxy" not in f.fix and "gRPC" not in f.detail, case
+        assert "unread_proxy_brokers" not in f.evidence, case
+        return
+    assert f.detail.startswith("No broker lists a client of orders-consumer, and T@broker-a queue 0 holds 3 "
+                               "unconsumed messages. The brokers run RocketMQ 5.x (broker-a V5_3_3) and no proxy "
+                               "was read"), case
+    assert "gRPC clients" in f.detail and "connect to a rocketmq-proxy, never to a broker" in f.detail, case
+    assert f.fix.startswith("Read the group through its proxies: rmqctl --proxy host:port doctor orders-consumer"), case
+    assert "8080 by default" in f.fix and "If no proxy lists a client either, start a consumer" in f.fix, case
+    assert "mqadmin deleteSubscriptionGroup" in f.fix, case
+    assert f.evidence["unread_proxy_brokers"] == {"broker-a": "V5_3_3"}, case
+    for p in proxies:
+        assert f"(tried: {p.address} ({p.error}))" in f.detail, case
 
 
 # --- RETRY_BACKLOG: info, a warning from 1,000 messages --------------------------------------------

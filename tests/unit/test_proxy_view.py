@@ -18,11 +18,15 @@ from rmqctl.model import (
     HEARTBEAT_SYNC_GROUP,
     ClientConnection,
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     GroupView,
     MessageQueue,
     OffsetEntry,
+    ProcessQueueInfo,
     QueueProgress,
+    SampledMessage,
+    TagSample,
     client_sdk,
     parse_tag_expression,
 )
@@ -193,8 +197,58 @@ def test_remoting_and_grpc_clients_in_one_group_are_mixed_consumption() -> None:
     assert view.consumption == "mixed"
     (finding,) = [f for f in run_checks(view) if f.code == "MIXED_CONSUMPTION"]
     assert finding.severity == "error"
-    assert finding.evidence == {"remoting_clients": [remoting.client_id], "grpc_clients": [GRPC_ID]}
+    # no running info of the remoting client: its offsets were not compared, the counts are unknown
+    assert finding.evidence == {"remoting_clients": [remoting.client_id], "grpc_clients": [GRPC_ID],
+                                "queues": [], "popped_past_client": None, "behind_client": None}
+    assert "No remoting client's running info was read, so the offsets cannot be compared." in finding.detail
     assert f"1 remoting client ({remoting.client_id}) divide" in finding.detail
     assert f"1 gRPC client ({GRPC_ID}) pop" in finding.detail
     alone = GroupView(G, (remoting,), {}, {}, rows, consume_type="CONSUME_PASSIVELY")
     assert alone.consumption == "push" and "MIXED_CONSUMPTION" not in [f.code for f in run_checks(alone)]
+
+
+def mixed_view(*, sampled: bool) -> GroupView:
+    """A remoting client R (tagB) holds T queues 0 and 1; a gRPC client (tagA) pops through a proxy.
+    Queue 0: the broker's consumer offset 120, R's own 100 (POP moved it 20 ahead: offsets 100-119
+    alternate tagA, tagB, so 10 are R's tagB). Queue 1: the broker's 40, R's own 50 (R consumed 10
+    that POP will hand out again)."""
+    remoting_id = "10.0.0.1@4242#1234567890"
+    q0, q1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
+    remoting = ClientConnection(remoting_id, "10.0.0.1:50000", "JAVA", 479, sdk="remoting")
+    grpc = ClientConnection(GRPC_ID, "10.0.0.7:51000", "JAVA", 479, proxy=PROXY, sdk="grpc")
+    own = parse_tag_expression("T", "tagB", 1)
+    info = ConsumerRunningInfo(remoting_id, {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY"}, (own,),
+                               {q0: ProcessQueueInfo(commit_offset=100), q1: ProcessQueueInfo(commit_offset=50)})
+    rows = (QueueProgress(q0, 130, 120, None, 0), QueueProgress(q1, 60, 40, None, 0))
+    samples = {}
+    if sampled:
+        messages = tuple(SampledMessage(q0, o, "tagA" if o % 2 == 0 else "tagB") for o in range(98, 130))
+        samples = {q0: TagSample(q0, 98, 130, messages)}
+    return GroupView(G, (remoting, grpc), {}, {remoting_id: info}, rows, consume_type="CONSUME_PASSIVELY",
+                     tag_samples=samples)
+
+
+def test_mixed_consumption_counts_the_offsets_the_two_kinds_fight_over() -> None:
+    (f,) = [f for f in run_checks(mixed_view(sampled=True)) if f.code == "MIXED_CONSUMPTION"]
+    # what happens: duplicates, and the loss on restart
+    assert "POP hands those messages out again (duplicates)" in f.detail
+    assert ("a remoting client that restarts or takes the queue over in a rebalance starts from that offset, "
+            "and those messages are never delivered to anyone") in f.detail
+    # with counts
+    assert ("the broker's offset is ahead of the holding remoting client's own on 1 queue, by 20 messages "
+            "(T@broker-a queue 0: 120 against 10.0.0.1@4242#1234567890's 100)") in f.detail
+    assert ("10 of those messages match the holding client's own subscription (T@broker-a queue 0: tagA 10, "
+            "tagB 10), and are lost to it if it restarts now") in f.detail
+    assert ("the holding remoting client has consumed beyond the broker's offset, by 10 messages "
+            "(T@broker-a queue 1: 40 against 10.0.0.1@4242#1234567890's 50)") in f.detail
+    assert (f.evidence["popped_past_client"], f.evidence["behind_client"]) == (20, 10)
+    assert [(q["queue_id"], q.get("holder_wants")) for q in f.evidence["queues"]] == [(0, 10), (1, None)]
+    assert "consumer groups of their own" in f.fix and "resetOffsetByTime" in f.fix
+    assert "do not restart the remoting clients" in f.fix
+
+
+def test_mixed_consumption_without_a_sample_says_the_tags_are_unknown() -> None:
+    (f,) = [f for f in run_checks(mixed_view(sampled=False)) if f.code == "MIXED_CONSUMPTION"]
+    assert "by 20 messages" in f.detail
+    assert "No message sample was read, so their tags are unknown." in f.detail
+    assert "holder_wants" not in f.evidence["queues"][0]

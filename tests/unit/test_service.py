@@ -293,3 +293,23 @@ def test_a_summary_names_the_broker_that_failed_and_the_list_says_which_group() 
     assert summary.error == "broker-b: broker-b down"
     assert list(listed.errors) == ["broker-b", f"group:{G}"]
     assert str(listed.errors[f"group:{G}"]) == "broker-b: broker-b down"
+
+
+def test_a_group_nobody_lists_carries_the_brokers_release_read_once_per_service() -> None:
+    from rmqctl.model import GroupView, SubscriptionGroupConfig
+
+    backend = TwoBrokers()
+    backend.online = False
+    backend.configs[A] = {G: SubscriptionGroupConfig(G)}
+    service = ClusterService(backend, FakeClock())
+
+    async def twice() -> tuple[GroupView, GroupView]:
+        return await service.group_view(G), await service.group_view(G)
+
+    first, second = asyncio.run(twice())
+    assert not first.online
+    # whether gRPC clients may hide behind a proxy depends on it: 5.x
+    assert first.broker_versions == second.broker_versions == {"broker-a": "V5_3_3", "broker-b": "V5_3_3"}
+    assert backend.calls.count("broker_runtime") == 2  # one per broker, for the whole service
+    online = TwoBrokers()
+    assert view_of(online).broker_versions == {} and "broker_runtime" not in online.calls
