@@ -127,9 +127,12 @@ def mixed_consumption(ctx: CheckContext) -> list[Finding]:
             if pq.commit_offset != p.consumer_offset:
                 queues.append(_shared_queue(view, cid, mq, pq.commit_offset, p.consumer_offset))
     detail = (
-        f"{n_of(len(dividing), 'remoting client')} ({and_list(dividing)}) divide the queues among "
-        f"themselves and each commits the offset it has consumed up to, while {n_of(len(popping), 'gRPC client')} "
-        f"({and_list(popping)}) pop from the same queues through a proxy, and POP moves the same consumer "
+        f"{n_of(len(dividing), 'remoting client')} ({and_list(dividing)}) "
+        + ("holds the group's queues and commits the offset it has consumed up to" if len(dividing) == 1 else
+           "divide the queues among themselves and each commits the offset it has consumed up to")
+        + f", while {n_of(len(popping), 'gRPC client')} ({and_list(popping)}) "
+        f"{'pops' if len(popping) == 1 else 'pop'} from the same queues through a proxy, and POP moves the "
+        "same consumer "
         "offsets as it hands messages out. Each kind overwrites the other's progress: when a remoting "
         "client commits an offset below the one POP reached, POP hands those messages out again "
         "(duplicates); when POP moves the offset past messages its own filter passes over (tags only the "

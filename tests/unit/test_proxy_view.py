@@ -201,8 +201,8 @@ def test_remoting_and_grpc_clients_in_one_group_are_mixed_consumption() -> None:
     assert finding.evidence == {"remoting_clients": [remoting.client_id], "grpc_clients": [GRPC_ID],
                                 "queues": [], "popped_past_client": None, "behind_client": None}
     assert "No remoting client's running info was read, so the offsets cannot be compared." in finding.detail
-    assert f"1 remoting client ({remoting.client_id}) divide" in finding.detail
-    assert f"1 gRPC client ({GRPC_ID}) pop" in finding.detail
+    assert f"1 remoting client ({remoting.client_id}) holds the group's queues and commits" in finding.detail
+    assert f"1 gRPC client ({GRPC_ID}) pops from the same queues" in finding.detail
     alone = GroupView(G, (remoting,), {}, {}, rows, consume_type="CONSUME_PASSIVELY")
     assert alone.consumption == "push" and "MIXED_CONSUMPTION" not in [f.code for f in run_checks(alone)]
 
