@@ -4,8 +4,9 @@ A dead letter stays in ``%DLQ%GROUP`` for good; replaying sends a copy of each (
 user properties, the original topic in ``RETRY_TOPIC``) with SEND_MESSAGE (10) to the group's own
 retry topic ``%RETRY%GROUP``, which every client of the group subscribes: only this group consumes
 it again, under its original topic, and other groups of that topic see nothing. The plan names the
-dead letters by queue and offset (oldest first, at most ``limit``); applying reads the retry
-topic's queues back to check each copy was stored, and appends the audit log. The dead letters
+dead letters by queue and offset (oldest first, at most ``limit``); applying reads each copy
+back from the retry topic at the offset the broker stored it at and checks it carries its dead
+letter (body, unique key, first topic), and appends the audit log. The dead letters
 themselves are not removed: a second replay of the same range sends them again, so the audit
 record keeps the range.
 
@@ -126,11 +127,11 @@ async def apply_replay(source: ClusterSource, plan: ReplayPlan, writer: Writer) 
                 entry.update(status="refused", code=exc.code, remark=exc.message)
             sent.append(entry)
         stored = 0
-        for entry in sent:
+        for letter, entry in zip(plan.letters, sent, strict=True):
             if entry.get("status") != "sent":
                 continue
-            high = await writes.max_offset(masters[entry["broker"]], plan.target_topic, 0)
-            stored += entry["retry_offset"] < high
+            entry["read_back"] = await _read_back(source, plan.target_topic, entry, letter)
+            stored += entry["read_back"] == "same"
     except errors.RmqctlError as exc:
         record["outcome"] = {"error": exc.message, "sent": sent}
         audit.append(record)
@@ -139,6 +140,26 @@ async def apply_replay(source: ClusterSource, plan: ReplayPlan, writer: Writer) 
     record["outcome"] = {"all_sent": outcome.all_sent, "stored": stored, "sent": sent}
     audit.append(record)
     return outcome
+
+
+def is_copy_of(letter: DeadLetter, copy: Message) -> bool:
+    """Whether ``copy`` (read back from the retry topic) carries ``letter``: its body, its unique
+    key and its first topic."""
+    props, origin = dict(copy.properties), dict(letter.message.properties)
+    first = letter.origin_topic or props.get("RETRY_TOPIC")
+    return (copy.body == letter.message.body and props.get("UNIQ_KEY") == origin.get("UNIQ_KEY")
+            and props.get("RETRY_TOPIC") == first)
+
+
+async def _read_back(source: ClusterSource, topic: str, entry: dict[str, Any], letter: DeadLetter) -> str:
+    """Read the copy at the offset the broker stored it at: ``same`` (it is the dead letter's
+    copy), ``different`` (another message is there) or ``missing`` (nothing could be read)."""
+    ref = MessageRef(topic=topic, broker=entry["broker"], queue_id=0, offset=entry["retry_offset"])
+    try:
+        found = await source.find_messages(ref)
+    except errors.RmqctlError:
+        return "missing"
+    return "same" if any(is_copy_of(letter, m) for m in found.value) else "different"
 
 
 def replay_document(plan: ReplayPlan) -> dict[str, Any]:

@@ -128,8 +128,9 @@ def replay(
         return
     doc = {**replay_outcome_document(outcome), "errors": {}}
     rows = [{"queue": s["queue"], "offset": s["offset"], "status": s["status"],
-             "retry_offset": s.get("retry_offset", "-"), "code": s.get("code", "-")} for s in doc["sent"]]
-    emit(View(doc, [Table(["queue", "offset", "status", "retry_offset", "code"], rows,
+             "retry_offset": s.get("retry_offset", "-"), "read_back": s.get("read_back", "-"),
+             "code": s.get("code", "-")} for s in doc["sent"]]
+    emit(View(doc, [Table(["queue", "offset", "status", "retry_offset", "read_back", "code"], rows,
                           title=f"Replay {group}: outcome")],
               footer=[f"{outcome.stored} of {len(plan.letters)} stored in {plan.target_topic}.",
                       f"Audit log: {outcome.audit_file}"]), opts.output, options=opts.table_options)

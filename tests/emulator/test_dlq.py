@@ -11,12 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from rmqctl.actions import audit
-from rmqctl.actions.dlq import apply_replay, plan_replay
+from rmqctl.actions.dlq import apply_replay, is_copy_of, plan_replay
 from rmqctl.actions.permission import Writer
 from rmqctl.cli.app import app
 from rmqctl.emulator.embedded import embedded_opened
 from rmqctl.emulator.scenario import parse_scenario
 from rmqctl.emulator.world import EmulatedCluster
+from rmqctl.model import MessageRef
 
 SCENARIO = """
 name = "dead-letters"
@@ -65,6 +66,13 @@ async def test_a_replay_sends_the_dead_letters_back_to_their_group_only(tmp_path
         before_failing, before_fine = len(failing.deliveries), len(fine.deliveries)
         outcome = await apply_replay(opened.source, plan, Writer("tester", None, None))
         assert outcome.all_sent and outcome.stored == 3
+        # each copy was read back where the broker stored it, and is its dead letter's
+        assert [s["read_back"] for s in outcome.sent] == ["same"] * 3
+        copies = [(await opened.source.find_messages(MessageRef(topic="%RETRY%failing", broker=s["broker"],
+                                                                queue_id=0, offset=s["retry_offset"]))).value[0]
+                  for s in outcome.sent]
+        assert [is_copy_of(d, c) for d, c in zip(plan.letters, copies, strict=True)] == [True] * 3
+        assert not is_copy_of(plan.letters[0], copies[1])
         # before the first retry delay (10 s) of the listener that fails them once more
         await opened.clock.sleep(5)
         again = failing.deliveries[before_failing:]

@@ -183,7 +183,11 @@ def test_dlq_replay_delivers_each_dead_letter_once_to_the_fixed_consumer(
     assert tries == Counter({(m["msg_id"], n): 1 for m in sent for n in (0, 1)})
     stop(cluster, sc, "F", group)
 
+    [listed] = [r for r in rmqctl(cluster, "dlq", "list")["dead_letter_queues"] if r["group"] == group]
+    assert (listed["topic"], listed["messages"]) == (dlq, 4)
     retry_high = cluster.max_offset(retry, 0)
+    limited = rmqctl(cluster, "dlq", "replay", group, "--limit", "3")
+    assert (len(limited["dead_letters"]), limited["left_out"]) == (3, 1)
     plan = rmqctl(cluster, "dlq", "replay", group)
     assert sorted(d["msg_id"] for d in plan["dead_letters"]) == sorted(m["msg_id"] for m in sent)
     assert {d["origin_topic"] for d in plan["dead_letters"]} == {topic}
@@ -210,6 +214,7 @@ def test_dlq_replay_delivers_each_dead_letter_once_to_the_fixed_consumer(
     [record] = audit_records("dlq replay", group)
     assert record["outcome"]["all_sent"] is True and record["outcome"]["stored"] == 4
     assert sorted(s["msg_id"] for s in record["outcome"]["sent"]) == sorted(m["msg_id"] for m in sent)
+    assert [s["read_back"] for s in done["sent"]] == ["same"] * 4
 
     # the dead letters stay; deleting the group with its topics asked removes both
     stop(cluster, sc, "OK", group)
