@@ -725,6 +725,8 @@ class RealCluster:
             "diskMaxUsedSpaceRatio": 95,
             # SQL92 subscriptions (MessageSelector.bySql); tag subscriptions are filtered as before
             "enablePropertyFilter": "true",
+            # message traces (RMQ_SYS_TRACE_TOPIC, created at start) for clients with tracing on
+            "traceTopicEnable": "true",
         }
         br_conf.update(self._broker_overrides)
         ns_path = b / "conf" / "namesrv.conf"

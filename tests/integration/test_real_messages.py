@@ -184,6 +184,8 @@ def test_a_traced_consumption_names_the_consumer_and_agrees_with_mqadmin(
         real_cluster: RealCluster, scenario_clients: ScenarioClientsProcess) -> None:
     token = uuid.uuid4().hex[:8]
     group, topic = f"TracedGroup_{token}", f"TracedTopic_{token}"
+    # the broker runs with traceTopicEnable=true: the trace topic is there before any client traces
+    assert real_cluster.topic_route("RMQ_SYS_TRACE_TOPIC") is not None
     real_cluster.create_topic(topic, 1)
     cmd = real_cluster.java_command("rmqctl.harness.TracedConsumer", real_cluster.namesrv_addr, group, topic, "*",
                                     f"traced_{token}", log_name=f"traced_{token}")
