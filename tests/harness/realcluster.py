@@ -41,6 +41,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -501,16 +502,21 @@ def raw_request(
     version: int = 479,
     language: str = "PYTHON",
     serialize: str = "JSON",
+    ssl_context: ssl.SSLContext | None = None,
 ) -> RawResponse:
     """Send one request to ``host:port`` on a fresh connection and return the matching response.
 
     Frames the server sends that are not the response (server-initiated requests) are skipped.
+    With ``ssl_context`` the connection speaks TLS (a server in ``tls.server.mode=enforcing``).
     """
     host, port = addr.rsplit(":", 1)
     opaque = _next_opaque()
     frame = encode_request(code, ext, body, opaque=opaque, version=version, language=language,
                            serialize=serialize)
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+    with contextlib.ExitStack() as stack:
+        sock = stack.enter_context(socket.create_connection((host, int(port)), timeout=timeout))
+        if ssl_context is not None:
+            sock = stack.enter_context(ssl_context.wrap_socket(sock, server_hostname=host))
         sock.settimeout(timeout)
         sock.sendall(frame)
         while True:
@@ -598,8 +604,11 @@ class RealCluster:
         namesrv_jvm_args: Iterable[str] = (),
         build: bool = True,
         classpath: str | None = None,
+        tls_context: ssl.SSLContext | None = None,
     ) -> None:
         self.cluster_name = cluster_name
+        #: the harness's own requests speak TLS with this context (servers enforcing TLS)
+        self.tls_context = tls_context
         self.broker_name = broker_name
         self.startup_timeout = startup_timeout
         self._requested_base = Path(base_dir) if base_dir else None
@@ -813,7 +822,7 @@ class RealCluster:
 
         def broker_answers() -> bool:
             check_alive()
-            resp = raw_request(self.broker_addr, 28, timeout=3)
+            resp = raw_request(self.broker_addr, 28, timeout=3, ssl_context=self.tls_context)
             if resp.code != 0:
                 return False
             m = re.search(r'"brokerVersionDesc"\s*:\s*"([^"]+)"', resp.text)
@@ -824,7 +833,7 @@ class RealCluster:
 
         def registered() -> bool:
             check_alive()
-            resp = raw_request(self.namesrv_addr, 106, timeout=3)
+            resp = raw_request(self.namesrv_addr, 106, timeout=3, ssl_context=self.tls_context)
             if resp.code == 0 and f'"{self.broker_addr}"' in resp.text:
                 return True
             # The broker registers once at startup, then every 10-30 s. Now and then (seen with
@@ -834,7 +843,8 @@ class RealCluster:
             now = time.monotonic()
             if now >= nudge["next"]:
                 if nudge["count"]:
-                    raw_request(self.broker_addr, 25, body=b"brokerPermission=6\n", timeout=3)
+                    raw_request(self.broker_addr, 25, body=b"brokerPermission=6\n", timeout=3,
+                                ssl_context=self.tls_context)
                 nudge["next"] = now + (0.5 if not nudge["count"] else 2.0)
                 nudge["count"] += 1
             return False
@@ -912,12 +922,12 @@ class RealCluster:
     def request_namesrv(self, code: int, ext: Mapping[str, Any] | None = None, body: bytes = b"",
                         **kw: Any) -> RawResponse:
         """Send a raw request (see :func:`raw_request`) to the name server."""
-        return raw_request(self.namesrv_addr, code, ext, body, **kw)
+        return raw_request(self.namesrv_addr, code, ext, body, **{"ssl_context": self.tls_context, **kw})
 
     def request_broker(self, code: int, ext: Mapping[str, Any] | None = None, body: bytes = b"",
                        **kw: Any) -> RawResponse:
         """Send a raw request (see :func:`raw_request`) to the broker's listenPort."""
-        return raw_request(self.broker_addr, code, ext, body, **kw)
+        return raw_request(self.broker_addr, code, ext, body, **{"ssl_context": self.tls_context, **kw})
 
     def topic_route(self, topic: str) -> dict[str, Any] | None:
         """Route of ``topic`` from the name server as standard JSON (version 479), or None if absent."""
