@@ -152,6 +152,8 @@ class RequestCodeNotSupported(RemoteError):
 class NoPermission(RemoteError):
     code_value = 16
     code_name = "NO_PERMISSION"
+    #: the permission the refused request needs, in words (``Get on Group:G``), when known
+    needs: str | None = None
 
 
 class TopicNotExist(RemoteError):

@@ -90,9 +90,14 @@ class Partial(Generic[T]):
 
 def all_failed(failures: Mapping[str, errors.RmqctlError], message: str) -> errors.RmqctlError:
     """One error for brokers that all failed: a timeout (exit 4) when every one of them timed
-    out, a connection error (exit 3) otherwise; ``message`` is followed by each broker's error."""
+    out, a refusal (exit 6) when every one answered with an error code (NO_PERMISSION …), a
+    connection error (exit 3) otherwise; ``message`` is followed by each broker's error."""
     detail = "; ".join(f"{name}: {err}" for name, err in failures.items())
     timed_out = bool(failures) and all(isinstance(e, errors.TimeoutError) for e in failures.values())
+    if failures and all(isinstance(e, errors.RemoteError) for e in failures.values()):
+        # every broker answered, and refused (an ACL says no): exit 6, with what to grant
+        hints = {e.hint for e in failures.values() if e.hint}
+        return errors.RmqctlError(f"{message}: {detail}", hint=hints.pop() if len(hints) == 1 else None)
     kind = errors.TimeoutError if timed_out else errors.ConnectionError
     return kind(f"{message}: {detail}")
 

@@ -5,8 +5,9 @@ set-context NAME --allow-writes``); a context without the key is read-only too. 
 without a context (``-n``, ``NAMESRV_ADDR``) and the emulator may be written. A refusal is one
 line and exit 8 (:class:`~rmqctl.errors.WriteRefused`), before anything is sent.
 
-An ACL refusal from a broker (NO_PERMISSION, 16) is turned into an error that names the
-permission the request needs (:func:`missing_permission`).
+An ACL refusal from a broker (NO_PERMISSION, 16) names the permission the request needs: the
+remoting layer does it from the request (:mod:`rmqctl.remoting.permissions`), and
+:func:`missing_permission` for a refusal that reached here without it.
 
 Must not import the CLI, textual or pyspark.
 """
@@ -50,7 +51,7 @@ _NEEDS: dict[int, str] = {
     RequestCode.INVOKE_BROKER_TO_RESET_OFFSET:
         "UPDATE on group {group} and topic {topic} (plain ACL 1.0: SUB on both)",
     RequestCode.UPDATE_CONSUMER_OFFSET:
-        "SUB and UPDATE on group {group} and topic {topic} (plain ACL 1.0: SUB on both)",
+        "SUB on group {group} and topic {topic} (plain ACL 1.0: SUB on both)",
 }
 
 
@@ -64,7 +65,10 @@ def missing_permission(code: int, *, group: str, topic: str) -> str:
 
 def no_permission_error(exc: errors.NoPermission, code: int, *, group: str, topic: str,
                         access_key: str | None) -> errors.NoPermission:
-    """``exc`` with a message naming the missing permission and the access key that lacks it."""
+    """``exc`` with a message naming the missing permission and the access key that lacks it
+    (as it is when the remoting layer already named them from the request)."""
+    if exc.needs is not None or exc.hint is not None:
+        return exc
     who = f"access key {access_key!r}" if access_key else "an unsigned request (no access key)"
     error = errors.NoPermission(exc.code, f"{exc.remark.strip() or 'no remark'}; {who} needs "
                                 f"{missing_permission(code, group=group, topic=topic)}",

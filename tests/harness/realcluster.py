@@ -30,9 +30,12 @@ Environment variables:
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import dataclasses
 import fcntl
+import hashlib
+import hmac
 import json
 import os
 import queue
@@ -492,6 +495,17 @@ def _next_opaque() -> int:
         return _opaque_counter
 
 
+def sign_ext(ext: Mapping[str, Any] | None, body: bytes, access_key: str, secret_key: str) -> dict[str, str]:
+    """``ext`` with ``AccessKey`` and ``Signature``: Base64 HMAC-SHA1 (keyed by the secret) of the
+    values in key order followed by the body, as RocketMQ's ACL clients sign."""
+    fields = {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in (ext or {}).items()}
+    fields["AccessKey"] = access_key
+    content = "".join(fields[k] for k in sorted(fields)).encode() + body
+    digest = hmac.new(secret_key.encode(), content, hashlib.sha1).digest()
+    fields["Signature"] = base64.b64encode(digest).decode()
+    return fields
+
+
 def raw_request(
     addr: str,
     code: int,
@@ -503,14 +517,18 @@ def raw_request(
     language: str = "PYTHON",
     serialize: str = "JSON",
     ssl_context: ssl.SSLContext | None = None,
+    credentials: tuple[str, str] | None = None,
 ) -> RawResponse:
     """Send one request to ``host:port`` on a fresh connection and return the matching response.
 
     Frames the server sends that are not the response (server-initiated requests) are skipped.
-    With ``ssl_context`` the connection speaks TLS (a server in ``tls.server.mode=enforcing``).
+    With ``ssl_context`` the connection speaks TLS (a server in ``tls.server.mode=enforcing``);
+    with ``credentials`` (access key, secret key) the request is signed as ACL clients sign.
     """
     host, port = addr.rsplit(":", 1)
     opaque = _next_opaque()
+    if credentials is not None:
+        ext = sign_ext(ext, body, *credentials)
     frame = encode_request(code, ext, body, opaque=opaque, version=version, language=language,
                            serialize=serialize)
     with contextlib.ExitStack() as stack:
@@ -605,10 +623,14 @@ class RealCluster:
         build: bool = True,
         classpath: str | None = None,
         tls_context: ssl.SSLContext | None = None,
+        credentials: tuple[str, str] | None = None,
     ) -> None:
         self.cluster_name = cluster_name
         #: the harness's own requests speak TLS with this context (servers enforcing TLS)
         self.tls_context = tls_context
+        #: (access key, secret key) the harness's own requests and mqadmin sign with (ACL on);
+        #: mqadmin reads them from ``$ROCKETMQ_HOME/conf/tools.yml``
+        self.credentials = credentials
         self.broker_name = broker_name
         self.startup_timeout = startup_timeout
         self._requested_base = Path(base_dir) if base_dir else None
@@ -700,6 +722,9 @@ class RealCluster:
         # RocketMQ 4.9.x reads these fixed names from $ROCKETMQ_HOME/conf
         for name in ("logback_namesrv.xml", "logback_broker.xml", "logback_tools.xml"):
             (b / "conf" / name).write_text(logback)
+        if self.credentials is not None:
+            access_key, secret_key = self.credentials
+            (b / "conf" / "tools.yml").write_text(f"accessKey: {access_key}\nsecretKey: {secret_key}\n")
         ns_conf: dict[str, Any] = {
             "listenPort": self.namesrv_port,
             "bindAddress": "127.0.0.1",
@@ -822,7 +847,8 @@ class RealCluster:
 
         def broker_answers() -> bool:
             check_alive()
-            resp = raw_request(self.broker_addr, 28, timeout=3, ssl_context=self.tls_context)
+            resp = raw_request(self.broker_addr, 28, timeout=3, ssl_context=self.tls_context,
+                               credentials=self.credentials)
             if resp.code != 0:
                 return False
             m = re.search(r'"brokerVersionDesc"\s*:\s*"([^"]+)"', resp.text)
@@ -833,7 +859,8 @@ class RealCluster:
 
         def registered() -> bool:
             check_alive()
-            resp = raw_request(self.namesrv_addr, 106, timeout=3, ssl_context=self.tls_context)
+            resp = raw_request(self.namesrv_addr, 106, timeout=3, ssl_context=self.tls_context,
+                               credentials=self.credentials)
             if resp.code == 0 and f'"{self.broker_addr}"' in resp.text:
                 return True
             # The broker registers once at startup, then every 10-30 s. Now and then (seen with
@@ -844,7 +871,7 @@ class RealCluster:
             if now >= nudge["next"]:
                 if nudge["count"]:
                     raw_request(self.broker_addr, 25, body=b"brokerPermission=6\n", timeout=3,
-                                ssl_context=self.tls_context)
+                                ssl_context=self.tls_context, credentials=self.credentials)
                 nudge["next"] = now + (0.5 if not nudge["count"] else 2.0)
                 nudge["count"] += 1
             return False
@@ -919,15 +946,20 @@ class RealCluster:
             raise HarnessError(f"mqadmin {' '.join(args)} failed:\n{proc.stderr.strip()[-3000:]}")
         return proc.stdout
 
+    @property
+    def _secure(self) -> dict[str, Any]:
+        """How the harness's own requests reach this cluster: TLS and signing, when it needs them."""
+        return {"ssl_context": self.tls_context, "credentials": self.credentials}
+
     def request_namesrv(self, code: int, ext: Mapping[str, Any] | None = None, body: bytes = b"",
                         **kw: Any) -> RawResponse:
         """Send a raw request (see :func:`raw_request`) to the name server."""
-        return raw_request(self.namesrv_addr, code, ext, body, **{"ssl_context": self.tls_context, **kw})
+        return raw_request(self.namesrv_addr, code, ext, body, **{**self._secure, **kw})
 
     def request_broker(self, code: int, ext: Mapping[str, Any] | None = None, body: bytes = b"",
                        **kw: Any) -> RawResponse:
         """Send a raw request (see :func:`raw_request`) to the broker's listenPort."""
-        return raw_request(self.broker_addr, code, ext, body, **{"ssl_context": self.tls_context, **kw})
+        return raw_request(self.broker_addr, code, ext, body, **{**self._secure, **kw})
 
     def topic_route(self, topic: str) -> dict[str, Any] | None:
         """Route of ``topic`` from the name server as standard JSON (version 479), or None if absent."""
