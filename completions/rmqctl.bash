@@ -338,12 +338,15 @@ _rmqctl_lookup() {
     'V|config view|-o') _rmqctl_r='table json jsonl csv' ;;
     'O|config use-context') _rmqctl_r='--help -h' ;;
     'A|config use-context') _rmqctl_r='@contexts' ;;
-    'O|config set-context') _rmqctl_r='--namesrv -n --timeout --access-key --secret-key-prompt --secret-key-stdin --secret-key --use --allow-writes --read-only --help -h' ;;
+    'O|config set-context') _rmqctl_r='--namesrv -n --timeout --access-key --secret-key-prompt --secret-key-stdin --secret-key --use --allow-writes --read-only --tls --no-tls --tls-ca-file --tls-cert-file --tls-key-file --tls-verify --tls-no-verify --help -h' ;;
     'V|config set-context|--namesrv') _rmqctl_r='@none' ;;
     'V|config set-context|-n') _rmqctl_r='@none' ;;
     'V|config set-context|--timeout') _rmqctl_r='@none' ;;
     'V|config set-context|--access-key') _rmqctl_r='@none' ;;
     'V|config set-context|--secret-key') _rmqctl_r='@none' ;;
+    'V|config set-context|--tls-ca-file') _rmqctl_r='@none' ;;
+    'V|config set-context|--tls-cert-file') _rmqctl_r='@none' ;;
+    'V|config set-context|--tls-key-file') _rmqctl_r='@none' ;;
     'A|config set-context') _rmqctl_r='@contexts' ;;
     'S|rebalance') _rmqctl_r='simulate' ;;
     'O|rebalance') _rmqctl_r='--help -h' ;;

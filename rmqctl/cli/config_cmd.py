@@ -96,6 +96,18 @@ def set_context(
         "--allow-writes/--read-only",
         help="Whether commands that change the cluster (group reset) may run with this context; a new "
              "context is read-only unless --allow-writes.", show_default=False)] = None,
+    tls: Annotated[bool | None, typer.Option(
+        "--tls/--no-tls", help="Speak TLS to the name servers, brokers and proxies.", show_default=False)] = None,
+    tls_ca_file: Annotated[str | None, typer.Option(
+        "--tls-ca-file", help="PEM CA file the servers' certificates are checked against (turns the check on).",
+        show_default=False)] = None,
+    tls_cert_file: Annotated[str | None, typer.Option(
+        "--tls-cert-file", help="PEM client certificate, for servers that ask for one.", show_default=False)] = None,
+    tls_key_file: Annotated[str | None, typer.Option(
+        "--tls-key-file", help="PEM private key of the client certificate.", show_default=False)] = None,
+    tls_verify: Annotated[bool | None, typer.Option(
+        "--tls-verify/--tls-no-verify", help="Check the servers' certificate chain (default: when a CA file "
+        "is given).", show_default=False)] = None,
 ) -> None:
     """Create or update a context (stored with mode 600)."""
     ways = [flag for flag, given in (("--secret-key", secret_key is not None),
@@ -115,7 +127,9 @@ def set_context(
     elif secret_key_prompt or (access_key is not None and "secret_key" not in entry and sys.stdin.isatty()):
         secret_key = prompt_secret(name)
     for key, value in (("namesrv", namesrv), ("timeout", timeout),
-                       ("access_key", access_key), ("secret_key", secret_key)):
+                       ("access_key", access_key), ("secret_key", secret_key), ("tls", tls),
+                       ("tls_ca_file", tls_ca_file), ("tls_cert_file", tls_cert_file),
+                       ("tls_key_file", tls_key_file), ("tls_verify", tls_verify)):
         if value is not None:
             entry[key] = value
     if allow_writes is not None:

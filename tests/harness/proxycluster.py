@@ -144,8 +144,11 @@ class RealProxy:
     ``--proxy`` names), ``grpc_endpoint`` the gRPC port the SDK connects to."""
 
     def __init__(self, cluster: RealCluster, *, name: str = "proxy", heap: str = "320m",
-                 startup_timeout: float = 120.0, config: Mapping[str, Any] | None = None) -> None:
+                 startup_timeout: float = 120.0, config: Mapping[str, Any] | None = None,
+                 jvm_args: Iterable[str] = ()) -> None:
         self.cluster = cluster
+        #: extra JVM options (e.g. the tls.* system properties of a cluster enforcing TLS)
+        self.jvm_args = list(jvm_args)
         self.name = name
         self.heap = heap
         self.startup_timeout = startup_timeout
@@ -201,7 +204,7 @@ class RealProxy:
             f"-Duser.home={self.work_dir}", f"-Djava.io.tmpdir={self.work_dir / 'tmp'}",
             f"-Drocketmq.home.dir={base}",
             f"-Drmq.logback.configurationFile={base / 'conf' / 'logback.xml'}",
-            f"-Drmqctl.log.file={self.work_dir / 'proxy.log'}",
+            f"-Drmqctl.log.file={self.work_dir / 'proxy.log'}", *self.jvm_args,
             "-cp", classpath, PROXY_MAIN, "-pc", str(conf), "-pm", "cluster",
         ]
         _live_proxies.add(self)
@@ -213,7 +216,7 @@ class RealProxy:
             if self._proc is None or self._proc.poll() is not None:
                 raise ClusterStartError(f"proxy exited early with code {self._proc and self._proc.returncode}",
                                         self.log_tail())
-            raw_request(self.remoting_addr, 105, {"topic": "TBW102"}, timeout=3)
+            raw_request(self.remoting_addr, 105, {"topic": "TBW102"}, timeout=3, ssl_context=self.cluster.tls_context)
             with socket.create_connection(("127.0.0.1", self.grpc_port), timeout=1):
                 return True
 

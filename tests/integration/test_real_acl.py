@@ -5,7 +5,8 @@ A cluster of its own (module scope, small heaps) with ``authenticationEnabled`` 
 ``viewer`` may Get every topic and group, ``operator`` may also Sub and Update, ``nobody`` may
 nothing. Reads work with a user's keys; a refused read names the action and the resource it
 lacks (exit 6); a reset refused by the ACL is reported per queue as refused, with the permission;
-the same reset with the operator's keys is applied.
+the same reset with the operator's keys is applied. Its servers run with TLS disabled, the
+plain ports ``--tls`` must name as such.
 """
 
 from __future__ import annotations
@@ -50,8 +51,11 @@ def acl_cluster() -> Iterator[RealCluster]:
         build_harness()
     except HarnessError as exc:
         real_part_missing(f"cannot build the Java harness: {exc}")
+    # TLS off on both servers (tls.server.mode=disabled; the default is permissive): a plain port
     cluster = RealCluster(cluster_name="AclCluster", broker_name="broker-acl", namesrv_heap="128m",
-                          broker_heap="384m", broker_config=ACL_CONFIG, credentials=SUPER)
+                          broker_heap="384m", broker_config=ACL_CONFIG, credentials=SUPER,
+                          namesrv_jvm_args=["-Dtls.server.mode=disabled"],
+                          broker_jvm_args=["-Dtls.server.mode=disabled"])
     problem: tuple[str, str] | None = None
     try:
         cluster.start()
@@ -149,3 +153,11 @@ def test_the_same_reset_with_a_permitted_users_keys_is_applied(acl_cluster: Real
                     "--execute", "--yes", "-o", "json", user="operator")
     assert result.returncode == 0, result.stdout + result.stderr
     wait_until(lambda: committed(acl_cluster) == [0] * QUEUES, timeout=30, message="offsets reset to 0")
+
+
+def test_tls_to_a_server_with_tls_disabled_is_one_line_naming_the_mismatch(acl_cluster: RealCluster) -> None:
+    result = rmqctl("--tls", "-n", acl_cluster.namesrv_addr, "cluster", "list", user="viewer")
+    assert result.returncode == 3 and result.stdout == ""
+    line, hint = result.stderr.strip().splitlines()
+    assert line.startswith("rmqctl: error: ") and "does not speak TLS" in line, result.stderr
+    assert "drop --tls" in hint and "Traceback" not in result.stderr

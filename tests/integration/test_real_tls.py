@@ -1,11 +1,12 @@
-"""TLS against a real RocketMQ 5.x name server and broker that enforce it.
+"""TLS against a real RocketMQ 5.x name server, broker and proxy that enforce it.
 
 A cluster of its own (module scope, small heaps): both servers run with
 ``tls.server.mode=enforcing`` and a certificate signed by a CA this module makes; the broker
 speaks TLS to the name server too (``tls.enable``), and so do the real Java consumers and the
 producer behind the group the commands read. Every read command works with ``--tls`` (and with a
 context naming the CA, which checks the broker's chain); without TLS, one ``rmqctl: error:`` line
-says the server requires it, exit 3; a certificate from another CA is not trusted.
+says the server requires it, exit 3; a certificate from another CA is not trusted. A
+rocketmq-proxy (cluster mode) with the same settings is read with ``--tls --proxy``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.plugin import real_part_missing
+from tests.harness.proxycluster import RealProxy
 from tests.harness.realcluster import (
     ClusterStartError,
     HarnessError,
@@ -109,7 +111,7 @@ def consumed(tls_cluster: RealCluster, certs: TlsFiles) -> Iterator[ScenarioClie
         clients.start()
         clients.produce(TOPIC, tag="tagA", count=8)  # creates the topic (autoCreateTopicEnable)
         clients.start_consumer("c1", group=GROUP, subscriptions={TOPIC: "*"}, client_ip="127.0.0.1")
-        clients.wait_until(lambda: len(clients.received().get("c1", [])) >= 8, timeout=90)
+        clients.wait_until(lambda: len(clients.received().get("c1", [])) >= 8, timeout=180)
     except (ScenarioError, HarnessError, OSError) as exc:
         clients.close(graceful=False)
         real_part_missing(f"Java clients over TLS did not work: {exc}", clients.stderr_tail() + tls_cluster.log_tail())
@@ -180,3 +182,36 @@ def test_without_tls_one_line_says_the_server_requires_it(command: list[str], tl
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith("rmqctl: error: ") and "requires TLS" in lines[0], result.stderr
     assert len(lines) == 2 and "--tls" in lines[1] and "Traceback" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def tls_proxy(tls_cluster: RealCluster, certs: TlsFiles) -> Iterator[RealProxy]:
+    no_file = certs.ca.parent / "no-tls.properties"
+    # the proxy takes its own certificate from its config file (else it makes a self-signed one)
+    proxy = RealProxy(tls_cluster, name="tls-proxy", heap="256m",
+                      config={"tlsTestModeEnable": False, "tlsCertPath": str(certs.server_cert),
+                              "tlsKeyPath": str(certs.server_key)},
+                      jvm_args=[*server_tls_args(certs, no_file), *client_tls_args(certs, no_file)[:1]])
+    problem: tuple[str, str] | None = None
+    try:
+        proxy.start()
+    except (ClusterStartError, HarnessError) as exc:
+        problem = (f"the TLS proxy did not start: {exc}", getattr(exc, "log_tail", ""))
+    if problem:
+        real_part_missing(*problem)
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+def test_a_proxy_enforcing_tls_is_read_with_tls(tls_cluster: RealCluster, tls_proxy: RealProxy,
+                                                consumed: ScenarioClientsProcess) -> None:
+    result = rmqctl("--tls", "-n", tls_cluster.namesrv_addr, "--proxy", tls_proxy.remoting_addr,
+                    "group", "show", GROUP, "-o", "json")
+    assert result.returncode == 0, result.stderr
+    proxies = {p["address"]: p for p in json.loads(result.stdout)["proxies"]}
+    assert proxies[tls_proxy.remoting_addr]["error"] is None, proxies
+    # the proxy alone, named as the name server would be, refuses a plain connection the same way
+    plain = rmqctl("-n", tls_proxy.remoting_addr, "cluster", "list")
+    assert plain.returncode == 3 and "requires TLS" in plain.stderr, plain.stderr

@@ -169,3 +169,15 @@ def test_tls_does_not_apply_to_a_dashboard_or_the_embedded_emulator(config_home:
     assert code == ExitCode.USAGE and "https://" in err
     code, _, err = run("--tls", "--emulator", "tag-overwrite", "group", "list")
     assert code == ExitCode.USAGE and "embedded emulator" in err
+
+
+def test_set_context_writes_the_tls_keys_and_the_context_reads_over_tls(tls_served: Served, certs: TlsFiles,
+                                                                        config_home: Path) -> None:
+    code, _, err = run("config", "set-context", "secure", "-n", tls_served.namesrv, "--tls",
+                       "--tls-ca-file", str(certs.ca), "--use")
+    assert code == 0, err
+    assert "tls = true" in config_home.read_text() and f'tls_ca_file = "{certs.ca}"' in config_home.read_text()
+    code, _, err = run("group", "list")
+    assert code == ExitCode.OK, err
+    code, _, err = run("config", "set-context", "secure", "--no-tls")
+    assert code == 0 and run("group", "list")[0] == ExitCode.CONNECTION
