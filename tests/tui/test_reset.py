@@ -22,7 +22,7 @@ from rmqctl.actions.permission import Writer
 from rmqctl.cli.app import app as cli
 from rmqctl.connect import Target, open_source
 from rmqctl.source import ClusterSource
-from tests.tui.helpers import shown_text, wait_for
+from tests.tui.helpers import fake_app, make_view, shown_text, wait_for
 from tui import TuiSettings, make_app
 from tui.app import RmqctlApp
 from tui.reset import ResetScreen
@@ -202,3 +202,49 @@ async def test_bad_input_is_one_line_and_plans_nothing() -> None:
             assert screen.query_one("#reset-apply", Button).disabled
             await pilot.press("escape")
             await wait_for(pilot, lambda: isinstance(app.screen, GroupScreen))
+
+
+async def test_an_undo_plan_the_group_has_moved_past_is_refused_as_stale() -> None:
+    async with open_source(Target(emulator=SCENARIO, at=AT)) as opened:
+        app = make_app(opened, TuiSettings(group=GROUP, interval=3600, writer=as_tester))
+        async with app.run_test(size=(200, 50)) as pilot:
+            await wait_for(pilot, lambda: app.polls_done == 1 and isinstance(app.screen, GroupScreen))
+            await pilot.press("X")
+            await wait_for(pilot, lambda: isinstance(app.screen, ResetScreen))
+            screen = app.screen
+            assert isinstance(screen, ResetScreen)
+            screen.query_one("#reset-queues", Input).value = ""
+            screen.query_one("#reset-topic", Input).value = ""
+            screen.query_one("#reset-plan", Button).press()
+            await wait_for(pilot, lambda: phase(app) == "planned")
+            screen.query_one("#reset-apply", Button).press()
+            await pilot.pause()
+            screen.query_one("#reset-yes", Button).press()
+            await wait_for(pilot, lambda: phase(app) == "applied", timeout=30)
+            # the healthy clients consume on (a steady producer): their queues move past the undo plan
+            await opened.clock.sleep(30)
+            screen.query_one("#reset-undo", Button).press()
+            await wait_for(pilot, lambda: phase(app) == "planned")
+            screen.query_one("#reset-apply", Button).press()
+            await pilot.pause()
+            screen.query_one("#reset-yes", Button).press()
+            await wait_for(pilot, lambda: phase(app) == "failed")
+            assert "the plan is stale, nothing was written" in shown_text(screen.query_one("#reset-ask", Static),
+                                                                          width=300)
+            # the refused undo is not a write: only the skip is in the audit log
+            assert [r["plan"]["target"]["kind"] for r in audit.read_log()] == ["latest"]
+
+
+async def test_a_source_that_cannot_write_says_so_when_asked_for_a_plan() -> None:
+    app, _, _ = fake_app([make_view("orders", held={"10.0.0.1@a": [0, 1]})],
+                         settings=TuiSettings(interval=3600, writer=as_tester))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_for(pilot, lambda: app.polls_done == 1 and isinstance(app.screen, GroupsScreen))
+        await pilot.press("X")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResetScreen))
+        screen = app.screen
+        assert isinstance(screen, ResetScreen)
+        screen.query_one("#reset-plan", Button).press()
+        await wait_for(pilot, lambda: phase(app) == "failed")
+        assert "this source cannot write" in shown_text(screen.query_one("#reset-ask", Static), width=300)
+        assert screen.query_one("#reset-apply", Button).disabled
