@@ -5,10 +5,12 @@ Every front end that looks at a cluster over time stands on this module: ``docto
 and ``--watch``. A :class:`Watcher` takes one :class:`Sample` per round — a
 :class:`~rmqctl.model.GroupView` per group, fetched with bounded concurrency, and the error of
 each group that could not be read — and hands out :class:`Round` objects with the previous and
-current sample and the :class:`GroupChange` between them (clients that joined or left, queues
-whose owner moved). The next round starts only after the previous one finished; time comes from
-an injected :class:`Clock`, so the embedded emulator's virtual clock (or a test's fake clock)
-drives the same loop as the wall clock.
+current sample, the :class:`GroupChange` between them (clients that joined or left, queues
+whose owner moved) and each group's :class:`~rmqctl.model.ExpressionHistory` (what every earlier
+round saw of the broker's expression and the queues' owners, so a message consumed before the
+expression changed is judged by what held then). The next round starts only after the previous
+one finished; time comes from an injected :class:`Clock`, so the embedded emulator's virtual
+clock (or a test's fake clock) drives the same loop as the wall clock.
 
 Imports the model, errors and the source protocol only: never the CLI, textual or pyspark.
 """
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.fanout import fan_out
-from rmqctl.model import GroupView, MessageQueue, sort_queues
+from rmqctl.model import ExpressionHistory, GroupView, MessageQueue, sort_queues
 from rmqctl.source import ClusterSource
 
 #: groups sampled at the same time by default (each view itself fans out to every broker)
@@ -110,6 +112,10 @@ class Round:
     number: int
     previous: Sample | None
     current: Sample
+    #: per group, what every earlier round observed of its queues (the broker's expression, the
+    #: owners, the consumer offsets): the doctor judges messages consumed before the current
+    #: expression by it
+    history: Mapping[str, ExpressionHistory] = field(default_factory=dict)
 
     def changes(self) -> dict[str, GroupChange]:
         """Groups whose membership or assignment changed since the previous round."""
@@ -171,6 +177,8 @@ class Watcher:
         self.concurrency = concurrency
         self.running_info = running_info
         self.last: Round | None = None
+        #: per group, the expression history of every round so far (groups that vanish are dropped)
+        self.histories: dict[str, ExpressionHistory] = {}
         #: errors of listing the groups on the last round that listed them (``--all``)
         self.list_errors: Mapping[str, errors.RmqctlError] = {}
 
@@ -191,7 +199,11 @@ class Watcher:
             running_info=self.running_info,
         )
         previous = self.last.current if self.last else None
-        self.last = Round((self.last.number + 1) if self.last else 1, previous, sample)
+        before = self.histories
+        self.last = Round((self.last.number + 1) if self.last else 1, previous, sample, before)
+        histories = {g: before.get(g, ExpressionHistory()).observed(v) for g, v in sample.views.items()}
+        histories.update({g: before[g] for g in sample.errors if g in before})  # unreadable this round
+        self.histories = histories
         return self.last
 
     async def rounds(self, count: int | None = None) -> AsyncIterator[Round]:

@@ -235,7 +235,7 @@ class Dashboard:
             tps[group] = consume_tps(before, view, seconds)
             note = ""
             if check:
-                findings[group] = run_checks(view, before)
+                findings[group] = run_checks(view, before, history=rnd.history.get(group))
                 loss = messages_lost(findings[group])
                 if loss is not None and loss[0]:
                     note = f" │ {loss[0]} of {loss[1]} messages will never be consumed — press f"

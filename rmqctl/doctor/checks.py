@@ -39,7 +39,7 @@ from rmqctl.doctor.subscriptions import (
     subscription_topic_conflict,
     tag_conflict_topics,
 )
-from rmqctl.model import SEVERITY_RANK, Finding, GroupView
+from rmqctl.model import SEVERITY_RANK, ExpressionHistory, Finding, GroupView
 from rmqctl.stuck import BLOCKED_AFTER_MS
 
 __all__ = [
@@ -113,14 +113,19 @@ def skipped_checks(view: GroupView) -> dict[str, str]:
 
 def run_checks(view: GroupView, previous: GroupView | None = None, *,
                now_ms: int | None = None, only: Iterable[str] | None = None,
-               resampled: bool = False) -> list[Finding]:
+               resampled: bool = False, history: ExpressionHistory | None = None) -> list[Finding]:
     """Every finding for one group, most severe first.
+
+    ``history`` holds what earlier samples of the group observed (the broker's expression and
+    each queue's owner, round after round); without it, ``previous`` alone is the history.
 
     While holdings overlap or leave gaps after a membership change (a rebalance in progress),
     allocation findings are held back and REBALANCE_IN_PROGRESS says why; with ``resampled``
     (the caller already sampled again once) they are reported as they stand.
     """
-    ctx = CheckContext(view, previous, now_ms if now_ms is not None else view.sampled_at, resampled)
+    if history is None:
+        history = ExpressionHistory.of([previous] if previous is not None else [])
+    ctx = CheckContext(view, previous, now_ms if now_ms is not None else view.sampled_at, resampled, history)
     wanted = set(only) if only else None
     skipped = skipped_checks(view)
     moving = view.rebalance_in_progress() is not None

@@ -8,12 +8,13 @@ Must not do I/O, and must not import the CLI, the TUI, pyspark or the other doct
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rmqctl import errors
 from rmqctl.model import (
     DEFAULT_STRATEGY,
+    ExpressionHistory,
     Finding,
     GroupView,
     MessageQueue,
@@ -33,6 +34,8 @@ class CheckContext:
     now_ms: int = 0
     #: the view is a second sample taken because the first showed a rebalance in progress
     resampled: bool = False
+    #: what earlier samples observed of each queue (expression, owner, consumer offset)
+    history: ExpressionHistory = field(default_factory=ExpressionHistory)
 
     @property
     def clustering(self) -> bool:

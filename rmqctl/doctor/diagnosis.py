@@ -109,14 +109,18 @@ async def diagnose(
         if view is None:
             continue
         before = first.views.get(group) if first is not None else None
+        # what the earlier samples saw of the broker's expression and the owners (the first
+        # sample with --interval; the first two when a rebalance made us look again)
+        history = last.history.get(group)
         if sample:
             view = await _sampled(source, view, sample_per_queue)
         if group in orderly_again:
-            mine = [f for f in run_checks(view, before, resampled=resampled) if f.code != "ORDERLY_QUEUE_SUSPENDED"]
+            mine = [f for f in run_checks(view, before, resampled=resampled, history=history)
+                    if f.code != "ORDERLY_QUEUE_SUSPENDED"]
             mine += run_checks(orderly_again[group], last.current.views[group], only=("ORDERLY_QUEUE_SUSPENDED",))
             findings += sorted(mine, key=lambda f: -SEVERITY_RANK[f.severity])
         else:
-            findings += run_checks(view, before, resampled=resampled)
+            findings += run_checks(view, before, resampled=resampled, history=history)
         if skips := skipped_checks(view):
             skipped[group] = skips
         failures.update({f"{group}/{k}": v for k, v in view.errors.items()})

@@ -33,13 +33,17 @@ from rmqctl.doctor.context import (
 from rmqctl.model import (
     RETRY_PREFIX,
     SUB_ALL,
+    ExpressionHistory,
     Finding,
     GroupView,
     MessageQueue,
+    Observation,
     QueueProgress,
+    Reign,
     SampledMessage,
     Subscription,
     TagSample,
+    dated,
     java_string_hash,
     sort_queues,
     unpullable_reason,
@@ -128,7 +132,7 @@ class _Tally:
     #: stored before the broker's current expression (or the queue's current owner) was in place:
     #: another expression or client may have judged them, so they count as neither lost nor delivered
     earlier: dict[str, int] = field(default_factory=dict)
-    #: judged by the expression and owner of the previous sample (consumed before it)
+    #: judged by an expression and owner that only earlier samples show (consumed before they changed)
     reconstructed: dict[str, int] = field(default_factory=dict)
 
     def lost(self) -> dict[str, int]:
@@ -188,66 +192,38 @@ def _message_fate(filt: Subscription | None, own: Subscription | None, owner: st
 
 def _dated(view: GroupView, filt: Subscription | None, own: Subscription | None) -> int:
     """When the broker's expression and the queue's owner were both in place (0: unknown)."""
-    versions = [s.sub_version for s in (filt, own) if s is not None]
-    return max((v for v in versions if 0 < v <= view.sampled_at), default=0)
-
-
-@dataclass(frozen=True)
-class _Earlier:
-    """What judged a queue's messages at the previous sample (``--interval``, ``--watch``)."""
-
-    since: int
-    consumed_below: int
-    owner: str | None
-    filt: Subscription
-    own: Subscription | None
-
-
-def _earlier_judge(prev: GroupView | None, mq: MessageQueue, topic: str) -> _Earlier | None:
-    """The previous sample's expression and owner of ``mq``, when they are dated. A message
-    stored after that date and consumed before that sample was judged by them: no newer
-    subVersion had been stored by then, and versions only grow."""
-    if prev is None:
-        return None
-    p = progress_by_queue(prev).get(mq)
-    filt = prev.broker_subscriptions.get(mq.broker_name, {}).get(topic)
-    if p is None or not p.known or filt is None:
-        return None
-    holders = prev.owners().get(mq, [])
-    owner = holders[0] if holders else None
-    own = client_sub(prev, owner, topic) if owner else None
-    since = _dated(prev, filt, own)
-    return _Earlier(since, p.consumer_offset, owner, filt, own) if since else None
+    return dated(view.sampled_at, filt, own)
 
 
 def _count_sample(sample: TagSample, done_below: int, owner: str | None, filt: Subscription | None,
-                  own: Subscription | None, tally: _Tally, since_ms: int,
-                  earlier: _Earlier | None = None) -> dict[str, dict[str, int]]:
+                  own: Subscription | None, tally: _Tally, history: ExpressionHistory,
+                  current: Observation) -> dict[str, dict[str, int]]:
     """Per tag, how many sampled messages of one queue were delivered, dropped, filtered or are
     still pending (at or past the consumer offset); adds them to the topic's ``tally``. A consumed
-    message stored before ``since_ms`` (when the broker's current expression and the queue's
-    current owner were both in place) counts as ``before_current_expression``: it may have been
-    judged by another expression or client, so it is neither lost nor delivered, unless
-    ``earlier`` (the previous sample) dates what judged it."""
+    message is judged by the broker's expression and the owner that were in place when it was
+    consumed, as ``history`` (earlier samples) and ``current`` (this one) tell; when they do not
+    (stored before the current expression and owner were in place, and consumed before any
+    sample saw them) it counts as ``before_current_expression``: another expression or client
+    may have judged it, so it is neither lost nor delivered."""
     counts: dict[str, dict[str, int]] = {}
     for m in sample.messages:
         tag = m.tag
         who, whose = owner, own
         if m.offset >= done_below:
             kind = "pending"
-        elif since_ms > 0 and (m.store_timestamp is None or m.store_timestamp < since_ms):
-            kind = "before_current_expression"
-            if (earlier is not None and m.store_timestamp is not None
-                    and m.store_timestamp >= earlier.since and m.offset < earlier.consumed_below):
-                # consumed before the previous sample, under what held then
-                kind = _message_fate(earlier.filt, earlier.own, earlier.owner, m)
-                _bump(tally.reconstructed, tag)
-                if earlier.owner is not None:
-                    tally.received.setdefault(earlier.owner, {})
-                    tally.dropped.setdefault(earlier.owner, {})
-                who, whose = earlier.owner, earlier.own
         else:
-            kind = _message_fate(filt, own, owner, m)
+            judged, earlier = history.judge(sample.queue, m.offset, m.store_timestamp, current)
+            if judged is None:
+                kind = "before_current_expression"
+            else:
+                reign = judged.reign
+                kind = _message_fate(reign.filt, reign.own, reign.owner, m)
+                if earlier:
+                    _bump(tally.reconstructed, tag)
+                if reign.owner is not None:
+                    tally.received.setdefault(reign.owner, {})
+                    tally.dropped.setdefault(reign.owner, {})
+                who, whose = reign.owner, reign.own
         if kind == "before_current_expression":
             _bump(tally.earlier, tag)
         elif kind == "pending":
@@ -361,6 +337,7 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
     else:
         universe = [*named, OTHER_TAGS]
 
+    history = ctx.history or ExpressionHistory.of([ctx.previous] if ctx.previous is not None else [])
     queue_rows = []
     delivered_anywhere: set[str | None] = set()
     tally = _Tally({cid: {} for cid in present}, {cid: {} for cid in present})
@@ -387,10 +364,9 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
             # version) and dates nothing
             since = _dated(view, filt, own)
             row["expression_since_ms"] = since or None
-            earlier = _earlier_judge(ctx.previous, mq, topic)
+            current = Observation(view.sampled_at, done_below, Reign(filt, owner, own))
             row["sample"] = {"from_offset": sample.from_offset, "to_offset": sample.to_offset,
-                             "counts": _count_sample(sample, done_below, owner, filt, own, tally, since,
-                                                     earlier)}
+                             "counts": _count_sample(sample, done_below, owner, filt, own, tally, history, current)}
         queue_rows.append(row)
 
     # a tag a SQL92 filter may pass (its properties decide) is not known to be lost

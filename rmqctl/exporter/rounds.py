@@ -3,10 +3,11 @@
 :class:`RoundMaker` polls the groups through the watch service (bounded concurrency), then for
 each group read: reads back the store time of the oldest unconsumed message of every queue with
 a backlog (lag in seconds), samples the tags of conflicting topics like ``doctor`` does, runs the
-doctor's checks against the previous round's view, derives consume and produce rates from the
-offsets of two rounds, and hands every view to the stuck judge. The result is one immutable
-:class:`RoundResult`: the exporter's sinks (the metrics endpoint, the snapshot files, ``--once``)
-read only complete results, so a scrape never touches a broker.
+doctor's checks against the previous round's view and every earlier round's expression history,
+derives consume and produce rates from the offsets of two rounds, and hands every view to the
+stuck judge. The result is one immutable :class:`RoundResult`: the exporter's sinks (the metrics
+endpoint, the snapshot files, ``--once``) read only complete results, so a scrape never touches
+a broker.
 
 A broker that fails degrades only its own series: its groups keep the other brokers' rows, and
 its state (up or not, errors so far) is kept per broker. Must not import the CLI, textual or
@@ -24,7 +25,7 @@ from rmqctl import errors
 from rmqctl.doctor import run_checks
 from rmqctl.doctor.checks import tag_conflict_topics
 from rmqctl.exporter.stuck import StuckJudge, Verdict
-from rmqctl.model import Finding, GroupView, MessageQueue
+from rmqctl.model import ExpressionHistory, Finding, GroupView, MessageQueue
 from rmqctl.source import ClusterSource
 from rmqctl.watch import DEFAULT_CONCURRENCY, Round, Watcher
 
@@ -126,7 +127,8 @@ class RoundMaker:
             return  # the groups' own errors say which brokers failed
         self._brokers.update(info.brokers)
 
-    async def _one(self, view: GroupView, previous: GroupView | None) -> GroupResult:
+    async def _one(self, view: GroupView, previous: GroupView | None,
+                   history: ExpressionHistory | None = None) -> GroupResult:
         lag_seconds: dict[MessageQueue, float] = {}
         if self.lag_time:
             try:
@@ -144,7 +146,7 @@ class RoundMaker:
                 checked = await self.source.sample_messages(view, tag_conflict_topics(view))
             except errors.RmqctlError:
                 checked = view
-        findings = tuple(run_checks(checked, previous))
+        findings = tuple(run_checks(checked, previous, history=history))
         consume, produce = _rates(previous, view)
         return GroupResult(view.group, view, None, findings, (), lag_seconds, consume, produce)
 
@@ -159,7 +161,7 @@ class RoundMaker:
 
         async def guarded(view: GroupView) -> GroupResult:
             async with limit:
-                return await self._one(view, previous.get(view.group))
+                return await self._one(view, previous.get(view.group), rnd.history.get(view.group))
 
         done = await asyncio.gather(*(guarded(v) for _, v in sorted(sample.views.items())))
         verdicts = self.stuck.add(sample.views.values(), int(round(sample.taken_at * 1000)))

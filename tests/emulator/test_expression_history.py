@@ -113,3 +113,124 @@ async def test_a_previous_sample_dates_what_judged_the_messages_consumed_before_
     assert ev["counts"]["received_by_client"] == {A: {"tagX": 2}, B: {"tagX": 2}}
     # the tagY at offsets 2 and 3 were committed after 8 s: still unknown
     assert ev["consumed_before_current_expression"] == {"tagY": 4}
+
+
+# --- round after round: the watch service carries the history --------------------------------
+
+C = "10.0.0.3@C"
+#: three queues; B ("*") from 0 s, C ("tagZ") from 0.5 s, A ("tagX") from 1 s to 30 s. Each
+#: joiner re-balances everyone, and A's "tagX" is stored last (the greatest subVersion): AVG gives
+#: A queue 0, B queue 1, C queue 2. At 5 s six messages each of tagX, tagY and tagZ are sent (two
+#: of each per queue); under "tagX" the broker passes only tagX, and C drops its two (its own
+#: "tagZ" does not name them). All is committed by 28 s. At 30 s A leaves, B takes queue 0 and
+#: re-balances last, so the broker holds B's "*" from then on: judged by "*" alone, every tagY and
+#: tagZ would read as delivered, though none was.
+FLIP_SCENARIO = f"""
+name = "expression-flip"
+duration = 60
+
+[[topics]]
+name = "TopicH"
+queues = 3
+
+[[consumers]]
+group = "hist"
+client_id = "{B}"
+subscriptions = {{ TopicH = "*" }}
+
+[[consumers]]
+group = "hist"
+client_id = "{C}"
+subscriptions = {{ TopicH = "tagZ" }}
+start = 0.5
+
+[[consumers]]
+group = "hist"
+client_id = "{A}"
+subscriptions = {{ TopicH = "tagX" }}
+start = 1.0
+stop = 30.0
+
+[[produce]]
+at = 5.0
+topic = "TopicH"
+tag = "tagX"
+count = 6
+
+[[produce]]
+at = 5.0
+topic = "TopicH"
+tag = "tagY"
+count = 6
+
+[[produce]]
+at = 5.0
+topic = "TopicH"
+tag = "tagZ"
+count = 6
+"""
+#: scenario seconds of the rounds: two under "tagX" (before and after everything was consumed),
+#: two under "*"
+FLIP_ROUNDS = (8.0, 28.0, 40.0, 42.0)
+
+
+def tag_conflict_evidence(findings: Any) -> Any:
+    (f,) = [x for x in findings if x.code == "SUBSCRIPTION_TAG_CONFLICT"]
+    return f.evidence
+
+
+async def test_rounds_judge_messages_consumed_before_a_flip_by_what_held_then() -> None:
+    from rmqctl.emulator.embedded import VirtualClock
+    from rmqctl.watch import Watcher
+
+    async with embedded_cluster(parse_scenario(FLIP_SCENARIO), at=FLIP_ROUNDS[0]) as (cluster, server):
+        clock = VirtualClock(cluster)
+        start = cluster.now_ms / 1000 - FLIP_ROUNDS[0]
+        source = ClusterService(RemotingBackend(AdminClient([server.namesrv_addr])), clock)
+        watcher = Watcher(source, ["hist"], interval=1.0, clock=clock)
+        last: Any = None
+        try:
+            for at in FLIP_ROUNDS:
+                await clock.sleep(start + at - clock.now())
+                rnd = await watcher.poll()
+                view = await source.sample_messages(rnd.current.views["hist"], ["TopicH"])
+                before = rnd.previous.views.get("hist") if rnd.previous else None
+                last = (view, tag_conflict_evidence(run_checks(view, before, history=rnd.history.get("hist"))))
+        finally:
+            await source.close()
+        received = {c.client_id: {t: n for t, n in c.received_by_tag.items() if n} for c in cluster.consumers}
+        report: Any = cluster.report()
+    view, ev = last
+    assert view.broker_subscriptions["broker-a"]["TopicH"].expression == "*"
+    # the truth: each tagX reached the holder of its queue under "tagX", except C's (dropped)
+    assert received == {A: {"tagX": 2}, B: {"tagX": 2}, C: {}}
+    assert report["lost_by_tag"] == {"tagX": 2, "tagY": 6, "tagZ": 6}
+    # two rounds after the flip (the previous round already saw "*"), the earlier rounds still
+    # judge what was consumed under "tagX": the counts are the listeners' own, and nothing the
+    # broker filtered reads as delivered
+    assert ev["counts"]["received_by_client"] == {A: {"tagX": 2}, B: {"tagX": 2}, C: {}}
+    assert ev["lost_in_sample"] == {"tagX": 2, "tagY": 6, "tagZ": 6}
+    assert ev["counts"]["filtered_by_broker"] == {"tagY": 6, "tagZ": 6}
+    assert ev["consumed_before_current_expression"] == {}
+    assert ev["judged_by_previous_sample"] == {"tagX": 6, "tagY": 6, "tagZ": 6}
+
+
+async def test_the_exporter_carries_the_history_from_round_to_round() -> None:
+    from rmqctl.emulator.embedded import VirtualClock
+    from rmqctl.exporter.rounds import RoundMaker
+
+    async with embedded_cluster(parse_scenario(FLIP_SCENARIO), at=FLIP_ROUNDS[0]) as (cluster, server):
+        clock = VirtualClock(cluster)
+        start = cluster.now_ms / 1000 - FLIP_ROUNDS[0]
+        source = ClusterService(RemotingBackend(AdminClient([server.namesrv_addr])), clock)
+        maker = RoundMaker(source, ["hist"], lag_time=False)
+        try:
+            for at in FLIP_ROUNDS:
+                await clock.sleep(start + at - clock.now())
+                result = await maker.take()
+        finally:
+            await source.close()
+    ev = tag_conflict_evidence(result.groups["hist"].findings)
+    assert ev["counts"]["received_by_client"] == {A: {"tagX": 2}, B: {"tagX": 2}, C: {}}
+    assert ev["lost_in_sample"] == {"tagX": 2, "tagY": 6, "tagZ": 6}
+    assert ev["consumed_before_current_expression"] == {}
