@@ -1,4 +1,4 @@
-"""The offset-snapshot contract (schema version 1) as an explicit Spark schema.
+"""The offset-snapshot contract (schema version 2) as an explicit Spark schema.
 
 Snapshots are Parquet files under ``DIR/date=YYYY-MM-DD/*.parquet`` (the UTC date of ``ts``), one row
 per (snapshot time, group, topic, broker, queue). ``docs/snapshots.md`` is the public description;
@@ -22,7 +22,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The newest snapshot schema version this job understands."""
 
 SCHEMA_VERSION_KEY = "rmqctl.schema_version"
@@ -45,8 +45,15 @@ SNAPSHOT_SCHEMA = StructType([
     StructField("message_model", StringType(), nullable=True),
     StructField("error", StringType(), nullable=True),
     StructField("schema_version", ShortType(), nullable=False),
+    # version 2: what judged the messages consumed (files of version 1 read these as null)
+    StructField("expression", StringType(), nullable=True),
+    StructField("expression_type", StringType(), nullable=True),
+    StructField("expression_version", LongType(), nullable=True),
+    StructField("owner_expression", StringType(), nullable=True),
+    StructField("owner_expression_type", StringType(), nullable=True),
+    StructField("owner_expression_version", LongType(), nullable=True),
 ])
-"""Schema version 1 of the snapshot files, column by column as in docs/snapshots.md."""
+"""Schema version 2 of the snapshot files, column by column as in docs/snapshots.md."""
 
 QUEUE_KEY = ("cluster", "group", "topic", "broker", "queue_id")
 """Columns that name one queue of one consumer group."""

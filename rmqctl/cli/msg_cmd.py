@@ -101,8 +101,8 @@ def explain(
     offset: OffsetOpt = None,
     snapshots: Annotated[str | None, typer.Option(
         "--snapshots", show_default=False, metavar="DIR",
-        help="Recorded offset snapshots: who held the queue when the message was stored "
-             "(default: the live assignment).")] = None,
+        help="Recorded offset snapshots: who held the queue and which expression the broker held when "
+             "the message was consumed (default: the live assignment).")] = None,
 ) -> None:
     """Why a group did or did not get a message: consumed, waiting, filtered, dropped, never pulled,
     retried, dead-lettered."""
@@ -113,12 +113,13 @@ def explain(
     ref = message_ref(what, topic=topic, key=key, queue=queue, offset=offset)
     lookup: OwnershipLookup | None = None
     if snapshots is not None:
-        from rmqctl.snapshot.history import ownership_at, snapshot_files
+        from rmqctl.snapshot.history import judged_ownership, snapshot_files
 
         snapshot_files(snapshots)  # a directory without snapshots is a mistake, before any read
 
         def lookup(group_name: str, message: Message) -> QueueOwnership | None:
-            return ownership_at(snapshots, group_name, message.queue, message.store_timestamp)
+            return judged_ownership(snapshots, group_name, message.queue, message.queue_offset,
+                                    message.store_timestamp)
 
     async def run(source: ClusterSource) -> tuple[View, Failures]:
         result = await explain_messages(source, ref, group or (), ownership=lookup)

@@ -158,7 +158,12 @@ def explain_message(message: Message, view: GroupView, *, copies: Sequence[Messa
             + (f" When pulled it will be {will.replace('_', ' ')}." if will else "")), evidence, own.source)
 
     # The group's offset is past the message: the broker's filter, then the owner's own.
-    stored = view.broker_subscriptions.get(message.queue.broker_name, {}).get(topic)
+    if own.undetermined is not None:
+        return Explanation(group, "unknown", (
+            f"{group} committed past the message, but which expression and client judged it is not known: "
+            f"{own.undetermined}."), evidence, own.source, ("the expression the broker held when it was consumed",))
+    # recorded snapshots say what the broker held then; the live view what it holds now
+    stored = own.stored or view.broker_subscriptions.get(message.queue.broker_name, {}).get(topic)
     caveats: tuple[str, ...] = ()
     if stored is None:
         # The table lost the topic since (it flips with each heartbeat when clients subscribe
@@ -192,7 +197,7 @@ def explain_message(message: Message, view: GroupView, *, copies: Sequence[Messa
         return Explanation(group, "unknown", (
             f"It passed the broker's filter and {group} committed past it, but which client held "
             f"{_where(message)} is not known."), evidence, own.source, ("the queue's owner", *caveats))
-    own_sub = client_sub(view, own.owner, topic)
+    own_sub = own.owner_subscription or client_sub(view, own.owner, topic)
     if own_sub is None:
         missing = (f"{own.owner}'s own subscription (its running info)",)
         return Explanation(group, "unknown", (

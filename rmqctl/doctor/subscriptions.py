@@ -220,9 +220,9 @@ def _count_sample(sample: TagSample, done_below: int, owner: str | None, filt: S
                 kind = _message_fate(reign.filt, reign.own, reign.owner, m)
                 if earlier:
                     _bump(tally.reconstructed, tag)
-                if reign.owner is not None:
-                    tally.received.setdefault(reign.owner, {})
-                    tally.dropped.setdefault(reign.owner, {})
+                    if reign.owner is not None:  # an owner that may have left since
+                        tally.received.setdefault(reign.owner, {})
+                        tally.dropped.setdefault(reign.owner, {})
                 who, whose = reign.owner, reign.own
         if kind == "before_current_expression":
             _bump(tally.earlier, tag)

@@ -4,7 +4,8 @@ Wire formats never cross a layer boundary; these objects do. Derived numbers (la
 owner lookups, Java ordering) are properties here, never recomputed in a command or widget.
 The package is cut by concern: ``names`` (reserved topics and groups), ``java`` (Java string and
 version semantics), ``cluster`` (brokers, topics, queues), ``consumer`` (subscriptions, clients,
-running info), ``group`` (the group view), ``message`` (a stored message and its two ids),
+running info), ``group`` (the group view), ``history`` (which expression and owner judged a
+consumed message, sample after sample), ``message`` (a stored message and its two ids),
 ``finding`` (doctor verdicts), ``sql92`` (the broker's SQL92 message filters) and ``formatting``
 (display text for people). Every public name is re-exported here, so ``from rmqctl.model import
 X`` is the way to reach them.

@@ -91,6 +91,19 @@ def observations(view: GroupView, queues: Iterable[MessageQueue] | None = None) 
     return out
 
 
+def _placed(chain: list[Observation], at: int, offset: int, store_ts: int | None) -> Observation | None:
+    """``chain[at]``, the first sample past the message, when its reign judged it: dated before
+    the message was stored, or seen also by the sample before it (taken before the message was
+    consumed); else None."""
+    judged = chain[at]
+    since = judged.since
+    if since and store_ts is not None and store_ts >= since:
+        return judged
+    if at > 0 and chain[at - 1].reign.key() == judged.reign.key() and chain[at - 1].consumer_offset <= offset:
+        return judged
+    return None
+
+
 def _appended(kept: tuple[Observation, ...], obs: Observation) -> tuple[Observation, ...]:
     if kept and obs.at_ms <= kept[-1].at_ms:
         return kept  # the same sample again, or an older one
@@ -128,6 +141,24 @@ class ExpressionHistory:
     def __bool__(self) -> bool:
         return bool(self.queues)
 
+    @classmethod
+    def of_observations(cls, mq: MessageQueue, observed: Iterable[Observation]) -> ExpressionHistory:
+        """The history of one queue from observations in any order (recorded snapshots)."""
+        kept: tuple[Observation, ...] = ()
+        for obs in sorted(observed, key=lambda o: o.at_ms):
+            kept = _appended(kept, obs)
+        return cls({mq: kept})
+
+    def recorded_judge(self, mq: MessageQueue, offset: int, store_ts: int | None) -> tuple[bool, Observation | None]:
+        """For recorded samples alone: whether one of them was taken after the message at
+        ``offset`` was consumed, and which one's reign judged it (the rules of :meth:`judge`,
+        without a current sample; None: not known)."""
+        chain = list(self.queues.get(mq, ()))
+        at = next((i for i, o in enumerate(chain) if offset < o.consumer_offset), None)
+        if at is None:
+            return False, None
+        return True, _placed(chain, at, offset, store_ts)
+
     def judge(self, mq: MessageQueue, offset: int, store_ts: int | None, current: Observation) -> tuple[
             Observation | None, bool]:
         """Which observation's reign judged the message at ``offset`` of ``mq`` (stored at
@@ -150,11 +181,8 @@ class ExpressionHistory:
             not current.since and unchanged)
         chain = [*seen, current]
         at = next((i for i, o in enumerate(chain) if offset < o.consumer_offset), len(chain) - 1)
-        judged = chain[at]
-        since = judged.since
-        if since and store_ts is not None and store_ts >= since:
-            return judged, not (alone and judged.reign.key() == key)
-        if at > 0 and chain[at - 1].reign.key() == judged.reign.key() and chain[at - 1].consumer_offset <= offset:
+        judged = _placed(chain, at, offset, store_ts)
+        if judged is not None:
             return judged, not (alone and judged.reign.key() == key)
         if alone:
             return current, False

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rmqctl.model.cluster import MessageQueue
+from rmqctl.model.consumer import Subscription
 from rmqctl.model.names import DLQ_PREFIX, RETRY_PREFIX
 
 #: property names the broker and clients write (``MessageConst``)
@@ -164,6 +165,12 @@ class QueueOwnership:
     source: Literal["live", "snapshots"]
     #: when the ownership was read (the view's or the snapshot's time), epoch ms
     at_ms: int | None = None
+    #: the subscription the broker stored then (recorded snapshots; None: use the live one)
+    stored: Subscription | None = None
+    #: the owner's own subscription then (recorded snapshots; None: use the live one)
+    owner_subscription: Subscription | None = None
+    #: why the snapshots cannot tell which expression and owner judged the message (None: they can)
+    undetermined: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,11 @@
 
 Pure functions over model objects, no I/O: the exporter fetches, these decide what a row says.
 A queue's row carries the offsets the brokers report, the client holding it and whether that
-client subscribes the topic. A broker that failed a round (or a whole group that could not be
-read) gives *placeholder* rows — offsets null, ``error`` set — for every queue of it known from
-the routes or from the previous round: missing data is recorded as missing, never as zeros.
+client subscribes the topic, the subscription the broker stored for the group and the holder's
+own (what judges the messages pulled: readers rebuild the expression history from them). A
+broker that failed a round (or a whole group that could not be read) gives *placeholder* rows —
+offsets null, ``error`` set — for every queue of it known from the routes or from the previous
+round: missing data is recorded as missing, never as zeros.
 
 Imports the model, the watch service's types and the rebalance strategies only: never the CLI,
 textual, pyspark or pyarrow.
@@ -16,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from rmqctl import errors
-from rmqctl.model import GroupView, MessageQueue, TopicOffset
+from rmqctl.model import GroupView, MessageQueue, Subscription, TopicOffset
 from rmqctl.rebalance.strategies import get_strategy
 from rmqctl.watch import holders
 
@@ -40,6 +42,14 @@ class QueueSnapshot:
     owner_subscribed: bool | None = None
     message_model: str | None = None
     error: str | None = None
+    #: the subscription of the topic the broker stored for the group (schema version 2)
+    expression: str | None = None
+    expression_type: str | None = None
+    expression_version: int | None = None
+    #: the owner's own subscription of the topic (schema version 2)
+    owner_expression: str | None = None
+    owner_expression_type: str | None = None
+    owner_expression_version: int | None = None
 
     @property
     def queue(self) -> MessageQueue:
@@ -91,6 +101,12 @@ def owners(view: GroupView) -> dict[MessageQueue, tuple[str | None, bool | None]
     return out
 
 
+def _own_subscription(view: GroupView, owner: str | None, topic: str) -> Subscription | None:
+    """``owner``'s own subscription of ``topic`` (its running info), when it reports one."""
+    info = view.running_infos.get(owner) if owner is not None else None
+    return next((s for s in info.subscriptions if s.topic == topic), None) if info is not None else None
+
+
 def group_rows(
     ts_ms: int,
     view: GroupView,
@@ -115,11 +131,19 @@ def group_rows(
     def base(mq: MessageQueue) -> QueueSnapshot:
         owner, subscribed = owned.get(mq, (None, None))
         topic_offset = newest.get(mq) or dlq.get(mq)
+        stored = view.broker_subscriptions.get(mq.broker_name, {}).get(mq.topic)
+        own = _own_subscription(view, owner, mq.topic)
         return QueueSnapshot(
             ts_ms, cluster_of.get(mq.broker_name, default_cluster), view.group, mq.topic,
             mq.broker_name, mq.queue_id,
             broker_last_ms=topic_offset.newest_store_ms if topic_offset else None,
             owner=owner, owner_subscribed=subscribed, message_model=model,
+            expression=stored.expression if stored else None,
+            expression_type=stored.expression_type if stored else None,
+            expression_version=stored.sub_version if stored else None,
+            owner_expression=own.expression if own else None,
+            owner_expression_type=own.expression_type if own else None,
+            owner_expression_version=own.sub_version if own else None,
         )
 
     rows: dict[MessageQueue, QueueSnapshot] = {}
@@ -156,6 +180,10 @@ def failed_group_rows(
             ts_ms, row.cluster, group, row.topic, row.broker, row.queue_id,
             owner=row.owner, owner_subscribed=row.owner_subscribed,
             message_model=row.message_model, error=str(error),
+            expression=row.expression, expression_type=row.expression_type,
+            expression_version=row.expression_version, owner_expression=row.owner_expression,
+            owner_expression_type=row.owner_expression_type,
+            owner_expression_version=row.owner_expression_version,
         )
         for row in sorted(previous, key=lambda r: r.queue)
     ]

@@ -15,8 +15,9 @@ import datetime as _dt
 
 import pyarrow as pa
 
-#: the version of :data:`SCHEMA`; bumped when a column is added
-SCHEMA_VERSION = 1
+#: the version of :data:`SCHEMA`; bumped when a column is added (2: the broker's stored
+#: expression and the owner's own, so a reader knows what judged the messages consumed)
+SCHEMA_VERSION = 2
 #: file key-value metadata key holding :data:`SCHEMA_VERSION` (as text)
 VERSION_KEY = "rmqctl.schema_version"
 #: the Hive partition column (a directory level, not a column inside the files)
@@ -44,6 +45,13 @@ SCHEMA = pa.schema(
         pa.field("message_model", pa.string(), nullable=True),
         pa.field("error", pa.string(), nullable=True),
         pa.field("schema_version", pa.int16(), nullable=False),
+        # version 2
+        pa.field("expression", pa.string(), nullable=True),
+        pa.field("expression_type", pa.string(), nullable=True),
+        pa.field("expression_version", pa.int64(), nullable=True),
+        pa.field("owner_expression", pa.string(), nullable=True),
+        pa.field("owner_expression_type", pa.string(), nullable=True),
+        pa.field("owner_expression_version", pa.int64(), nullable=True),
     ],
     metadata={VERSION_KEY: str(SCHEMA_VERSION)},
 )

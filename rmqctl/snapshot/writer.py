@@ -59,12 +59,18 @@ def table_of(rows: Sequence[QueueSnapshot]) -> pa.Table:
         "message_model": [r.message_model for r in rows],
         "error": [r.error for r in rows],
         "schema_version": [SCHEMA_VERSION] * len(rows),
+        "expression": [r.expression for r in rows],
+        "expression_type": [r.expression_type for r in rows],
+        "expression_version": [r.expression_version for r in rows],
+        "owner_expression": [r.owner_expression for r in rows],
+        "owner_expression_type": [r.owner_expression_type for r in rows],
+        "owner_expression_version": [r.owner_expression_version for r in rows],
     }
     return pa.Table.from_pydict(columns, schema=SCHEMA)
 
 
 def rows_of(table: pa.Table) -> list[QueueSnapshot]:
-    """The inverse of :func:`table_of`."""
+    """The inverse of :func:`table_of`; columns an older schema version lacks read as null."""
     # timestamps back to the epoch milliseconds the rows carry (to_pylist would make datetimes)
     table = pa.Table.from_arrays(
         [col.cast(pa.int64()) if pa.types.is_timestamp(col.type) else col for col in table.columns],
@@ -74,7 +80,11 @@ def rows_of(table: pa.Table) -> list[QueueSnapshot]:
                       queue_id=r["queue_id"], broker_offset=r["broker_offset"], consumer_offset=r["consumer_offset"],
                       pull_offset=r["pull_offset"], last_consumed_ms=r["last_consumed_ts"],
                       broker_last_ms=r["broker_last_ts"], owner=r["owner"], owner_subscribed=r["owner_subscribed"],
-                      message_model=r["message_model"], error=r["error"])
+                      message_model=r["message_model"], error=r["error"],
+                      expression=r.get("expression"), expression_type=r.get("expression_type"),
+                      expression_version=r.get("expression_version"), owner_expression=r.get("owner_expression"),
+                      owner_expression_type=r.get("owner_expression_type"),
+                      owner_expression_version=r.get("owner_expression_version"))
         for r in table.to_pylist()
     ]
 
@@ -113,6 +123,14 @@ class _Journal:
         self._file.close()
 
 
+def _known_schema(schema: pa.Schema) -> bool:
+    """:data:`SCHEMA`, or the schema of an earlier version (a leading part of it: versions only
+    add columns at the end), as a journal of an older writer holds."""
+    names = SCHEMA.names[:len(schema.names)]
+    return schema.names == names and "schema_version" in names and all(
+        schema.field(n).equals(SCHEMA.field(n)) for n in names)
+
+
 def _journal_rounds(handle: IO[bytes]) -> list[pa.Table]:
     """The complete rounds of a journal; reading stops at the first incomplete or damaged one."""
     rounds = []
@@ -122,7 +140,7 @@ def _journal_rounds(handle: IO[bytes]) -> list[pa.Table]:
             table = pa.ipc.open_stream(data).read_all()
         except (pa.ArrowInvalid, OSError):
             break
-        if not table.schema.equals(SCHEMA, check_metadata=False):
+        if not _known_schema(table.schema):
             break
         rounds.append(table)
     return rounds

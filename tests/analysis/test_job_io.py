@@ -89,11 +89,11 @@ def test_a_file_with_corrupt_pages_is_skipped_and_named(spark: SparkSession, tmp
 
 
 def test_schema_newer_than_the_job_is_one_line_error(spark: SparkSession, tmp_path: Path) -> None:
-    root = write_snapshots(tmp_path, series([1, 2, 3], [1, 2, 3]), version=2)
+    root = write_snapshots(tmp_path, series([1, 2, 3], [1, 2, 3]), version=3)
     with pytest.raises(stuck.JobError) as caught:
         stuck.run(spark, _plan(str(root)))
     assert str(caught.value) == (
-        f"{root}/date=2026-03-01/part-0-0.parquet has snapshot schema version 2; this job knows up to 1"
+        f"{root}/date=2026-03-01/part-0-0.parquet has snapshot schema version 3; this job knows up to 2"
         " (upgrade rmqctl)")
 
 
@@ -131,3 +131,30 @@ def test_jsonl_csv_and_parquet_outputs(spark: SparkSession, tmp_path: Path) -> N
     assert stuck.run(spark, _plan(str(root), "-o", "parquet", "--out", str(parquet_out))) == 1
     back = spark.read.parquet(str(parquet_out / "queues")).select("status", "window_end_ts").collect()
     assert [tuple(r) for r in back] == [("ORPHANED", 1772366520000)]
+
+
+def test_files_of_schema_versions_1_and_2_are_read_together(spark: SparkSession, tmp_path: Path) -> None:
+    # the same incident, its first rounds in files of version 1 and the rest in version 2 (the
+    # expression columns added at the end): the verdicts are those of the incident
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.analysis.conftest import ARROW_SCHEMA
+
+    rows = incident_rows()
+    cut = len(rows) // 2
+    root = write_snapshots(tmp_path / "snap", rows[:cut], name="v1")
+    added = [("expression", pa.string()), ("expression_type", pa.string()), ("expression_version", pa.int64()),
+             ("owner_expression", pa.string()), ("owner_expression_type", pa.string()),
+             ("owner_expression_version", pa.int64())]
+    schema = pa.schema([*ARROW_SCHEMA, *[pa.field(n, t) for n, t in added]],
+                       metadata={b"rmqctl.schema_version": b"2"})
+    later = [{**r, "schema_version": 2, "expression": "*", "expression_type": "TAG", "expression_version": 1,
+              "owner_expression": "*", "owner_expression_type": "TAG", "owner_expression_version": 1}
+             for r in rows[cut:]]
+    pq.write_table(pa.Table.from_pylist(later, schema=schema), root / "date=2026-03-01" / "v2-0.parquet")
+    out = tmp_path / "result.json"
+    job = _plan(str(root), "-o", "json", "--out", str(out))
+    assert sorted(f.path.name for f in job.files) == ["v1-0.parquet", "v2-0.parquet"]
+    assert stuck.run(spark, job, lambda _: None) == 1
+    assert verdict_tuples(json.loads(out.read_text())["queues"]) == INCIDENT_VERDICTS

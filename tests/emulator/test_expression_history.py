@@ -14,6 +14,7 @@ consumed before it: neither delivered nor lost.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rmqctl.backends.remoting import RemotingBackend
@@ -234,3 +235,67 @@ async def test_the_exporter_carries_the_history_from_round_to_round() -> None:
     assert ev["counts"]["received_by_client"] == {A: {"tagX": 2}, B: {"tagX": 2}, C: {}}
     assert ev["lost_in_sample"] == {"tagX": 2, "tagY": 6, "tagZ": 6}
     assert ev["consumed_before_current_expression"] == {}
+
+
+# --- recorded snapshots: the expression history read back --------------------------------------
+
+
+async def record_flip(out: Path) -> None:
+    """Snapshots of the flip scenario: rounds at 8, 18, 28 s under "tagX", 38 and 48 s under "*"."""
+    from rmqctl.emulator.embedded import VirtualClock
+    from rmqctl.snapshot import export
+    from rmqctl.source import Opened
+
+    async with embedded_cluster(parse_scenario(FLIP_SCENARIO), at=FLIP_ROUNDS[0]) as (cluster, server):
+        clock = VirtualClock(cluster)
+        source = ClusterService(RemotingBackend(AdminClient([server.namesrv_addr])), clock)
+        try:
+            await export(Opened(source, "emulator", clock, cluster), ["hist"], out, every=10, count=5,
+                         handle_signals=False)
+        finally:
+            await source.close()
+
+
+def test_msg_explain_with_snapshots_judges_a_message_by_the_expression_held_when_consumed(tmp_path: Path) -> None:
+    import asyncio
+    import json
+
+    from typer.testing import CliRunner
+
+    from rmqctl.cli.app import app
+
+    out = tmp_path / "snaps"
+    asyncio.run(record_flip(out))
+    rows = read_rows(out)
+    assert {(r.ts_ms - rows[0].ts_ms, r.expression) for r in rows if r.topic == "TopicH" and r.queue_id == 1} == {
+        (0, "tagX"), (10_000, "tagX"), (20_000, "tagX"), (30_000, "*"), (40_000, "*")}
+    assert {r.owner_expression for r in rows if r.topic == "TopicH" and r.owner == C} == {"tagZ"}
+
+    scenario = tmp_path / "flip.toml"
+    scenario.write_text(FLIP_SCENARIO)
+    # queue 1 offset 2 is a tagY, stored at 5 s while the broker held "tagX" (B held the queue);
+    # the broker now holds "*", under which it would have reached B
+    base = ["--emulator", str(scenario), "-o", "json", "msg", "explain", "TopicH", "-q", "broker-a/1",
+            "--offset", "2", "-g", "hist"]
+    live = CliRunner().invoke(app, base)
+    assert live.exit_code == 0, live.output
+    [explanation] = json.loads(live.stdout)["messages"][0]["explanations"]
+    assert explanation["verdict"] == "consumed"  # what the live view alone says
+    recorded = CliRunner().invoke(app, [*base, "--snapshots", str(out)])
+    assert recorded.exit_code == 0, recorded.output
+    [explanation] = json.loads(recorded.stdout)["messages"][0]["explanations"]
+    assert (explanation["verdict"], explanation["ownership_from"]) == ("filtered_by_broker", "snapshots")
+    assert explanation["evidence"]["stored_expression"] == "tagX"
+    assert explanation["evidence"]["owner"] == B
+
+
+def read_rows(out: Path) -> Any:
+    import pyarrow.parquet as pq
+
+    from rmqctl.snapshot.writer import rows_of
+
+    rows = []
+    for path in sorted(out.rglob("*.parquet")):
+        table = pq.read_table(path)
+        rows += rows_of(table.drop_columns([c for c in table.column_names if c == "date"]))
+    return sorted(rows, key=lambda r: (r.ts_ms, r.topic, r.queue_id))

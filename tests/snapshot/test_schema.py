@@ -33,6 +33,12 @@ EXPECTED = [
     ("message_model", pa.string(), True),
     ("error", pa.string(), True),
     ("schema_version", pa.int16(), False),
+    ("expression", pa.string(), True),
+    ("expression_type", pa.string(), True),
+    ("expression_version", pa.int64(), True),
+    ("owner_expression", pa.string(), True),
+    ("owner_expression_type", pa.string(), True),
+    ("owner_expression_version", pa.int64(), True),
 ]
 
 
@@ -53,15 +59,15 @@ async def test_written_files_match_the_documented_contract(tmp_path: Path) -> No
         schema = pq.read_schema(path)
         got = [(f.name, f.type, f.nullable) for f in schema]
         assert got == EXPECTED
-        assert schema.metadata[b"rmqctl.schema_version"] == b"1"
-        assert pq.ParquetFile(path).schema_arrow.metadata[b"rmqctl.schema_version"] == b"1"
+        assert schema.metadata[b"rmqctl.schema_version"] == b"2"
+        assert pq.ParquetFile(path).schema_arrow.metadata[b"rmqctl.schema_version"] == b"2"
         assert "date" not in schema.names  # the partition lives in the directory only
     # no temporary file is left behind
     assert [p.name for p in out.rglob("*") if p.is_file() and p.suffix != ".parquet"] == []
 
     rows = read_dataset(out)
     assert {r["date"] for r in rows} == {"2024-01-01"}
-    assert {r["schema_version"] for r in rows} == {1}
+    assert {r["schema_version"] for r in rows} == {2}
     assert {r["cluster"] for r in rows} == {"DefaultCluster"}
     assert {r["message_model"] for r in rows} == {"CLUSTERING"}
     # ts is the snapshot round's time on the emulator's clock: 120 s (the scenario's end), then

@@ -18,7 +18,7 @@ from rmqctl.emulator.scenario import parse_scenario
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.service import ClusterService
 from rmqctl.source import Opened
-from tests.emulator.test_expression_history import A, B, C, FLIP_ROUNDS, FLIP_SCENARIO
+from tests.emulator.test_expression_history import FLIP_ROUNDS, FLIP_SCENARIO, A, B, C
 from tests.tui.helpers import poll_now, shown_text, wait_for
 from tui import TuiSettings, make_app
 from tui.screens import FindingsScreen, GroupScreen

@@ -108,7 +108,7 @@ def _view(at_ms: int, consumer_offset: int, stored: object, owner: str, *,
         broker_subscriptions={"broker-a": {"T": stored}}, running_infos=infos,
         progress=(QueueProgress(MQ, 20, consumer_offset, None, at_ms, owner),),
         consume_type="CONSUME_PASSIVELY", message_model="CLUSTERING", topic_queues={"T": (MQ,)},
-        sampled_at=at_ms, tag_samples={MQ: s for s in samples})
+        sampled_at=at_ms, tag_samples={s.queue: s for s in samples})
 
 
 def test_the_doctor_never_turns_a_message_filtered_before_an_undated_flip_into_a_delivery() -> None:
@@ -121,3 +121,16 @@ def test_the_doctor_never_turns_a_message_filtered_before_an_undated_flip_into_a
     (f,) = [x for x in run_checks(now, then) if x.code == "SUBSCRIPTION_TAG_CONFLICT"]
     assert f.evidence["counts"]["received_by_client"] == {"a": {}, "b": {}}
     assert f.evidence["consumed_before_current_expression"] == {"tagX": 1, "tagY": 1}
+
+
+def test_recorded_samples_alone_place_a_message_or_say_they_cannot() -> None:
+    before = Observation(8_000, 2, Reign(UNDATED_X, "a", UNDATED_X))
+    after = Observation(40_000, 6, Reign(UNDATED_STAR, "b", UNDATED_STAR))
+    same = Observation(20_000, 4, Reign(UNDATED_X, "a", UNDATED_X))
+    h = ExpressionHistory.of_observations(MQ, [after, same, before])
+    # consumed between two samples of "tagX": judged by it
+    assert h.recorded_judge(MQ, 3, None) == (True, same)
+    # consumed while the expression changed, undated: not known
+    assert h.recorded_judge(MQ, 5, None) == (True, None)
+    # no sample was taken after it was consumed
+    assert h.recorded_judge(MQ, 6, None) == (False, None)

@@ -13,8 +13,8 @@ SUBMODULES = sorted(m.name for m in pkgutil.iter_modules(rmqctl.model.__path__))
 
 
 def test_the_package_is_cut_by_concern() -> None:
-    assert SUBMODULES == ["cluster", "consumer", "finding", "formatting", "group", "java", "message", "names",
-                          "sql92"]
+    assert SUBMODULES == ["cluster", "consumer", "finding", "formatting", "group", "history", "java", "message",
+                          "names", "sql92"]
 
 
 def test_every_public_name_is_re_exported() -> None:
