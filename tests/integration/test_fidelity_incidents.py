@@ -7,7 +7,9 @@ module), and the outcome must be the same:
 
 1. an orderly consumer whose listener answers SUSPEND_CURRENT_QUEUE_A_MOMENT for every message of
    queue 0 (``FilterClients``): the same received messages, committed offsets and locked queues,
-   and the same doctor verdict, ORDERLY_QUEUE_SUSPENDED naming the queue and the client;
+   and the same doctor verdict, ORDERLY_QUEUE_SUSPENDED naming the queue and the client; and
+   a second orderly client joining, so the first unlocks the queues it gives up and the second
+   locks them (well before the 60 s lock expiry) and consumes what was left suspended;
 2. a SQL92 client (``p_a > 5``) and a tag client (``tagX || tagY``) in one group, in both start
    orders (so the broker holds the tag expression in one group and the SQL92 one in the other),
    messages with a ``p_a`` property: the same per-client receipts, stored expression and doctor
@@ -52,8 +54,8 @@ def name(prefix: str) -> str:
     return f"{prefix}_{TOKEN}"
 
 
-ORDER_T, SQL_T, HUNG_T = name("FxOrder"), name("FxSql"), name("FxHung")
-TOPICS = {ORDER_T: 2, SQL_T: 4, HUNG_T: 2}
+ORDER_T, SQL_T, HUNG_T, HANDOVER_T = name("FxOrder"), name("FxSql"), name("FxHung"), name("FxHandover")
+TOPICS = {ORDER_T: 2, SQL_T: 4, HUNG_T: 2, HANDOVER_T: 4}
 
 
 class FilterClientsProcess(ScenarioClientsProcess):
@@ -186,6 +188,55 @@ def test_orderly_suspend_same_offsets_locks_and_verdict(targets: tuple[Target, T
     assert (row["topic"], row["queue_id"], row["client"], row["consumer_offset"], row["diff"]) == (
         ORDER_T, 0, cid, 0, 20)
     assert row["cached_msg_count"] == 20 and row["locked"] is True
+    assert emulated == real
+
+
+# --- 1b. an orderly queue handed over: locks and unlocks ----------------------------------------
+
+HANDOVER_G = name("fx-handover")
+
+
+def play_handover(t: Target) -> dict[str, Any]:
+    """Orderly A alone holds all four queues and suspends queue 2; B joins and AVG gives it queues
+    2 and 3. A 5.3 client unlocks a queue it gives up (UNLOCK_BATCH_MQ) as soon as no listener
+    call runs on it (``tryRemoveOrderMessageQueue``), its suspended queue 2 included, so B locks
+    both within a rebalance or two, long before A's locks would expire (60 s), and consumes the
+    two messages A kept suspending."""
+    ns = t.namesrv
+
+    def start(key: str, suspend: list[int]) -> str:
+        return str(t.filters.request({
+            "cmd": "start_consumer", "id": key, "namesrv": ns, "group": HANDOVER_G, "topic": HANDOVER_T,
+            "expression": "*", "orderly": True, "suspend_queues": suspend, "instance_name": name(key)})["client_id"])
+
+    def locks() -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for cid, info in t.view(HANDOVER_G).running_infos.items():
+            out[cid] = sorted(mq.queue_id for mq, pq in info.mq_table.items()
+                              if mq.topic == HANDOVER_T and pq.locked and not pq.dropped)
+        return out
+
+    a = start("ha", [2])
+    wait_until(lambda: locks() == {a: [0, 1, 2, 3]}, timeout=60, message=f"{t.label}: A locked all four")
+    for q in range(4):
+        t.filters.request({"cmd": "produce", "namesrv": ns, "topic": HANDOVER_T, "tag": "h", "count": 2, "queue": q})
+    wait_until(lambda: len(t.received("ha")) == 6, timeout=60, message=f"{t.label}: A consumed 0, 1 and 3")
+    b = start("hb", [])
+    # without an unlock, B would wait for A's locks to expire: 40 to 60 s (which of B's two locks
+    # comes first races with A's two unlocks, so only the end is compared)
+    final = wait_until(lambda: (held := locks()) == {a: [0, 1], b: [2, 3]} and held, timeout=30,
+                       message=f"{t.label}: A kept queues 0 and 1, B locked 2 and 3")
+    wait_until(lambda: len(t.received("hb")) == 2, timeout=30, message=f"{t.label}: B consumed queue 2")
+    wait_until(lambda: t.committed(HANDOVER_G, HANDOVER_T) == [2, 2, 2, 2], timeout=30,
+               message=f"{t.label}: every queue committed")
+    return {"a": a, "b": b, "final": final,
+            "received": {k: sorted(Counter(m["queue_id"] for m in t.received(k)).items()) for k in ("ha", "hb")}}
+
+
+def test_orderly_handover_same_locks_and_unlocks(targets: tuple[Target, Target]) -> None:
+    real, emulated = on_both(targets, play_handover)
+    assert real["final"] == {real["a"]: [0, 1], real["b"]: [2, 3]}
+    assert real["received"] == {"ha": [(0, 2), (1, 2), (3, 2)], "hb": [(2, 2)]}
     assert emulated == real
 
 
