@@ -11,6 +11,11 @@
   of the topic's route, whatever they subscribe; the allocation strategy is the Java one from
   :mod:`rmqctl.rebalance.strategies`; a change of the allocation bumps that topic's subVersion
   to "now" and heartbeats at once (``RebalancePushImpl.messageQueueChanged``);
+- orderly (``MessageListenerOrderly``, clustering): a queue is locked on its broker
+  (LOCK_BATCH_MQ) before it is taken, and a refused one is tried again 500 ms later; the locks
+  are renewed every 20 s (first after 1 s) and a queue whose renewal is refused is not consumed
+  until it is locked again; a queue given up is unlocked at once (a hung listener's only 20 s
+  after its last lock), everything at shutdown, nothing when the process dies;
 - pulling, consuming and the offset store of the queues it holds are its base,
   :class:`~rmqctl.emulator.consume.QueueConsumer`; what it answers a broker relaying
   GET_CONSUMER_RUNNING_INFO is :mod:`~rmqctl.emulator.running_info`;
@@ -42,13 +47,17 @@ from rmqctl.emulator.client_config import (
     CLIENT_RESET_PAUSE_MS,
     HEARTBEAT_FIRST_MS,
     HEARTBEAT_INTERVAL_MS,
+    LOCK_FIRST_MS,
+    LOCK_INTERVAL_MS,
     PERSIST_FIRST_MS,
     PERSIST_INTERVAL_MS,
     PULL_DISPATCH_DELAY_MS,
     REBALANCE_INTERVAL_MS,
+    REBALANCE_LATER_MS,
     ROUTE_POLL_FIRST_MS,
     ROUTE_POLL_INTERVAL_MS,
     RPC_MS,
+    UNLOCK_DELAY_MS,
 )
 from rmqctl.emulator.clock import Scheduler, Timer
 from rmqctl.emulator.consume import ProcessQueue, QueueConsumer
@@ -218,6 +227,8 @@ class SimulatedConsumer(QueueConsumer):
             call(ROUTE_POLL_FIRST_MS, self._periodic, ROUTE_POLL_INTERVAL_MS, self._refresh_routes),
             call(PERSIST_FIRST_MS, self._periodic, PERSIST_INTERVAL_MS, self.persist_all),
         ]
+        if self.locks_queues:
+            self._timers.append(call(LOCK_FIRST_MS, self._periodic, LOCK_INTERVAL_MS, self.lock_all))
 
     def _periodic(self, period: int, fn: Callable[[], None]) -> None:
         if not self.running:
@@ -246,6 +257,9 @@ class SimulatedConsumer(QueueConsumer):
         """``DefaultMQPushConsumerImpl.shutdown``: persist offsets, unregister, close channels."""
         if not self.running:
             return
+        if self.locks_queues:
+            # ``ConsumeMessageOrderlyService.shutdown``: unlockAll, so the others take over at once
+            self._unlock(list(self.pq_table))
         self.persist_all()
         self._stop()
         self._consume_backlog.clear()
@@ -393,21 +407,88 @@ class SimulatedConsumer(QueueConsumer):
                 self._persist(mq)
                 self.offset_store.pop(mq, None)
                 del self.pq_table[mq]
+                if self.locks_queues:
+                    self._release(pq)
                 changed = True
+        all_locked = True
         for mq in allocated:
             if mq in self.pq_table:
+                continue
+            if self.locks_queues and not self._lock(mq):
+                # "add a new mq failed, because lock failed": left for a later rebalance
+                all_locked = False
                 continue
             self.offset_store.pop(mq, None)  # removeDirtyOffset
             next_offset = self._compute_pull_from_where(mq)
             if next_offset < 0:
                 continue
-            # an orderly client locks the queue on the broker before it pulls (LOCK_BATCH_MQ)
+            # an orderly client locked the queue on the broker before it pulls (LOCK_BATCH_MQ)
             pq = ProcessQueue(mq, next_offset, last_pull_ms=self.scheduler.now_ms, locked=self.spec.orderly,
                               last_lock_ms=self.scheduler.now_ms if self.spec.orderly else 0)
             self.pq_table[mq] = pq
             pq.pull_timer = self.scheduler.call_later(PULL_DISPATCH_DELAY_MS, self._pull, pq)
             changed = True
+        if not all_locked:
+            self.scheduler.call_later(REBALANCE_LATER_MS, self.rebalance_now)
         return changed
+
+    # -- orderly: the broker's queue locks ------------------------------------------------------
+
+    @property
+    def locks_queues(self) -> bool:
+        """An orderly consumer of a clustering group locks every queue it holds on its broker."""
+        return self.spec.orderly and not self.broadcasting
+
+    def _lock(self, mq: MessageQueue) -> bool:
+        """``RebalanceImpl.lock``: LOCK_BATCH_MQ for one queue; True when the broker granted it."""
+        broker = self.ctx.brokers.get(mq.broker_name)
+        if broker is None:
+            return False
+        self._rpc_ms += RPC_MS
+        return mq in broker.locks.try_lock_batch(self.group, (mq,), self.client_id)
+
+    def _unlock(self, queues: list[MessageQueue]) -> None:
+        """UNLOCK_BATCH_MQ, broker by broker (oneway: nothing waits for the answer)."""
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in queues:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        for name, mqs in sorted(by_broker.items()):
+            broker = self.ctx.brokers.get(name)
+            if broker is not None:
+                broker.locks.unlock_batch(self.group, mqs, self.client_id)
+
+    def _release(self, pq: ProcessQueue) -> None:
+        """``tryRemoveOrderMessageQueue`` (5.3): a queue given up is unlocked as soon as no
+        listener call runs on it; a hung listener's queue only once ``UNLOCK_DELAY_MS`` passed
+        since its lock was last taken or renewed."""
+        pq.locked = False
+        if self.stalled and pq.cached:
+            at = max(self.scheduler.now_ms, pq.last_lock_ms + UNLOCK_DELAY_MS)
+            self.scheduler.call_later(at - self.scheduler.now_ms, self._unlock, [pq.mq])
+        else:
+            self._unlock([pq.mq])
+
+    def lock_all(self) -> None:
+        """``RebalanceImpl.lockAll`` (every 20 s): renew the lock of every held queue, broker by
+        broker; a queue the broker now refuses is marked unlocked, and its listener waits."""
+        now = self.scheduler.now_ms
+        by_broker: dict[str, list[ProcessQueue]] = {}
+        for pq in self.pq_table.values():
+            if not pq.dropped:
+                by_broker.setdefault(pq.mq.broker_name, []).append(pq)
+        for name, pqs in sorted(by_broker.items()):
+            broker = self.ctx.brokers.get(name)
+            if broker is None:
+                continue
+            self._rpc_ms += RPC_MS
+            granted = broker.locks.try_lock_batch(self.group, [pq.mq for pq in pqs], self.client_id)
+            for pq in pqs:
+                was = pq.locked
+                pq.locked = pq.mq in granted
+                if pq.locked:
+                    pq.last_lock_ms = now
+                    if not was and pq.cached:
+                        self._submit(pq, [pq.cached[o] for o in sorted(pq.cached)])
 
     def _message_queue_changed(self, topic: str) -> None:
         # The allocation changed: bump this topic's subVersion to "now" and tell every broker.

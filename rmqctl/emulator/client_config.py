@@ -31,3 +31,12 @@ PULL_THRESHOLD_FOR_QUEUE = 1000
 CLIENT_INNER_PRODUCER = "CLIENT_INNER_PRODUCER"
 #: ``suspendCurrentQueueTimeMillis``: an orderly listener's SUSPEND retries the queue this much later
 SUSPEND_CURRENT_QUEUE_MS = 1_000
+#: ``ProcessQueue.REBALANCE_LOCK_INTERVAL``: an orderly client renews its queue locks this often
+#: (``lockMQPeriodically``, first 1 s after start)
+LOCK_INTERVAL_MS = 20_000
+LOCK_FIRST_MS = 1_000
+#: ``rebalanceLater(500)``: a rebalance that could not lock every new queue runs again this soon
+REBALANCE_LATER_MS = 500
+#: ``UNLOCK_DELAY_TIME_MILLS``: a queue given up while its listener call still runs is unlocked
+#: anyway once this long has passed since its lock was last taken or renewed
+UNLOCK_DELAY_MS = 20_000

@@ -228,6 +228,8 @@ class QueueConsumer:
             pq.queue_offset_max = max(pq.queue_offset_max, message.queue_offset)
         if self.stalled:
             return  # the hung listener never takes them: they stay cached, the offset stays put
+        if self.spec.orderly and not self.broadcasting and not pq.locked:
+            return  # ``tryLockLaterAndReconsume``: no broker lock, no orderly consumption
         if self._suspends(pq):
             if not pq.suspended:
                 pq.suspended = True
@@ -252,8 +254,8 @@ class QueueConsumer:
         ``suspendCurrentQueueTimeMillis`` (1 s); the retries never end (``maxReconsumeTimes`` is
         unbounded for orderly consumers), nothing is sent to the retry topic, and the offset stays
         at the message while the queue's last-consume time is refreshed on every try."""
-        if pq.dropped or not self.running or not pq.cached:
-            pq.suspended = False
+        if pq.dropped or not self.running or not pq.cached or not pq.locked:
+            pq.suspended = False  # without its lock the queue waits until the lock is renewed
             return
         now = self.scheduler.now_ms
         self.consume_failures += 1

@@ -46,7 +46,8 @@ seconds of scenario time. The keys below are a public contract::
     count = 1                        # N identical clients ("{n}" in client_id numbers them)
     consume_ms = 0                   # time the listener takes per message
     consume_result = "SUCCESS"       # or RECONSUME_LATER: every message fails and is retried
-    orderly = false                  # MessageListenerOrderly: queues locked, one message at a time
+    orderly = false                  # MessageListenerOrderly: queues locked on the broker (renewed
+                                     # every 20 s, unlocked at stop), consumed only while locked
     suspend_queues = [0]             # orderly only: these queue ids answer SUSPEND_CURRENT_QUEUE_A_MOMENT
     ip = "10.0.0.7"                  # optional, used to build the default client id
     trace = false                    # enableMsgTrace: each consumption recorded in RMQ_SYS_TRACE_TOPIC
@@ -168,7 +169,7 @@ class ConsumerSpec:
     consume_result: str = "SUCCESS"
     #: topics of :attr:`subscriptions` whose expression is SQL92 (``MessageSelector.bySql``)
     sql_topics: frozenset[str] = frozenset()
-    #: a ``MessageListenerOrderly``: each held queue is locked and consumed one message at a time
+    #: a ``MessageListenerOrderly``: each held queue is locked on its broker and consumed only while locked
     orderly: bool = False
     #: orderly only: ids of the queues whose every message the listener answers with
     #: SUSPEND_CURRENT_QUEUE_A_MOMENT (retried locally every second, forever)
