@@ -447,9 +447,28 @@ def parse_scenario(text: str, source: str = "<scenario>", default_name: str = "s
     topic_map = {t.name: t for t in topics}
     groups = _groups(check, doc, topic_map)
     consumers = _consumers(check, doc, topic_map)
+    _check_property_filter(check, brokers, topic_map, consumers)
     produce = _produce(check, doc, topic_map, broker_names)
     return Scenario(name, description, duration, brokers, topics, groups, consumers, produce,
                     source, text)
+
+
+def _check_property_filter(check: _Checker, brokers: Sequence[BrokerSpec], topics: Mapping[str, TopicSpec],
+                           consumers: Sequence[ConsumerSpec]) -> None:
+    """A SQL92 subscription on a broker without ``property_filter``: a real client's ``start()``
+    fails there (CHECK_CLIENT_CONFIG answers SYSTEM_ERROR), so no consumer can be declared so."""
+    off = {b.name for b in brokers if not b.property_filter}
+    if not off:
+        return
+    every = tuple(b.name for b in brokers)
+    for i, consumer in enumerate(consumers):
+        for topic in sorted(consumer.sql_topics):
+            refusing = sorted(off.intersection(topics[topic].brokers or every))
+            if refusing:
+                raise check.fail(["consumers", i, "sql_subscriptions", topic],
+                                 f"broker {refusing[0]!r} has property_filter = false: it refuses SQL92 "
+                                 f"subscriptions, so this consumer could not start",
+                                 hint="set property_filter = true on that broker, or subscribe by tag")
 
 
 def _brokers(check: _Checker, doc: Mapping[str, Any]) -> tuple[BrokerSpec, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from rmqctl import errors
 from rmqctl.emulator.broker_handlers import BrokerService
 from rmqctl.emulator.scenario import parse_scenario
 from rmqctl.emulator.world import EmulatedCluster
@@ -145,3 +146,15 @@ def test_lock_bodies_round_trip() -> None:
     assert bodies.lock_batch_request(bodies.encode_lock_batch_request(request)) == request
     assert bodies.lock_batch_response(bodies.encode_lock_batch_response({Q2, Q0})) == {Q0, Q2}
     assert bodies.lock_batch_response(b'{"lockOKMQSet":[]}') == frozenset()
+
+
+def test_a_scenario_cannot_put_a_sql92_consumer_on_a_broker_without_property_filter() -> None:
+    text = SCENARIO.format(extra="property_filter = false") + (
+        '[[consumers]]\ngroup = "G"\nsql_subscriptions = { T = "p_a > 5" }\n')
+    with pytest.raises(errors.ConfigError) as caught:
+        parse_scenario(text, "locks.toml")
+    assert str(caught.value) == ("locks.toml, line 11: consumers[0].sql_subscriptions.T: broker 'broker-a' has "
+                                 "property_filter = false: it refuses SQL92 subscriptions, so this consumer "
+                                 "could not start")
+    # the same consumer by tag is fine
+    parse_scenario(text.replace('sql_subscriptions = { T = "p_a > 5" }', 'subscriptions = { T = "*" }'))
