@@ -303,12 +303,15 @@ def _sampled_sentences(tally: _Tally) -> str:
 
 
 def sample_window(samples: Mapping[MessageQueue, TagSample]) -> str:
-    """``the last 32 messages of each queue (offsets 10..41 of TopicA/broker-a/0, …)``."""
+    """``the last 32 message(s) of each queue (TopicA@broker-a queue 0: offsets 10..41, queue 1:
+    none)``: queues named as in every finding, grouped by topic and broker."""
     per_queue = max(s.to_offset - s.from_offset for s in samples.values())
-    ranges = ", ".join(f"{s.from_offset}..{s.to_offset - 1} of {mq.topic}/{mq.broker_name}/{mq.queue_id}"
-                       if s.to_offset > s.from_offset else f"none of {mq.topic}/{mq.broker_name}/{mq.queue_id}"
-                       for mq, s in sorted(samples.items()))
-    return f"the last {per_queue} message(s) of each queue (offsets {ranges})"
+    by_place: dict[tuple[str, str], list[str]] = {}
+    for mq, s in sorted(samples.items()):
+        span = f"offsets {s.from_offset}..{s.to_offset - 1}" if s.to_offset > s.from_offset else "none"
+        by_place.setdefault((mq.topic, mq.broker_name), []).append(f"queue {mq.queue_id}: {span}")
+    ranges = "; ".join(f"{topic}@{broker} " + ", ".join(parts) for (topic, broker), parts in by_place.items())
+    return f"the last {per_queue} message(s) of each queue ({ranges})"
 
 
 def _sample_basis(samples: Mapping[MessageQueue, TagSample]) -> str:

@@ -169,7 +169,7 @@ def test_sample_reads_past_one_pull_and_states_its_window(tmp_path: Path) -> Non
     assert code == 0, doc
     f = conflict(doc)
     assert f["evidence"]["sample_window"] == {"per_queue": 32, "messages": 128}
-    assert "the last 32 message(s) of each queue (offsets 28..59 of TopicSql/broker-a/0" in f["detail"]
+    assert "the last 32 message(s) of each queue (TopicSql@broker-a queue 0: offsets 28..59, queue 1:" in f["detail"]
     code, doc = _doctor_json(*base, "--sample", "all")
     f = conflict(doc)
     assert f["evidence"]["sample_window"] == {"per_queue": 60, "messages": 240}

@@ -16,7 +16,7 @@ import pytest
 
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.doctor import run_checks
-from rmqctl.model import GroupView
+from rmqctl.model import GroupSummary, GroupView
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.service import ClusterService
 from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
@@ -29,6 +29,18 @@ def group_view(cluster: RealCluster, group: str) -> GroupView:
         source = ClusterService(RemotingBackend(AdminClient([cluster.namesrv_addr], timeout=10)))
         try:
             return await source.group_view(group)
+        finally:
+            await source.close()
+
+    return asyncio.run(read())
+
+
+def group_summary(cluster: RealCluster, group: str) -> GroupSummary:
+    async def read() -> GroupSummary:
+        source = ClusterService(RemotingBackend(AdminClient([cluster.namesrv_addr], timeout=10)))
+        try:
+            (summary,) = [s for s in (await source.group_summaries()).value if s.group == group]
+            return summary
         finally:
             await source.close()
 
@@ -71,3 +83,7 @@ def test_a_topic_left_behind_shows_the_brokers_backlog(
     # the blind spot this covers: mqadmin's progress of the group no longer names topicB
     progress = real_cluster.mqadmin("consumerProgress", "-g", group)
     assert "Diff Total" in progress and topic_b not in progress
+    # group list counts the same backlog: its total is the sum of the progress rows, never "unknown"
+    summary = group_summary(real_cluster, group)
+    assert (summary.total_diff, summary.unknown_diff_topics) == (sum(p.diff for p in view.progress), ())
+    assert summary.total_diff >= 65

@@ -287,8 +287,8 @@ def test_a_sample_counts_each_message_where_it_went() -> None:
     assert ev["tags_never_consumed"] == ["tagA", "tagC", ""]
     assert "Messages tagged tagA or tagC or (no tag) are never consumed" in f.detail
     # the window is stated: how many per queue, and which offsets of which queue
-    assert ("a sample of 10 message(s), the last 5 message(s) of each queue (offsets 10..14 of "
-            "T/broker-a/0, 0..2 of T/broker-a/2, 7..8 of T/broker-a/3)") in f.detail
+    assert ("a sample of 10 message(s), the last 5 message(s) of each queue (T@broker-a queue 0: offsets "
+            "10..14, queue 2: offsets 0..2, queue 3: offsets 7..8)") in f.detail
     assert ev["sample_window"] == {"per_queue": 5, "messages": 10}
     assert ev["lost_in_sample"] == {"": 1, "tagA": 3, "tagB": 1, "tagC": 1}
 
