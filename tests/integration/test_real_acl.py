@@ -161,3 +161,14 @@ def test_tls_to_a_server_with_tls_disabled_is_one_line_naming_the_mismatch(acl_c
     line, hint = result.stderr.strip().splitlines()
     assert line.startswith("rmqctl: error: ") and "does not speak TLS" in line, result.stderr
     assert "drop --tls" in hint and "Traceback" not in result.stderr
+
+
+def test_a_delete_refused_by_the_acl_names_the_delete_permission(acl_cluster: RealCluster) -> None:
+    result = rmqctl("-n", acl_cluster.namesrv_addr, "group", "delete", GROUP, "--execute", "--yes", "-o", "json",
+                    user="viewer")
+    assert result.returncode != 0, result.stdout
+    text = result.stdout + result.stderr
+    assert "refused" in text and f"access key 'viewer' needs Delete on Group:{GROUP}" in text, text
+    assert "Traceback" not in result.stderr
+    shown = rmqctl("-n", acl_cluster.namesrv_addr, "group", "show", GROUP, "-o", "json", user="viewer")
+    assert shown.returncode == 0, shown.stderr  # still there
