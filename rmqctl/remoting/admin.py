@@ -211,16 +211,16 @@ class AdminClient:
                 task.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
-        hints = {f.hint for f in failures}
-        if len(hints) == 1 and None not in hints:  # every one failed alike (TLS): its hint says what to do
-            exc_class = errors.TlsMismatch if all(isinstance(f, errors.TlsMismatch) for f in failures) \
-                else errors.ConnectionError
-            raise exc_class(f"no name server reachable ({'; '.join(map(str, failures))})", hint=hints.pop())
         timed_out = all(isinstance(f, errors.TimeoutError) for f in failures)
-        exc_type = errors.TimeoutError if timed_out else errors.ConnectionError
+        exc_type: type[errors.RmqctlError] = errors.TimeoutError if timed_out else errors.ConnectionError
+        if failures and all(isinstance(f, errors.TlsMismatch) for f in failures):
+            exc_type = errors.TlsMismatch
+        hints = {f.hint for f in failures}
         raise exc_type(
             f"no name server reachable ({'; '.join(map(str, failures))})",
-            hint="check -n/--namesrv, NAMESRV_ADDR or the active context",
+            # every one failed alike (TLS): its hint says what to do
+            hint=hints.pop() if len(hints) == 1 and None not in hints
+            else "check -n/--namesrv, NAMESRV_ADDR or the active context",
         )
 
     async def fan_out(

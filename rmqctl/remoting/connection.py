@@ -61,6 +61,8 @@ CLOSE_GRACE = 1.0
 HTTP_REPLY = b"HTTP"
 #: how a TLS record starts (a handshake or an alert): a TLS server answering plain bytes
 TLS_RECORD = (b"\x15\x03", b"\x16\x03")
+#: a TLS handshake that got no answer: a plain server waiting for a whole frame never answers one
+PLAIN_PORT_HINT = "the TLS handshake got no answer: is it a plain port? (drop --tls)"
 #: Seconds the TLS probe of a server that closed a plain connection may take.
 PROBE_TIMEOUT = 2.0
 
@@ -148,7 +150,9 @@ class Connection:
                     reader, writer = await self._open_tls(ip, port, host, self._ssl_context)
         except TimeoutError as exc:
             raise errors.TimeoutError(
-                f"connecting to {self.address} timed out after {round(timeout, 2):g}s"
+                f"connecting to {self.address} timed out after {round(timeout, 2):g}s",
+                # a plain server that waits for a whole frame never answers a TLS handshake
+                hint=None if self._ssl_context is None else PLAIN_PORT_HINT,
             ) from exc
         except OSError as exc:
             raise errors.ConnectionError(f"cannot connect to {self.address}: {errors.os_reason(exc)}") from exc
@@ -317,8 +321,11 @@ class ConnectionPool:
                         continue
                     return response
         except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout
+            pooled = self._conns.get(address)
+            handshaking = self._ssl_context is not None and (pooled is None or not pooled.usable)
             raise errors.TimeoutError(
-                f"request {cmd.code} to {address} timed out after {round(timeout, 2):g}s"
+                f"request {cmd.code} to {address} timed out after {round(timeout, 2):g}s",
+                hint=PLAIN_PORT_HINT if handshaking else None,
             ) from exc
         raise AssertionError("unreachable")
 

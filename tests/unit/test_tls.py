@@ -181,3 +181,15 @@ def test_set_context_writes_the_tls_keys_and_the_context_reads_over_tls(tls_serv
     assert code == ExitCode.OK, err
     code, _, err = run("config", "set-context", "secure", "--no-tls")
     assert code == 0 and run("group", "list")[0] == ExitCode.CONNECTION
+
+
+def test_tls_to_a_port_that_never_answers_ends_at_the_deadline_with_a_hint(config_home: Path) -> None:
+    import socket
+
+    with socket.socket() as listener:  # accepts connections (the backlog) and never reads
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        code, out, err = run("--tls", "--timeout", "0.5", "-n", f"127.0.0.1:{port}", "cluster", "list")
+    assert code == ExitCode.TIMEOUT and out == ""
+    assert "timed out" in err and "the TLS handshake got no answer: is it a plain port? (drop --tls)" in err, err
