@@ -218,6 +218,14 @@ async def test_consume_failures_are_reported_with_the_failing_client_and_queues(
         assert view.running_infos["10.0.0.9@F"].consume_failed_tps > 0
         assert cluster.brokers["broker-a"].max_offset(f"%RETRY%{G}", 0) >= 3
         assert cluster.report()["lost_by_tag"] == {"r": 3}
+        # the text stands alone: who, how many in what window and from where, which queue, where
+        # the failed messages go
+        # retries fail too: the retry topic is one of the topics it fails
+        assert failures.title == f"10.0.0.9@F of {G} fails to consume messages of %RETRY%{G} and R"
+        assert (f"10.0.0.9@F's running info (its consume statistics) counts "
+                f"{client['consume_failed_msgs']} failed consumptions in the last hour") in failures.detail
+        assert "R@broker-a queue 0" in failures.detail
+        assert f"the client writes it to %RETRY%{G}" in failures.detail and f"%DLQ%{G}" in failures.detail
 
 
 SCALE_DOWN = f"""

@@ -9,6 +9,7 @@ drops their 4 tag2; consumer2 receives the 6 tag2 of q2-q3. 14 of 20 lost, as `e
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -37,3 +38,40 @@ def test_topic_conflict_and_orphaned_queues_name_the_queues_and_the_clients() ->
     assert found["ORPHANED_QUEUES"]["detail"].startswith(
         "While the group is online (10.0.0.1@c1 and 10.0.0.2@c2), topicA@broker-a queues 2 and 3; "
         "topicB@broker-a queues 0 and 1 are held by none of its clients")
+
+
+OFFLINE = """
+name = "offline"
+duration = 60
+
+[[brokers]]
+name = "broker-a"
+
+[[topics]]
+name = "T"
+queues = 2
+
+[[consumers]]
+group = "g"
+client_id = "10.0.0.1@c1"
+subscriptions = { T = "*" }
+stop = 20.0
+
+[[produce]]
+at = 30.0
+topic = "T"
+count = 6
+"""
+
+
+def test_an_offline_group_on_a_5x_broker_without_a_proxy_suggests_one(tmp_path: Path) -> None:
+    # the emulated broker is a 5.3.3 and no --proxy is given: gRPC clients could be hiding
+    path = tmp_path / "offline.toml"
+    path.write_text(OFFLINE)
+    result = CliRunner().invoke(app, ["--emulator", str(path), "-o", "json", "doctor", "g"])
+    (f,) = [f for f in json.loads(result.stdout)["findings"] if f["code"] == "OFFLINE_GROUP_BACKLOG"]
+    assert f["detail"].startswith("No broker lists a client of g, and T@broker-a queues 0 and 1 hold 6 "
+                                  "unconsumed messages. The brokers run RocketMQ 5.x (broker-a V5_3_3) and no "
+                                  "proxy was read")
+    assert f["fix"].startswith("Read the group through its proxies: rmqctl --proxy host:port doctor g")
+    assert f["evidence"]["unread_proxy_brokers"] == {"broker-a": "V5_3_3"}
