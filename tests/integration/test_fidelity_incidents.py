@@ -15,7 +15,8 @@ module), and the outcome must be the same:
    messages with a ``p_a`` property: the same per-client receipts, stored expression and doctor
    loss counts;
 3. a listener hung before its first commit (``ScenarioClients``, ``consume_delay_ms``): the same
-   BLOCKED_QUEUE (client, queues, backlog).
+   progress rows and TOTAL_DIFF though nothing was committed, and the same BLOCKED_QUEUE (client,
+   queues, backlog).
 
 Each case also checks the real broker's outcome against numbers worked out from the rules (the
 producer's properties and the allocation), so the test does not merely find the same thing twice.
@@ -92,6 +93,15 @@ class Target:
     def view(self, group: str) -> GroupView:
         async def read(admin: AdminClient) -> GroupView:
             return await ClusterService(RemotingBackend(admin)).group_view(group)
+
+        return self.call(read)  # type: ignore[no-any-return]
+
+    def total_diff(self, group: str) -> int | None:
+        """``group list``'s TOTAL_DIFF of one group."""
+        async def read(admin: AdminClient) -> int | None:
+            summaries = (await ClusterService(RemotingBackend(admin)).group_summaries()).value
+            (summary,) = [s for s in summaries if s.group == group]
+            return summary.total_diff
 
         return self.call(read)  # type: ignore[no-any-return]
 
@@ -347,6 +357,11 @@ def play_hung(t: Target) -> dict[str, Any]:
         wait_until(lambda: len(sc.received().get("H", [])) == 10, timeout=60,
                    message=f"{t.label}: all 10 in the listener")
         before = t.committed(HUNG_G, HUNG_T)
+        # what the first read shows: the held queues and their backlog, though nothing was committed
+        view = t.view(HUNG_G)
+        progress = [(p.queue.queue_id, p.broker_offset, p.consumer_offset, p.offsets_from, p.owner)
+                    for p in view.progress if p.queue.topic == HUNG_T]
+        total = t.total_diff(HUNG_G)
 
         def blocked() -> list[dict[str, Any]] | None:
             view = t.view(HUNG_G)
@@ -363,7 +378,8 @@ def play_hung(t: Target) -> dict[str, Any]:
         wait_until(blocked, timeout=150, interval=5.0, message=f"{t.label}: BLOCKED_QUEUE")
         rows = wait_stable(blocked, duration=6.0, timeout=60, interval=2.0, accept=lambda b: b is not None,
                            message=f"{t.label}: BLOCKED_QUEUE settled")
-        return {"client": client, "committed_before_the_doctor": before, "blocked": rows}
+        return {"client": client, "committed_before_the_doctor": before, "first_progress": progress,
+                "first_total_diff": total, "blocked": rows}
     finally:
         sc.stop_consumer("H")
 
@@ -372,5 +388,7 @@ def test_listener_hung_before_first_commit_same_blocked_queue(targets: tuple[Tar
     real, emulated = on_both(targets, play_hung)
     client = real["client"]
     assert real["committed_before_the_doctor"] == [None, None]
+    assert real["first_progress"] == [(q, 5, 0, "no_commit", client) for q in (0, 1)]
+    assert real["first_total_diff"] == 10
     assert [(r["queue_id"], r["client"], r["lag"]) for r in real["blocked"]] == [(0, client, 5), (1, client, 5)]
     assert emulated == real
