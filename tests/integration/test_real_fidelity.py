@@ -170,6 +170,11 @@ def test_reconsume_later_consumer_gives_the_consume_failures_finding(
     assert client["client"] == cid and topic in client["topics"]
     assert {"topic": topic, "broker": cluster.broker_name, "queue_id": 0} in client["queues"]
     assert all(m["reconsume_times"] == 0 for m in sc.received()["F"][:3])
+    # the text stands alone: the client, where its numbers come from, its queue, the retry topic and DLQ
+    assert failures.title.startswith(f"{cid} of {group} fails to consume messages of ")
+    assert f"{cid}'s running info (its consume statistics) counts " in failures.detail
+    assert f"{topic}@{cluster.broker_name} queue 0" in failures.detail
+    assert f"%RETRY%{group}" in failures.detail and f"%DLQ%{group}" in failures.detail
 
 
 def test_scale_down_gives_no_false_finding_during_the_rebalance(

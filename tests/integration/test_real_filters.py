@@ -81,6 +81,8 @@ def test_sql92_and_tag_clients_doctor_counts_what_the_listeners_received(real_cl
         doc = _doctor(real_cluster, group, "--fail-on", "never")
         got = fc.request({"cmd": "received"})["received"]
     f = next(x for x in doc["findings"] if x["code"] == "SUBSCRIPTION_TAG_CONFLICT")
+    # what differs is a SQL92 expression and a tag expression, and the title says so
+    assert f["title"] == f"Clients of {group} subscribe {topic} with different filter expressions (SQL92 and tags)"
     ev = f["evidence"]
     truth = {sql: Counter(m["tag"] for m in got["sql"]), tag: Counter(m["tag"] for m in got["tag"])}
     # nothing was judged under an earlier expression, nothing is left pending
@@ -130,6 +132,8 @@ def test_orderly_suspend_is_an_error_naming_the_queue_and_the_client(real_cluste
     (row,) = f["evidence"]["queues"]
     assert (row["topic"], row["queue_id"], row["client"]) == (topic, 0, cid)
     assert row["consumer_offset"] == 0 and row["diff"] == 20 and row["listener_fails"] is True
+    # the queue in the words every finding uses
+    assert f"{topic}@{row['broker']} queue 0 held by {cid} (consumer offset 0, " in f["detail"]
     failures = found.get("CONSUME_FAILURES")
     if failures is not None:
         assert "%RETRY%" not in failures["detail"] and "dead-letter" not in failures["detail"]
@@ -171,6 +175,8 @@ def test_a_client_stopped_mid_stream_never_turns_its_losses_into_deliveries(real
         got = fc.request({"cmd": "received"})["received"]
     truth = {a: Counter(m["tag"] for m in got["a"]), b: Counter(m["tag"] for m in got["b"])}
     f = next(x for x in doc["findings"] if x["code"] == "SUBSCRIPTION_TAG_CONFLICT")
+    # what differs is a SQL92 expression and a tag expression, and the title says so
+    assert f["title"] == f"Clients of {group} subscribe {topic} with different filter expressions (SQL92 and tags)"
     ev = f["evidence"]
     for client, per_tag in ev["counts"]["received_by_client"].items():
         for tag, count in per_tag.items():
