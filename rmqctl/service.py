@@ -49,6 +49,7 @@ from rmqctl.model import (
     ProxyClients,
     QueueProgress,
     SampledMessage,
+    SubscriptionGroupConfig,
     TagSample,
     TopicOffset,
     TopicRoute,
@@ -414,12 +415,14 @@ class ClusterService:
             add_proxy_clients(connections, proxies)
             listed = [*conns_by_broker.values(), *(p.connection for p in proxies if p.connection)]
             known_topics = sorted({t for cc in listed for t in cc.subscriptions})
-            (infos, info_failures), routes, (dlq, dlq_failures), (offset_topics, ot_failures) = await asyncio.gather(
-                self._running_infos(relay if running_info else {}, group),
-                self._routes(known_topics),
-                self._dlq_offsets(DLQ_PREFIX + group),
-                self._offset_topics(masters, group, wanted=bool(connections) and running_info),
-            )
+            (infos, info_failures), routes, (dlq, dlq_failures), (offset_topics, ot_failures), configs = \
+                await asyncio.gather(
+                    self._running_infos(relay if running_info else {}, group),
+                    self._routes(known_topics),
+                    self._dlq_offsets(DLQ_PREFIX + group),
+                    self._offset_topics(masters, group, wanted=bool(connections) and running_info),
+                    self._group_configs(masters, group),
+                )
             stats_by_broker, stats_failures = await stats
         finally:
             stats.cancel()  # only still running when something above failed
@@ -429,7 +432,8 @@ class ClusterService:
             raise all_failed(failures, f"no broker answered for group {group!r}")
 
         has_offsets = any(s.offsets for s in stats_by_broker.values())
-        if not connections and not has_offsets and not failures and not await self._configured(masters, group):
+        if not connections and not has_offsets and not failures and not configs and \
+                not await self._configured(masters, group):
             raise errors.NotFound(
                 f"consumer group {group!r} not found on any broker",
                 hint="list groups with: rmqctl group list",
@@ -476,7 +480,7 @@ class ClusterService:
             group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
             progress=progress, topic_queues=topic_queues, dlq=dlq, failures=failures,
             sampled_at=int(self._clock.now() * 1000), unavailable=self._unavailable(masters),
-            proxies=tuple(proxies),
+            proxies=tuple(proxies), group_configs=configs,
         )
         if not connections and not any(p.error is None for p in proxies) and self.backend.capabilities.reads_proxies:
             # nobody lists a client and no proxy answered: whether gRPC clients may hide behind
@@ -566,6 +570,15 @@ class ClusterService:
                         f"answer ({error}); name it with --proxy host:port")
             out.append(ProxyClients(address, found_by, found.get(address), note))
         return out, partial
+
+    async def _group_configs(self, masters: Mapping[str, str], group: str) -> dict[str, SubscriptionGroupConfig]:
+        """The group's stored config on each broker that keeps one (its retry policy and maximum
+        of deliveries), when the back end reads it for every view. A broker that fails leaves
+        its config out: the policy is then unknown, which no check reads as healthy."""
+        if not self.backend.capabilities.reads_group_config:
+            return {}
+        configs, _ = await self._fan_out(masters, lambda addr: self.backend.subscription_group(addr, group))
+        return {broker: config for broker, config in sorted(configs.items()) if config is not None}
 
     async def _configured(self, masters: Mapping[str, str], group: str) -> bool:
         """Whether any broker keeps a config for ``group`` (a group with no client and no offset)."""
@@ -1098,6 +1111,7 @@ def assemble_view(
     sampled_at: int,
     unavailable: Mapping[str, str] | None = None,
     proxies: tuple[ProxyClients, ...] = (),
+    group_configs: Mapping[str, SubscriptionGroupConfig] | None = None,
 ) -> GroupView:
     """The :class:`GroupView` of the parts read; the group's consume type, model and start point
     come from the first broker that lists its connections. ``sampled_at`` is the clock's "now" in
@@ -1120,4 +1134,5 @@ def assemble_view(
         errors=failures,
         unavailable=unavailable or {},
         proxies=proxies,
+        group_configs=dict(group_configs or {}),
     )

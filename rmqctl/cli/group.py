@@ -104,6 +104,7 @@ def show(
         if doc["consumption"] in ("pop", "mixed"):
             footer.append(f"Consumption: {doc['consumption'].upper()} (the broker hands each message to whichever "
                           "client pops next: no client owns a queue)")
+        footer.append(_retry_line(doc))
         for proxy in doc["proxies"]:
             how = "named" if proxy["found_by"] == "named" else "found through the brokers' heartbeat-sync group"
             state = proxy["error"] or _count(len(proxy["clients"]), "client")
@@ -114,6 +115,23 @@ def show(
         return View(doc, tables, footer, report.group_show_rows(doc)), dict(view.errors)
 
     execute(opts, run)
+
+
+def _retry_line(doc: report.GroupShowDoc) -> str:
+    """``Retry policy: customized (10s, 30s, 1m … 2h); 17 deliveries at most, then %DLQ%G``."""
+    policy = doc["retry_policy"]
+    if policy is None:
+        return "Retry policy: unknown (the group's config was not read)"
+    what = policy["description"] or "none in the config (a 4.x broker: the delay levels)"
+    line = f"Retry policy: {what}; retryMaxTimes {policy['retry_max_times']}"
+    if doc["consumption"] != "push":
+        line += (f": a POP consumer gets a message {_count(policy['max_deliveries'], 'time')} at most, "
+                 f"then it goes to %DLQ%{doc['group']}")
+    if doc["consumption"] != "pop":
+        line += " (remoting clients send their own maxReconsumeTimes, 16 by default)"
+    if policy["differs_by_broker"]:
+        line += " (the brokers' configs differ: the fewest shown)"
+    return line
 
 
 def _count(n: int, noun: str, plural: str | None = None) -> str:

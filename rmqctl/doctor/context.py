@@ -140,3 +140,12 @@ def expected_allocation(view: GroupView, topic: str) -> dict[str, list[MessageQu
     except errors.RmqctlError:  # a strategy we cannot reproduce (nearby rooms, a custom class)
         return None
     return {cid: by_name[names[cid]].get(cid, []) for cid in view.client_ids}
+
+
+def deliveries_text(view: GroupView) -> str:
+    """How many deliveries a POP consumer of the group gets before the DLQ, from its config
+    (``4 deliveries (retryMaxTimes 3)``), or the broker's default when the config was not read."""
+    if view.max_deliveries is None:
+        return "the group's maximum of deliveries (retryMaxTimes + 1; 17 by default, its config was not read)"
+    n = view.max_deliveries
+    return f"{n} {'delivery' if n == 1 else 'deliveries'} (retryMaxTimes {view.retry_max_times})"

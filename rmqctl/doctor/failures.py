@@ -17,6 +17,7 @@ from typing import Any
 from rmqctl.doctor.context import (
     CheckContext,
     and_list,
+    deliveries_text,
     finding,
     n_of,
     progress_by_queue,
@@ -73,6 +74,8 @@ def dlq_backlog(ctx: CheckContext) -> list[Finding]:
     if total <= 0:
         return []
     dlq = f"%DLQ%{view.group}"
+    gave_up = (f"clients of {view.group} did not ACK within {deliveries_text(view)} (POP)," if view.pop else
+               f"listener of {view.group} failed maxReconsumeTimes times (16 by default),")
     stored = [o.queue for o in view.dlq if o.max_offset > o.min_offset]
     online = list(view.client_ids)
     now = (f"{'its client online now is' if len(online) == 1 else 'its clients online now are'} "
@@ -81,8 +84,7 @@ def dlq_backlog(ctx: CheckContext) -> list[Finding]:
         ctx, "DLQ_BACKLOG", "warning",
         f"{n_of(total, 'message')} {'sits' if total == 1 else 'sit'} in {dlq}",
         f"{queues_text(stored)} {'holds' if len(stored) == 1 else 'hold'} {n_of(total, 'message')} the "
-        f"listener of {view.group} failed maxReconsumeTimes times (16 by default), moved by the broker to "
-        f"the dead-letter topic ({now}). No client of the group consumes it, so "
+        f"{gave_up} moved by the broker to the dead-letter topic ({now}). No client of the group consumes it, so "
         f"{'it is' if total == 1 else 'they are'} lost to the application unless replayed, and the broker "
         f"deletes {'it' if total == 1 else 'them'} with the commit log after "
         "fileReservedTime (72 h by default).",
@@ -166,7 +168,11 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
                                  if retry_rows and all(p.known for p in retry_rows) else None)
     pop_topics = sorted(retry_topics - {retry})
     parts: list[str] = []
-    if concurrent:
+    # clients of a group consuming by POP alone fail messages back into its POP retry topics
+    only_pop = view.consumption == "pop"
+    if concurrent and only_pop:
+        parts.append("; ".join(_client_failures(c, progress) for c in concurrent) + ".")
+    if concurrent and not only_pop:
         parts.append("; ".join(_client_failures(c, progress) for c in concurrent) + ".")
         parts.append(f"A concurrent listener that returns RECONSUME_LATER (or throws) sends the message back: "
                      f"the client writes it to {retry}, the broker delivers it again after a growing delay "
@@ -184,13 +190,13 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
                      f"(MessageListenerOrderly): a failed message (SUSPEND_CURRENT_QUEUE_A_MOMENT or an exception) "
                      f"is not sent anywhere; the client keeps it and retries it a second later, forever by "
                      f"default, and its queue waits behind it (see ORDERLY_QUEUE_SUSPENDED).")
-    if not clients and view.pop:
+    if (not clients and view.pop) or (concurrent and only_pop):
         parts.append(f"Messages of {view.group} are not ACKed in time (the listener fails them, or the client "
                      f"never ACKs them): POP makes each visible again when its invisible time runs out and "
-                     f"delivers it again through {and_list(pop_topics) if pop_topics else retry}; after the "
-                     f"group's maximum of deliveries (its retry policy: 16 retries by default) it goes to "
-                     f"{dlq}. gRPC clients report no consume statistics: the count comes from the retry "
-                     f"topics' offsets.")
+                     f"delivers it again through {and_list(pop_topics) if pop_topics else retry}; after "
+                     f"{deliveries_text(view)} it goes to {dlq}."
+                     + ("" if clients else " gRPC clients report no consume statistics: the count comes from the "
+                        "retry topics' offsets."))
     elif not clients:
         parts.append(f"No client reports failures now (its statistics may have rolled over, or it left), but "
                      f"messages were written to {retry}: a listener of {view.group} returned RECONSUME_LATER "
@@ -221,7 +227,7 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
             f"sooner, lower setMaxReconsumeTimes on the consumer; once the listener is fixed, read the "
             f"dead letters with rmqctl dlq show "
             f"{view.group} and send them back with rmqctl dlq replay {view.group}."
-            if not view.pop or concurrent else
+            if not view.pop or (concurrent and not only_pop) else
             f"Find why the gRPC consumers of {view.group} fail or do not ACK (their application logs: a "
             f"push consumer's listener returning FAILURE or throwing, a simple consumer not calling ack "
             f"within its invisible duration); each message keeps coming back until it succeeds or the "
@@ -240,7 +246,7 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
         title,
         " ".join(parts),
         {"clients": clients, "queues": queue_rows, "failed_msgs_window": "1h", "retry_topic": retry,
-         "retry_waiting": waiting_retry,
+         "retry_waiting": waiting_retry, **({"max_deliveries": view.max_deliveries} if view.pop else {}),
          "dlq_topic": dlq if concurrent or not clients else None, "dlq_messages": view.dlq_messages,
          "retry_messages_written": sum(now_retry.values()), "retry_growth": grown if ctx.previous else None,
          "interval_seconds": interval_s,

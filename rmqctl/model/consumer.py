@@ -319,6 +319,61 @@ class ConsumerRunningInfo:
         return tuple(s for s in self.subscriptions if not s.topic.startswith(RETRY_PREFIX))
 
 
+#: the delays of a CUSTOMIZED retry policy the broker uses when the group's config names none
+#: (the old delay levels 3 to 18: 10 s up to 2 h; ``CustomizedRetryPolicy``), milliseconds
+DEFAULT_RETRY_DELAYS_MS = (1_000, 5_000, 10_000, 30_000, *(m * 60_000 for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30)),
+                           3_600_000, 7_200_000)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """A 5.x group's retry policy (``groupRetryPolicy`` of its config): how long a message the
+    group failed waits before it is delivered again. POP consumers (every gRPC client) follow it;
+    the proxy also tells each gRPC client the group's maximum of deliveries
+    (``retryMaxTimes + 1``)."""
+
+    #: ``CUSTOMIZED`` (a table of delays, the default) or ``EXPONENTIAL``
+    kind: str = "CUSTOMIZED"
+    #: CUSTOMIZED: the delay table (``next``), milliseconds; ``None`` when the config names none
+    #: (the broker then uses :data:`DEFAULT_RETRY_DELAYS_MS`)
+    delays_ms: tuple[int, ...] | None = None
+    #: EXPONENTIAL: first delay, longest delay and factor; ``None`` for the broker's default
+    #: (5 s, 2 h, 2)
+    initial_ms: int | None = None
+    max_ms: int | None = None
+    multiplier: int | None = None
+
+    def delay_ms(self, reconsume_times: int) -> int:
+        """The wait before the delivery that follows ``reconsume_times`` failures, as the broker
+        computes it (``nextDelayDuration``): CUSTOMIZED reads its table two places on (where
+        the old delay levels started), capped at its last entry; EXPONENTIAL multiplies, capped."""
+        times = max(0, reconsume_times)
+        if self.kind == "EXPONENTIAL":
+            initial = 5_000 if self.initial_ms is None else self.initial_ms
+            longest = 7_200_000 if self.max_ms is None else self.max_ms
+            factor = 2 if self.multiplier is None else self.multiplier
+            return int(min(longest, initial * factor ** min(times, 32)))
+        table = self.delays_ms or DEFAULT_RETRY_DELAYS_MS
+        return table[min(times + 2, len(table) - 1)]
+
+    def describe(self) -> str:
+        """In words: ``customized (10s, 30s, 1m … 2h)`` or ``exponential (5s ×2 up to 2h)``."""
+        if self.kind == "EXPONENTIAL":
+            return (f"exponential ({_duration(self.delay_ms(0))} ×{self.multiplier or 2} up to "
+                    f"{_duration(7_200_000 if self.max_ms is None else self.max_ms)})")
+        table = self.delays_ms or DEFAULT_RETRY_DELAYS_MS
+        used = [_duration(d) for d in table[2:]] or [_duration(table[-1])]
+        shown = ", ".join(used) if len(used) <= 4 else f"{', '.join(used[:3])} … {used[-1]}"
+        return f"{self.kind.lower()} ({shown})"
+
+
+def _duration(ms: int) -> str:
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1_000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
 @dataclass(frozen=True, slots=True)
 class SubscriptionGroupConfig:
     """A broker's stored config of a consumer group (request 201/352)."""
@@ -331,3 +386,12 @@ class SubscriptionGroupConfig:
     retry_max_times: int = 16
     broker_id: int = 0
     notify_consumer_ids_changed_enable: bool = True
+    #: the 5.x retry policy; ``None`` when the config has none (a 4.x broker)
+    retry_policy: RetryPolicy | None = RetryPolicy()
+
+    @property
+    def max_deliveries(self) -> int:
+        """How often a POP consumer (every gRPC client) gets a message before it goes to the
+        dead-letter queue: the first delivery and ``retryMaxTimes`` more (the proxy gives each
+        gRPC client ``retryMaxTimes + 1`` as its maximum of attempts)."""
+        return self.retry_max_times + 1

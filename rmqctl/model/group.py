@@ -13,7 +13,14 @@ from typing import Any
 
 from rmqctl.errors import RmqctlError
 from rmqctl.model.cluster import MessageQueue, TopicOffset, retry_topic_owner, sort_queues
-from rmqctl.model.consumer import ClientConnection, ConsumerRunningInfo, ProxyClients, Subscription
+from rmqctl.model.consumer import (
+    ClientConnection,
+    ConsumerRunningInfo,
+    ProxyClients,
+    RetryPolicy,
+    Subscription,
+    SubscriptionGroupConfig,
+)
 from rmqctl.model.names import RETRY_PREFIX
 
 
@@ -146,6 +153,9 @@ class GroupView:
     #: client of: on 5.x, gRPC clients behind a proxy rmqctl did not read are invisible to the
     #: brokers; empty when not read or when no broker answered
     broker_versions: Mapping[str, str] = field(default_factory=dict)
+    #: the group's stored config on each broker that keeps one (broker name → config): its retry
+    #: policy and maximum of deliveries; empty when not read (a dashboard) or no broker has one
+    group_configs: Mapping[str, SubscriptionGroupConfig] = field(default_factory=dict)
     #: holdings derived once per view (a dashboard and the doctor ask many times); not part of
     #: the view's value: excluded from comparison, and ``replace`` starts it afresh
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -184,6 +194,23 @@ class GroupView:
     def pop(self) -> bool:
         """Whether messages are handed out by POP (``pop`` or ``mixed``): no client owns a queue."""
         return self.consumption in ("pop", "mixed")
+
+    @property
+    def retry_policy(self) -> RetryPolicy | None:
+        """The group's retry policy (the first broker's, by name), ``None`` when no config was
+        read or it names none (a 4.x broker)."""
+        return next((c.retry_policy for _, c in sorted(self.group_configs.items())), None)
+
+    @property
+    def max_deliveries(self) -> int | None:
+        """How often a POP consumer gets a message before it goes to the DLQ (``retryMaxTimes +
+        1``; the fewest when brokers differ); ``None`` when no config was read."""
+        return min((c.max_deliveries for c in self.group_configs.values()), default=None)
+
+    @property
+    def retry_max_times(self) -> int | None:
+        """The group's ``retryMaxTimes`` (the fewest when brokers differ), ``None`` when not read."""
+        return min((c.retry_max_times for c in self.group_configs.values()), default=None)
 
     @property
     def client_ids(self) -> tuple[str, ...]:

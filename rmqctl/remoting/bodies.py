@@ -43,6 +43,7 @@ from rmqctl.model import (
     OffsetEntry,
     ProcessQueueInfo,
     QueueData,
+    RetryPolicy,
     Subscription,
     SubscriptionGroupConfig,
     TopicOffset,
@@ -553,7 +554,46 @@ def _group_config(cfg: Mapping[Any, Any], default_name: str) -> SubscriptionGrou
         retry_max_times=num("retryMaxTimes", 16),
         broker_id=num("brokerId", 0),
         notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
+        retry_policy=_retry_policy(cfg.get("groupRetryPolicy")),
     )
+
+
+def _retry_policy(value: Any) -> RetryPolicy | None:
+    """``GroupRetryPolicy`` (5.x): its type and the parameters of that type's policy; ``None``
+    when the config carries none (a 4.x broker)."""
+    if value is None:
+        return None
+    doc = _obj(value, "groupRetryPolicy")
+    kind = _str(doc.get("type"), "groupRetryPolicy.type", "CUSTOMIZED").upper() or "CUSTOMIZED"
+    custom = doc.get("customizedRetryPolicy")
+    exponential = doc.get("exponentialRetryPolicy")
+    delays = None
+    if custom is not None:
+        table = _obj(custom, "customizedRetryPolicy").get("next")
+        if table is not None:
+            delays = tuple(_int(d, "customizedRetryPolicy.next[]") for d in _list(table, "customizedRetryPolicy.next"))
+    initial = longest = factor = None
+    if exponential is not None:
+        exp = _obj(exponential, "exponentialRetryPolicy")
+
+        def opt(field: str) -> int | None:
+            return None if exp.get(field) is None else _int(exp.get(field), "exponentialRetryPolicy." + field)
+
+        initial, longest, factor = opt("initial"), opt("max"), opt("multiplier")
+    return RetryPolicy(kind, delays, initial, longest, factor)
+
+
+def _retry_policy_json(policy: RetryPolicy) -> str:
+    # fastjson writes the fields alphabetically
+    parts = []
+    if policy.delays_ms is not None:
+        parts.append(f'"customizedRetryPolicy":{{"next":[{",".join(str(d) for d in policy.delays_ms)}]}}')
+    exp = [f'"{name}":{v}' for name, v in (("initial", policy.initial_ms), ("max", policy.max_ms),
+                                          ("multiplier", policy.multiplier)) if v is not None]
+    if exp:
+        parts.append(f'"exponentialRetryPolicy":{{{",".join(exp)}}}')
+    parts.append(f'"type":{_s(policy.kind)}')
+    return "{" + ",".join(parts) + "}"
 
 
 def subscription_group_config(body: bytes) -> SubscriptionGroupConfig:
@@ -563,12 +603,14 @@ def subscription_group_config(body: bytes) -> SubscriptionGroupConfig:
 
 @functools.lru_cache(maxsize=100_000)
 def _group_config_json(cfg: SubscriptionGroupConfig) -> str:
-    # 5.x properties; ``subscriptionDataSet`` is null and omitted
+    # 5.x properties; ``subscriptionDataSet`` is null and omitted, and so is a retry policy the
+    # config does not have (a 4.x broker's)
+    policy = "" if cfg.retry_policy is None else f'"groupRetryPolicy":{_retry_policy_json(cfg.retry_policy)},'
     return (f'{{"attributes":{{}},"brokerId":{cfg.broker_id},'
             f'"consumeBroadcastEnable":{_b(cfg.consume_broadcast_enable)},'
             f'"consumeEnable":{_b(cfg.consume_enable)},"consumeFromMinEnable":true,'
             f'"consumeMessageOrderly":{_b(cfg.consume_message_orderly)},"consumeTimeoutMinute":15,'
-            f'"groupName":{_s(cfg.group_name)},"groupRetryPolicy":{{"type":"CUSTOMIZED"}},'
+            f'"groupName":{_s(cfg.group_name)},{policy}'
             f'"groupSysFlag":0,"notifyConsumerIdsChangedEnable":{_b(cfg.notify_consumer_ids_changed_enable)},'
             f'"retryMaxTimes":{cfg.retry_max_times},"retryQueueNums":{cfg.retry_queue_nums},'
             f'"whichBrokerWhenConsumeSlowly":1}}')

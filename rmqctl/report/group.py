@@ -102,6 +102,9 @@ class GroupShowDoc(TypedDict):
     consumption: str | None
     #: the 5.x proxies read: address, how rmqctl knew it, the clients it lists, why it failed
     proxies: list[dict[str, Any]]
+    #: the group's retry policy and maximum of deliveries from its stored config (see
+    #: :func:`retry_policy_doc`); null when no config was read
+    retry_policy: dict[str, Any] | None
     broker_subscriptions: dict[str, list[dict[str, Any]]]
     client_subscriptions: dict[str, list[dict[str, Any]]]
     client_strategies: dict[str, str | None]
@@ -125,6 +128,30 @@ def _consume_numbers(view: GroupView, client_id: str) -> dict[str, Any]:
             "consume_failed_msgs": info.consume_failed_msgs}
 
 
+def retry_policy_doc(view: GroupView) -> dict[str, Any] | None:
+    """The group's retry policy as its stored config says: ``type`` (``CUSTOMIZED`` or
+    ``EXPONENTIAL``, null for a 4.x broker's config, which has none), its parameters, in words
+    (``description``), ``retry_max_times`` and ``max_deliveries`` (what a POP consumer gets a
+    message at most before the DLQ: ``retry_max_times + 1``), and the brokers whose configs
+    differ (the fewest deliveries is the one given). Null when no config was read."""
+    if not view.group_configs:
+        return None
+    policy = view.retry_policy
+    kinds = {(c.retry_policy, c.retry_max_times) for c in view.group_configs.values()}
+    return {
+        "type": policy.kind if policy else None,
+        "description": policy.describe() if policy else None,
+        "delays_ms": list(policy.delays_ms) if policy and policy.delays_ms is not None else None,
+        "initial_ms": policy.initial_ms if policy else None,
+        "max_ms": policy.max_ms if policy else None,
+        "multiplier": policy.multiplier if policy else None,
+        "retry_max_times": view.retry_max_times,
+        "max_deliveries": view.max_deliveries,
+        "brokers": sorted(view.group_configs),
+        "differs_by_broker": len(kinds) > 1,
+    }
+
+
 def group_show(view: GroupView, findings: Iterable[Finding]) -> GroupShowDoc:
     """``group show``: connections, stored and own subscriptions side by side, and the conflicts
     among ``findings`` (the doctor's, for this view: see :data:`SUBSCRIPTION_CODES`)."""
@@ -141,6 +168,7 @@ def group_show(view: GroupView, findings: Iterable[Finding]) -> GroupShowDoc:
         proxies=[{"address": p.address, "found_by": p.found_by,
                   "clients": [c.client_id for c in p.connection.connections] if p.connection else [],
                   "error": p.error} for p in view.proxies],
+        retry_policy=retry_policy_doc(view),
         broker_subscriptions={
             broker: [subscription_doc(s) for _, s in sorted(table.items())]
             for broker, table in sorted(view.broker_subscriptions.items())

@@ -28,6 +28,7 @@ from rmqctl.model import (
     OffsetEntry,
     ProcessQueueInfo,
     QueueData,
+    RetryPolicy,
     SampledMessage,
     Subscription,
     SubscriptionGroupConfig,
@@ -73,6 +74,10 @@ group_configs = st.builds(
     SubscriptionGroupConfig, group_name=NAME, consume_enable=st.booleans(), consume_broadcast_enable=st.booleans(),
     consume_message_orderly=st.booleans(), retry_queue_nums=INT, retry_max_times=INT, broker_id=LONG,
     notify_consumer_ids_changed_enable=st.booleans(),
+    retry_policy=st.none() | st.builds(
+        RetryPolicy, kind=st.sampled_from(["CUSTOMIZED", "EXPONENTIAL"]),
+        delays_ms=st.none() | st.lists(LONG, max_size=4).map(tuple), initial_ms=st.none() | LONG,
+        max_ms=st.none() | LONG, multiplier=st.none() | LONG),
 )
 process_queues = st.builds(
     ProcessQueueInfo, LONG, LONG, LONG, LONG, LONG, st.booleans(), st.booleans(), LONG, LONG, LONG, LONG,
