@@ -31,6 +31,7 @@ from rmqctl.model import (
     DEFAULT_PROXY_REMOTING_PORT,
     DLQ_PREFIX,
     HEARTBEAT_SYNC_GROUP,
+    HEARTBEAT_SYNC_TOPIC,
     RETRY_PREFIX,
     SYSTEM_GROUPS,
     TRACE_TOPIC,
@@ -55,6 +56,7 @@ from rmqctl.model import (
     TopicRoute,
     TopicStats,
     TraceEvent,
+    announced_proxy,
     client_sdk,
     decode_offset_message_id,
     decode_trace_events,
@@ -63,6 +65,12 @@ from rmqctl.model import (
 )
 
 T = TypeVar("T")
+
+#: heartbeat-sync messages read back to find the proxies' remoting addresses
+ANNOUNCEMENTS_READ = 64
+#: a proxy that announced itself longer ago than this (ms) is not looked for (a proxy with a
+#: client heartbeats every 10 s or so; one without announces nothing and is guessed from its host)
+ANNOUNCED_WITHIN_MS = 10 * 60_000
 
 #: messages read back per queue when sampling tags (one pull: the broker answers at most 32)
 SAMPLE_PER_QUEUE = 32
@@ -509,11 +517,12 @@ class ClusterService:
         return out
 
     async def proxy_addresses(self, masters: Mapping[str, str], *, discover: bool = True) -> dict[str, str]:
-        """The proxies to read, address → how rmqctl knew it (``named``, or ``brokers`` for one
-        the brokers revealed, with ``discover``). Every 5.x proxy in cluster mode is a client of
-        the heartbeat-sync group on each broker; the brokers show its host, not its remoting
-        port, so a proxy found that way is read on the default port unless a named proxy has the
-        same host."""
+        """The proxies to read, address → how rmqctl knew it (``named``; with ``discover``,
+        ``announced`` or ``brokers``). Every 5.x proxy in cluster mode is a client of the
+        heartbeat-sync group on each broker, which shows its host, not its remoting port; a proxy
+        that serves clients also announces its address and remoting port in the messages it
+        sends to the heartbeat-sync topic (:meth:`_announced_proxies`). A host with no announced
+        proxy is read on the default port, unless a named proxy has the same host."""
         if not discover:
             return {address: "named" for address in self.proxies}
         if self._found_proxies is None:
@@ -526,13 +535,43 @@ class ClusterService:
             listed, _ = await self._fan_out(masters, sync_clients)
             hosts = sorted({c.client_addr.rpartition(":")[0] or c.ip
                             for cc in listed.values() if cc is not None for c in cc.connections})
-            self._found_proxies = {f"{host}:{DEFAULT_PROXY_REMOTING_PORT}": "brokers" for host in hosts if host}
+            announced = await self._announced_proxies() if hosts else []
+            found = {address: "announced" for address in announced}
+            # a host whose proxy announced nothing (no client has sent it a heartbeat lately) is
+            # read on the default remoting port: a guess, said to be one
+            for host in hosts:
+                if host and not any(a.rpartition(":")[0] == host for a in announced):
+                    found[f"{host}:{DEFAULT_PROXY_REMOTING_PORT}"] = "brokers"
+            self._found_proxies = dict(sorted(found.items()))
         named_hosts = {address.rpartition(":")[0] for address in self.proxies}
         out = {address: "named" for address in self.proxies}
         for address, found_by in self._found_proxies.items():
-            if address.rpartition(":")[0] not in named_hosts:
+            # a port guessed for a host gives way to a proxy named on that host; an announced
+            # address is the proxy's own, whatever else runs on its host
+            if found_by == "announced" or address.rpartition(":")[0] not in named_hosts:
                 out.setdefault(address, found_by)
         return out
+
+    async def _announced_proxies(self) -> list[str]:
+        """The remoting addresses the proxies announced lately: each proxy in cluster mode sends
+        every heartbeat of its own clients to the heartbeat-sync topic, naming itself
+        (``localProxyId``: address, remoting port, gRPC port). The newest messages of the topic
+        are read back (read-only); an address last announced more than
+        :data:`ANNOUNCED_WITHIN_MS` ago is left out (that proxy may be gone). Empty when the
+        back end cannot read messages, the topic does not exist or nothing could be read."""
+        if not self.backend.capabilities.message_reads:
+            return []
+        try:
+            found = await self.browse(HEARTBEAT_SYNC_TOPIC, limit=ANNOUNCEMENTS_READ)
+        except errors.RmqctlError:
+            return []
+        now_ms = self._clock.now() * 1000
+        latest: dict[str, int] = {}
+        for message in found.value:
+            address = announced_proxy(message.body)
+            if address is not None:
+                latest[address] = max(latest.get(address, 0), message.store_timestamp)
+        return sorted(a for a, at in latest.items() if now_ms - at <= ANNOUNCED_WITHIN_MS)
 
     async def _proxy_clients(
         self, masters: Mapping[str, str], group: str, *, discover: bool
@@ -564,10 +603,14 @@ class ClusterService:
             note = silent.get(address)
             if error is not None:
                 note = str(error)
-                if found_by != "named":
+                if found_by == "brokers":
                     note = self._silent_proxies[address] = (
                         f"a broker lists a proxy on this host, but the default remoting port did not "
                         f"answer ({error}); name it with --proxy host:port")
+                elif found_by == "announced":
+                    note = self._silent_proxies[address] = (
+                        f"the proxy announced this remoting address in its heartbeat-sync messages, but it "
+                        f"did not answer ({error}); name the proxy with --proxy host:port")
             out.append(ProxyClients(address, found_by, found.get(address), note))
         return out, partial
 

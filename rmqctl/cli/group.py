@@ -106,7 +106,8 @@ def show(
                           "client pops next: no client owns a queue)")
         footer.append(_retry_line(doc))
         for proxy in doc["proxies"]:
-            how = "named" if proxy["found_by"] == "named" else "found through the brokers' heartbeat-sync group"
+            how = {"named": "named", "announced": "announced in the proxies' heartbeat-sync messages"}.get(
+                proxy["found_by"], "found through the brokers' heartbeat-sync group, default port")
             state = proxy["error"] or _count(len(proxy["clients"]), "client")
             footer.append(f"Proxy {proxy['address']} ({how}): {state}")
         for conflict in doc["subscription_conflicts"]:

@@ -3,7 +3,8 @@
 Each check is a pure function from a :class:`~rmqctl.doctor.context.CheckContext` to findings,
 written in the module of its family: :mod:`~rmqctl.doctor.subscriptions`,
 :mod:`~rmqctl.doctor.allocation`, :mod:`~rmqctl.doctor.clients`, :mod:`~rmqctl.doctor.stalls`
-and :mod:`~rmqctl.doctor.failures`; topics left behind in :mod:`~rmqctl.doctor.abandoned`.
+and :mod:`~rmqctl.doctor.failures`; POP redeliveries in :mod:`~rmqctl.doctor.redelivery`; topics
+left behind in :mod:`~rmqctl.doctor.abandoned`.
 Codes are documented in ``docs/findings.md``.
 
 Must not do I/O, and must not import the CLI, the TUI or pyspark.
@@ -31,6 +32,7 @@ from rmqctl.doctor.failures import (
     orderly_queue_suspended,
     retry_backlog,
 )
+from rmqctl.doctor.redelivery import repeated_redelivery
 from rmqctl.doctor.stalls import blocked_queue, lag_not_advancing, offline_group_backlog
 from rmqctl.doctor.subscriptions import (
     OTHER_TAGS,
@@ -65,6 +67,7 @@ CHECKS: Sequence[tuple[str, Check]] = (
     ("LAG_NOT_ADVANCING", lag_not_advancing),
     ("QUEUE_HELD_TWICE", queue_held_twice),
     ("CONSUME_FAILURES", consume_failures),
+    ("REPEATED_REDELIVERY", repeated_redelivery),
     ("ORDERLY_QUEUE_SUSPENDED", orderly_queue_suspended),
     ("REBALANCE_IN_PROGRESS", rebalance_in_progress),
 )

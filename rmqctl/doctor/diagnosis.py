@@ -15,7 +15,8 @@ from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.doctor.checks import run_checks, skipped_checks, tag_conflict_topics
 from rmqctl.doctor.failures import orderly_candidates
-from rmqctl.model import RETRY_PREFIX, SEVERITY_RANK, Finding, GroupView
+from rmqctl.doctor.redelivery import redelivery_topics
+from rmqctl.model import RETRY_PREFIX, SEVERITY_RANK, Finding, GroupView, MessageQueue
 from rmqctl.source import ClusterSource
 
 #: seconds between the sample that showed a rebalance in progress and the one taken again
@@ -23,6 +24,8 @@ REBALANCE_WAIT = 3.0
 #: seconds between a single sample that showed an orderly queue standing still and the one taken
 #: again to see whether it moves (the client retries a suspended message every second)
 ORDERLY_WAIT = 3.0
+#: the newest copies of each POP retry queue read back for REPEATED_REDELIVERY (one pull)
+REDELIVERY_SAMPLE = 32
 #: what ``doctor --sample all`` reads back per queue at most
 SAMPLE_ALL = 100_000
 
@@ -44,6 +47,27 @@ async def _sampled(source: ClusterSource, view: GroupView, per_queue: int | None
     except errors.RmqctlError as exc:
         return dataclasses.replace(view, errors={**view.errors, "sample": exc})
     return sampled
+
+
+async def _retry_sampled(source: ClusterSource, view: GroupView) -> GroupView:
+    """``view`` with the newest copies of its POP retry topics (:func:`redelivery_topics`), read
+    back by offset, read-only, when the source can: their reconsume times say how often each
+    message came back (REPEATED_REDELIVERY)."""
+    topics = redelivery_topics(view)
+    if not topics:
+        return view
+    # a POP retry topic is not among the topics the clients name: its queues are its rows
+    rows: dict[str, list[MessageQueue]] = {}
+    for p in view.progress:
+        if p.queue.topic in topics:
+            rows.setdefault(p.queue.topic, []).append(p.queue)
+    probe = dataclasses.replace(view, topic_queues={**view.topic_queues, **{t: tuple(q) for t, q in rows.items()}})
+    try:
+        sampled = await source.sample_messages(probe, topics, per_queue=REDELIVERY_SAMPLE)
+    except errors.RmqctlError as exc:
+        return dataclasses.replace(view, errors={**view.errors, "sample": exc})
+    return dataclasses.replace(view, retry_samples={mq: s for mq, s in sampled.tag_samples.items()
+                                                    if mq.topic in topics}, errors=sampled.errors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +137,7 @@ async def diagnose(
         # sample with --interval; the first two when a rebalance made us look again)
         history = last.history.get(group)
         if sample:
-            view = await _sampled(source, view, sample_per_queue)
+            view = await _retry_sampled(source, await _sampled(source, view, sample_per_queue))
         if group in orderly_again:
             mine = [f for f in run_checks(view, before, resampled=resampled, history=history)
                     if f.code != "ORDERLY_QUEUE_SUSPENDED"]

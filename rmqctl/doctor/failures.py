@@ -194,7 +194,7 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
         parts.append(f"Messages of {view.group} are not ACKed in time (the listener fails them, or the client "
                      f"never ACKs them): POP makes each visible again when its invisible time runs out and "
                      f"delivers it again through {and_list(pop_topics) if pop_topics else retry}; after "
-                     f"{deliveries_text(view)} it goes to {dlq}."
+                     f"{deliveries_text(view)} the group's retry policy sends it to {dlq}."
                      + ("" if clients else " gRPC clients report no consume statistics: the count comes from the "
                         "retry topics' offsets."))
     elif not clients:

@@ -49,6 +49,10 @@ seconds of scenario time. The keys below are a public contract::
     orderly = false                  # MessageListenerOrderly: queues locked on the broker (renewed
                                      # every 20 s, unlocked at stop), consumed only while locked
     suspend_queues = [0]             # orderly only: these queue ids answer SUSPEND_CURRENT_QUEUE_A_MOMENT
+    pop = false                      # a POP consumer (5.x, CONSUME_POP): pops, ACKs, no queue of its own
+    invisible_s = 30                 # POP: how long a popped message stays invisible before it comes back
+    fail_tags = ["bad"]              # POP: the listener fails these tags (back after the retry policy's wait)
+    no_ack_tags = ["slow"]           # POP: these are never ACKed (back after the invisible time)
     ip = "10.0.0.7"                  # optional, used to build the default client id
     trace = false                    # enableMsgTrace: each consumption recorded in RMQ_SYS_TRACE_TOPIC
 
@@ -176,6 +180,15 @@ class ConsumerSpec:
     suspend_queues: frozenset[int] = frozenset()
     #: message tracing on (``enableMsgTrace``): each consumption is recorded in the trace topic
     trace: bool = False
+    #: a POP consumer (:class:`~rmqctl.emulator.pop.SimulatedPopConsumer`): it registers as
+    #: CONSUME_POP, holds no queue, pops from every queue and ACKs what it consumed
+    pop: bool = False
+    #: POP: seconds a popped message stays invisible; not ACKed by then, it is delivered again
+    invisible_s: float = 30.0
+    #: POP: tags whose messages the listener fails (they come back after the retry policy's wait)
+    fail_tags: frozenset[str] = frozenset()
+    #: POP: tags whose messages are never ACKed (they come back after the invisible time)
+    no_ack_tags: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,7 +430,8 @@ _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
 _CONSUMER_KEYS = ("group", "subscriptions", "sql_subscriptions", "client_id", "start", "stop", "strategy",
                   "strategy_options", "message_model", "consume_from_where", "sub_version",
                   "post_subscription", "ip", "instance_name", "count", "consume_ms",
-                  "consume_threads", "stall", "consume_result", "orderly", "suspend_queues", "trace")
+                  "consume_threads", "stall", "consume_result", "orderly", "suspend_queues", "trace",
+                  "pop", "invisible_s", "fail_tags", "no_ack_tags")
 _PRODUCE_KEYS = ("at", "topic", "tag", "count", "queue", "broker", "interval", "producer", "keys",
                  "properties")
 
@@ -659,6 +673,21 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
                              "add orderly = true")
         suspend_queues = frozenset(suspend_raw)
         trace = check.boolean(raw.get("trace", False), [*path, "trace"])
+        pop = check.boolean(raw.get("pop", False), [*path, "pop"])
+        invisible_s = check.number(raw.get("invisible_s", 30.0), [*path, "invisible_s"])
+        if invisible_s <= 0:
+            raise check.fail([*path, "invisible_s"], f"must be more than 0, got {invisible_s:g}")
+        tag_lists = {}
+        for key in ("fail_tags", "no_ack_tags"):
+            tags = raw.get(key, [])
+            if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+                raise check.fail([*path, key], "expected a list of tags")
+            if tags and not pop:
+                raise check.fail([*path, key], "only a POP consumer fails or leaves messages by tag",
+                                 "add pop = true")
+            tag_lists[key] = frozenset(tags)
+        if pop and (orderly or model == "BROADCASTING"):
+            raise check.fail([*path, "pop"], "a POP consumer is concurrent and CLUSTERING")
         for n in range(1, count + 1):
             cid = client_id.replace("{n}", str(n)) if client_id else None
             out.append(
@@ -670,6 +699,8 @@ def _consumers(check: _Checker, doc: Mapping[str, Any], topics: Mapping[str, Top
                     consume_threads=threads, stall=stall, consume_result=consume_result,
                     sql_topics=frozenset(sql_raw), orderly=orderly, suspend_queues=suspend_queues,
                     trace=trace,
+                    pop=pop, invisible_s=invisible_s, fail_tags=tag_lists["fail_tags"],
+                    no_ack_tags=tag_lists["no_ack_tags"],
                 )
             )
     return tuple(out)

@@ -25,6 +25,7 @@ from rmqctl.emulator.client import SimulatedConsumer, SimulatedProducer, default
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, Scheduler
 from rmqctl.emulator.consume import QueueConsumer
 from rmqctl.emulator.namesrv import NameServerState
+from rmqctl.emulator.pop import SimulatedPopConsumer
 from rmqctl.emulator.report import run_report
 from rmqctl.emulator.scenario import ConsumerSpec, ProduceSpec, Scenario
 from rmqctl.emulator.store import StoredMessage
@@ -187,7 +188,8 @@ class EmulatedCluster:
     def _new_consumer(self, spec: ConsumerSpec, start_ms: int) -> SimulatedConsumer:
         index = len(self.consumers)
         client_id = default_client_id(spec, index, start_ms - self.t0_ms)
-        consumer = SimulatedConsumer(self, spec, index, client_id)
+        kind = SimulatedPopConsumer if spec.pop else SimulatedConsumer
+        consumer = kind(self, spec, index, client_id)
         self.consumers.append(consumer)
         return consumer
 

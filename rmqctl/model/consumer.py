@@ -7,6 +7,7 @@ no I/O; must not import anything from rmqctl outside this package.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -166,6 +167,23 @@ def client_sdk(client_id: str, *, via_proxy: bool) -> str | None:
     return "remoting"
 
 
+def announced_proxy(body: bytes) -> str | None:
+    """The remoting address (``host:port``) of the proxy that sent one heartbeat-sync message: its
+    body (``HeartbeatSyncerData``, JSON) names the proxy as ``localProxyId``, its serve address,
+    remoting port and gRPC port joined by ``%``. ``None`` when the body says no such thing."""
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    proxy_id = data.get("localProxyId") if isinstance(data, dict) else None
+    if not isinstance(proxy_id, str):
+        return None
+    parts = proxy_id.split("%")
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit():
+        return None
+    return f"{parts[0]}:{parts[1]}"
+
+
 @dataclass(frozen=True, slots=True)
 class ProxyClients:
     """What one 5.x proxy lists for a group (GET_CONSUMER_CONNECTION_LIST on its remoting port).
@@ -176,8 +194,9 @@ class ProxyClients:
 
     #: the proxy's remoting address (``host:port``)
     address: str
-    #: how rmqctl knew it: ``named`` (``--proxy`` or the context) or ``brokers`` (a broker lists
-    #: the proxy among the clients of the proxies' heartbeat-sync group)
+    #: how rmqctl knew it: ``named`` (``--proxy`` or the context), ``announced`` (the proxy named
+    #: its address and remoting port in its heartbeat-sync messages) or ``brokers`` (a broker lists
+    #: the proxy's host among the clients of the heartbeat-sync group; its port is a guess)
     found_by: str
     #: what it lists; ``None`` when it holds no client of the group or could not be read
     connection: ConsumerConnection | None = None

@@ -153,6 +153,9 @@ class GroupView:
     #: client of: on 5.x, gRPC clients behind a proxy rmqctl did not read are invisible to the
     #: brokers; empty when not read or when no broker answered
     broker_versions: Mapping[str, str] = field(default_factory=dict)
+    #: the newest copies in the group's retry topics (read back by offset, nothing committed), whose
+    #: reconsume times tell how often a message came back; empty when not sampled
+    retry_samples: Mapping[MessageQueue, TagSample] = field(default_factory=dict)
     #: the group's stored config on each broker that keeps one (broker name → config): its retry
     #: policy and maximum of deliveries; empty when not read (a dashboard) or no broker has one
     group_configs: Mapping[str, SubscriptionGroupConfig] = field(default_factory=dict)

@@ -29,6 +29,9 @@ BROKER_BUILTIN_GROUPS = (
 #: The group every 5.x proxy in cluster mode consumes (BROADCASTING) to share its clients'
 #: heartbeats with the other proxies: its connections on a broker are the proxies.
 HEARTBEAT_SYNC_GROUP = "CID_DefaultHeartBeatSyncerTopic"
+#: The topic the proxies of a cluster broadcast their clients' heartbeats on (one queue); each
+#: message names the proxy that sent it (``localProxyId``: its address, remoting and gRPC ports).
+HEARTBEAT_SYNC_TOPIC = "DefaultHeartBeatSyncerTopic"
 #: ``ProxyConfig.remotingListenPort``'s default
 DEFAULT_PROXY_REMOTING_PORT = 8080
 #: Groups that are not user groups: the brokers' built-ins and what brokers and tools use.

@@ -88,9 +88,11 @@ def test_grpc_groups_are_online_through_the_proxy_and_healthy_pop_groups_draw_no
     assert doc["unassigned_queues"] == [] and doc["idle_clients"] == []
     assert doc["pop_owner"] == "POP (1 client)"
 
-    doctor = runner.invoke(app, [*base_args, "doctor", push_group, simple_group, "-o", "json"])
-    assert doctor.exit_code == 0, doctor.output
-    assert json.loads(doctor.stdout)["findings"] == []
+    for _ in range(3):  # the doctor samples the POP retry topics too: still nothing, round after round
+        grpc_clients.send(topic, "ok", 4)
+        doctor = runner.invoke(app, [*base_args, "doctor", push_group, simple_group, "-o", "json"])
+        assert doctor.exit_code == 0, doctor.output
+        assert json.loads(doctor.stdout)["findings"] == []
 
 
 def test_a_grpc_consumer_that_fails_messages_shows_consume_failures(
@@ -142,3 +144,56 @@ def test_a_dead_pop_group_with_a_backlog_is_offline_not_healthy(
     view = grpc_clients.wait_until(dead, timeout=60, interval=1.0, message="the proxy dropped the client")
     findings = {f.code: f for f in run_checks(view)}
     assert "OFFLINE_GROUP_BACKLOG" in findings and findings["OFFLINE_GROUP_BACKLOG"].evidence["total_diff"] >= 6
+
+
+#: the groups' retryMaxTimes: a message gets RETRIES + 1 deliveries, then the DLQ
+RETRIES = 5
+
+
+def test_messages_cycling_towards_the_dlq_are_reported_before_they_reach_it(
+    real_cluster: RealCluster, real_proxy: RealProxy, grpc_clients: GrpcClientsProcess,
+    rmq_names: Callable[[str], str],
+) -> None:
+    topic = rmq_names("PopLoopTopic")
+    create_normal_topic(real_cluster, topic, 2)
+    no_ack_group, failing_group = rmq_names("GPopNoAck"), rmq_names("GPopFailing")
+    for group in (no_ack_group, failing_group):
+        real_cluster.mqadmin("updateSubGroup", "-c", real_cluster.cluster_name, "-g", group, "-r", str(RETRIES),
+                             check=True)
+    grpc_clients.start_simple("noack", no_ack_group, {topic: "*"}, skip_ack_tag="bad", invisible_s=10)
+    grpc_clients.start_push("failing", failing_group, {topic: "*"}, fail_tag="bad")
+    grpc_clients.warm_up(topic)
+    grpc_clients.send(topic, "bad", 3)
+
+    def attempts(consumer: str) -> int:
+        return int(grpc_clients.counts()[consumer]["max_attempt"])
+
+    grpc_clients.wait_until(lambda: attempts("noack") >= 3 and attempts("failing") >= 3, timeout=300,
+                            interval=1.0, message=lambda: f"three deliveries each: {grpc_clients.counts()}")
+    args = ["-n", real_cluster.namesrv_addr, "--proxy", real_proxy.remoting_addr]
+    shown = CliRunner().invoke(app, [*args, "group", "show", no_ack_group, "-o", "json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["retry_policy"]["max_deliveries"] == RETRIES + 1
+
+    doctor = CliRunner().invoke(app, [*args, "doctor", no_ack_group, failing_group, "-o", "json", "--fail-on", "never"])
+    assert doctor.exit_code == 0, doctor.output
+    after = grpc_clients.counts()
+    found = {(f["group"], f["code"]): f for f in json.loads(doctor.stdout)["findings"]}
+    for group, consumer in ((no_ack_group, "noack"), (failing_group, "failing")):
+        assert (group, "DLQ_BACKLOG") not in found, found.keys()  # not there yet: reported before
+        loop = found.get((group, "REPEATED_REDELIVERY"))
+        assert loop is not None, (group, sorted(found))
+        evidence = loop["evidence"]
+        assert evidence["max_deliveries"] == RETRIES + 1 and evidence["messages"] <= 3
+        # a copy is revived just before it is delivered: at most one ahead of what the client saw
+        assert 3 <= evidence["highest_delivery"] <= int(after[consumer]["max_attempt"]) + 1
+        assert {e["tag"] for e in evidence["examples"]} == {"bad"}
+
+    # and they do reach it: the never-ACKed ones after RETRIES + 1 deliveries, as the finding said
+    def in_dlq() -> GroupView | None:
+        view = views(real_cluster, [no_ack_group], (real_proxy.remoting_addr,))[no_ack_group]
+        return view if view.dlq_messages >= 3 else None
+
+    grpc_clients.wait_until(in_dlq, timeout=300, interval=2.0,
+                            message=lambda: f"the never-ACKed messages in the DLQ: {grpc_clients.counts()}")
+    assert attempts("noack") == RETRIES + 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 
 import pytest
 
@@ -16,17 +17,20 @@ from rmqctl.doctor import run_checks, skipped_checks
 from rmqctl.doctor.checks import OWNERSHIP_CODES
 from rmqctl.model import (
     HEARTBEAT_SYNC_GROUP,
+    HEARTBEAT_SYNC_TOPIC,
     ClientConnection,
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
     GroupView,
+    Message,
     MessageQueue,
     OffsetEntry,
     ProcessQueueInfo,
     QueueProgress,
     SampledMessage,
     TagSample,
+    announced_proxy,
     client_sdk,
     parse_tag_expression,
 )
@@ -252,3 +256,24 @@ def test_mixed_consumption_without_a_sample_says_the_tags_are_unknown() -> None:
     assert "by 20 messages" in f.detail
     assert "No message sample was read, so their tags are unknown." in f.detail
     assert "holder_wants" not in f.evidence["queues"][0]
+def announcement(proxy_id: str, offset: int, stored_ms: int) -> Message:
+    body = json.dumps({"heartbeatType": "REGISTER", "clientId": GRPC_ID, "group": G,
+                       "localProxyId": proxy_id}).encode()
+    return Message(MessageQueue(HEARTBEAT_SYNC_TOPIC, "broker-a", 0), offset, 0, "", 0, stored_ms, "", "",
+                   body=body)
+
+
+def test_a_proxy_that_announced_its_remoting_port_is_read_there_not_on_the_guess() -> None:
+    """A proxy sends each heartbeat of its clients to the heartbeat-sync topic, naming itself
+    (``localProxyId``: address, remoting port, gRPC port): no need to guess port 8080."""
+    backend = BehindAProxy()
+    now_ms = int(FakeClock().now() * 1000)
+    backend.messages = [announcement("10.0.0.9%8081%8082", 0, now_ms - 5_000),
+                        announcement("10.0.0.7%9080%9081", 1, now_ms - 3_600_000),  # long gone
+                        Message(MessageQueue(HEARTBEAT_SYNC_TOPIC, "broker-a", 0), 2, 0, "", 0, now_ms, "", "",
+                                body=b"not json")]
+    view = view_with(backend, proxies=())
+    assert [(p.address, p.found_by) for p in view.proxies] == [("10.0.0.9:8081", "announced")]
+    assert [(c.client_id, c.proxy) for c in view.connections] == [(GRPC_ID, "10.0.0.9:8081")]
+    assert announced_proxy(b'{"localProxyId":"10.0.0.9%8081%8082"}') == "10.0.0.9:8081"
+    assert announced_proxy(b'{"localProxyId":"10.0.0.9"}') is None and announced_proxy(b"\xff") is None

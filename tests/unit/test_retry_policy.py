@@ -63,8 +63,8 @@ def test_the_service_reads_each_brokers_config_and_the_findings_use_it() -> None
     from rmqctl.doctor import run_checks
     from rmqctl.service import ClusterService
     from tests.fake_source import FakeClock
-    from tests.unit.test_proxy_view import PROXY, BehindAProxy, pop_view_at
     from tests.unit.test_doctor import G
+    from tests.unit.test_proxy_view import PROXY, BehindAProxy, pop_view_at
     from tests.unit.test_service import A, B
 
     backend = BehindAProxy()
@@ -78,5 +78,5 @@ def test_the_service_reads_each_brokers_config_and_the_findings_use_it() -> None
     before, after = (dataclasses.replace(v, group_configs=configs)
                      for v in (pop_view_at(10, 1_000_000), pop_view_at(55, 1_040_000)))
     (failures,) = [f for f in run_checks(after, before) if f.code == "CONSUME_FAILURES"]
-    assert f"after 4 deliveries (retryMaxTimes 3) it goes to %DLQ%{G}" in failures.detail
+    assert f"after 4 deliveries (retryMaxTimes 3) the group's retry policy sends it to %DLQ%{G}" in failures.detail
     assert failures.evidence["max_deliveries"] == 4

@@ -18,6 +18,7 @@ from rmqctl.model import (
     ConsumerRunningInfo,
     ConsumeStats,
     GroupSummary,
+    Message,
     MessageQueue,
     OffsetEntry,
     QueueData,
@@ -49,6 +50,8 @@ class TwoBrokers:
         self.online = True
         #: the group's dead-letter topic has a route (a message was given up on)
         self.dlq = False
+        #: what ``pull_messages`` reads back, whatever the topic (whole messages)
+        self.messages: list[Message] = []
 
     def _read(self, name: str, address: str | None = None) -> None:
         self.calls.append(name)
@@ -122,6 +125,11 @@ class TwoBrokers:
         self._read("pull_by_offset", address)
         return [SampledMessage(MessageQueue(topic, broker_name, queue_id), o, "tagA", 0)
                 for o in range(offset, offset + 3)]
+
+    async def pull_messages(self, address: str, broker_name: str, topic: str, queue_id: int, offset: int,
+                            max_nums: int = 32) -> list[Message]:
+        self._read("pull_messages", address)
+        return [m for m in self.messages if m.queue.broker_name == broker_name and m.queue_offset >= offset][:max_nums]
 
 
 def view_of(backend: TwoBrokers, clock: FakeClock | None = None):  # type: ignore[no-untyped-def]
