@@ -16,7 +16,7 @@ _rmqctl_lookup() {
     'V||--output') _rmqctl_r='table json jsonl csv' ;;
     'V||-o') _rmqctl_r='table json jsonl csv' ;;
     'V||--timeout') _rmqctl_r='@none' ;;
-    'V||--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V||--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V||--at') _rmqctl_r='@none' ;;
     'V||--dashboard') _rmqctl_r='@none' ;;
     'V||--proxy') _rmqctl_r='@none' ;;
@@ -32,19 +32,19 @@ _rmqctl_lookup() {
     'V|doctor|--timeout') _rmqctl_r='@none' ;;
     'V|doctor|--dashboard') _rmqctl_r='@none' ;;
     'V|doctor|--proxy') _rmqctl_r='@none' ;;
-    'V|doctor|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|doctor|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|doctor|--at') _rmqctl_r='@none' ;;
     'V|doctor|--table') _rmqctl_r='@none' ;;
     'A|doctor') _rmqctl_r='@groups*' ;;
     'O|demo') _rmqctl_r='--scenario -s --output -o --no-tui --help -h' ;;
-    'V|demo|--scenario') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
-    'V|demo|-s') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|demo|--scenario') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|demo|-s') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|demo|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|demo|-o') _rmqctl_r='table json jsonl csv' ;;
     'O|tui') _rmqctl_r='--interval -i --emulator --speed --control --token --namesrv -n --context --timeout --help -h' ;;
     'V|tui|--interval') _rmqctl_r='@none' ;;
     'V|tui|-i') _rmqctl_r='@none' ;;
-    'V|tui|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|tui|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|tui|--speed') _rmqctl_r='@none' ;;
     'V|tui|--control') _rmqctl_r='@none' ;;
     'V|tui|--token') _rmqctl_r='@none' ;;
@@ -66,7 +66,7 @@ _rmqctl_lookup() {
     'V|cluster list|--timeout') _rmqctl_r='@none' ;;
     'V|cluster list|--dashboard') _rmqctl_r='@none' ;;
     'V|cluster list|--proxy') _rmqctl_r='@none' ;;
-    'V|cluster list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|cluster list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|cluster list|--at') _rmqctl_r='@none' ;;
     'V|cluster list|--table') _rmqctl_r='@none' ;;
     'S|topic') _rmqctl_r='list route status' ;;
@@ -82,7 +82,7 @@ _rmqctl_lookup() {
     'V|topic list|--timeout') _rmqctl_r='@none' ;;
     'V|topic list|--dashboard') _rmqctl_r='@none' ;;
     'V|topic list|--proxy') _rmqctl_r='@none' ;;
-    'V|topic list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|topic list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|topic list|--at') _rmqctl_r='@none' ;;
     'V|topic list|--table') _rmqctl_r='@none' ;;
     'O|topic route') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
@@ -94,7 +94,7 @@ _rmqctl_lookup() {
     'V|topic route|--timeout') _rmqctl_r='@none' ;;
     'V|topic route|--dashboard') _rmqctl_r='@none' ;;
     'V|topic route|--proxy') _rmqctl_r='@none' ;;
-    'V|topic route|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|topic route|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|topic route|--at') _rmqctl_r='@none' ;;
     'V|topic route|--table') _rmqctl_r='@none' ;;
     'A|topic route') _rmqctl_r='@topics' ;;
@@ -109,7 +109,7 @@ _rmqctl_lookup() {
     'V|topic status|--timeout') _rmqctl_r='@none' ;;
     'V|topic status|--dashboard') _rmqctl_r='@none' ;;
     'V|topic status|--proxy') _rmqctl_r='@none' ;;
-    'V|topic status|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|topic status|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|topic status|--at') _rmqctl_r='@none' ;;
     'V|topic status|--table') _rmqctl_r='@none' ;;
     'A|topic status') _rmqctl_r='@topics' ;;
@@ -126,7 +126,7 @@ _rmqctl_lookup() {
     'V|group list|--timeout') _rmqctl_r='@none' ;;
     'V|group list|--dashboard') _rmqctl_r='@none' ;;
     'V|group list|--proxy') _rmqctl_r='@none' ;;
-    'V|group list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group list|--at') _rmqctl_r='@none' ;;
     'V|group list|--table') _rmqctl_r='@none' ;;
     'O|group show') _rmqctl_r='--namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
@@ -138,7 +138,7 @@ _rmqctl_lookup() {
     'V|group show|--timeout') _rmqctl_r='@none' ;;
     'V|group show|--dashboard') _rmqctl_r='@none' ;;
     'V|group show|--proxy') _rmqctl_r='@none' ;;
-    'V|group show|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group show|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group show|--at') _rmqctl_r='@none' ;;
     'V|group show|--table') _rmqctl_r='@none' ;;
     'A|group show') _rmqctl_r='@groups' ;;
@@ -156,7 +156,7 @@ _rmqctl_lookup() {
     'V|group progress|--timeout') _rmqctl_r='@none' ;;
     'V|group progress|--dashboard') _rmqctl_r='@none' ;;
     'V|group progress|--proxy') _rmqctl_r='@none' ;;
-    'V|group progress|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group progress|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group progress|--at') _rmqctl_r='@none' ;;
     'V|group progress|--table') _rmqctl_r='@none' ;;
     'A|group progress') _rmqctl_r='@groups' ;;
@@ -172,7 +172,7 @@ _rmqctl_lookup() {
     'V|group assignment|--timeout') _rmqctl_r='@none' ;;
     'V|group assignment|--dashboard') _rmqctl_r='@none' ;;
     'V|group assignment|--proxy') _rmqctl_r='@none' ;;
-    'V|group assignment|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group assignment|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group assignment|--at') _rmqctl_r='@none' ;;
     'V|group assignment|--table') _rmqctl_r='@none' ;;
     'A|group assignment') _rmqctl_r='@groups' ;;
@@ -193,7 +193,7 @@ _rmqctl_lookup() {
     'V|group reset|--timeout') _rmqctl_r='@none' ;;
     'V|group reset|--dashboard') _rmqctl_r='@none' ;;
     'V|group reset|--proxy') _rmqctl_r='@none' ;;
-    'V|group reset|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group reset|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group reset|--at') _rmqctl_r='@none' ;;
     'V|group reset|--table') _rmqctl_r='@none' ;;
     'A|group reset') _rmqctl_r='@groups' ;;
@@ -206,7 +206,7 @@ _rmqctl_lookup() {
     'V|group delete|--timeout') _rmqctl_r='@none' ;;
     'V|group delete|--dashboard') _rmqctl_r='@none' ;;
     'V|group delete|--proxy') _rmqctl_r='@none' ;;
-    'V|group delete|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group delete|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group delete|--at') _rmqctl_r='@none' ;;
     'V|group delete|--table') _rmqctl_r='@none' ;;
     'A|group delete') _rmqctl_r='@groups' ;;
@@ -220,7 +220,7 @@ _rmqctl_lookup() {
     'V|group prune|--timeout') _rmqctl_r='@none' ;;
     'V|group prune|--dashboard') _rmqctl_r='@none' ;;
     'V|group prune|--proxy') _rmqctl_r='@none' ;;
-    'V|group prune|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|group prune|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|group prune|--at') _rmqctl_r='@none' ;;
     'V|group prune|--table') _rmqctl_r='@none' ;;
     'S|msg') _rmqctl_r='show explain browse' ;;
@@ -241,7 +241,7 @@ _rmqctl_lookup() {
     'V|msg show|--timeout') _rmqctl_r='@none' ;;
     'V|msg show|--dashboard') _rmqctl_r='@none' ;;
     'V|msg show|--proxy') _rmqctl_r='@none' ;;
-    'V|msg show|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|msg show|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|msg show|--at') _rmqctl_r='@none' ;;
     'V|msg show|--table') _rmqctl_r='@none' ;;
     'A|msg show') _rmqctl_r='@none' ;;
@@ -264,7 +264,7 @@ _rmqctl_lookup() {
     'V|msg explain|--timeout') _rmqctl_r='@none' ;;
     'V|msg explain|--dashboard') _rmqctl_r='@none' ;;
     'V|msg explain|--proxy') _rmqctl_r='@none' ;;
-    'V|msg explain|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|msg explain|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|msg explain|--at') _rmqctl_r='@none' ;;
     'V|msg explain|--table') _rmqctl_r='@none' ;;
     'A|msg explain') _rmqctl_r='@none' ;;
@@ -285,7 +285,7 @@ _rmqctl_lookup() {
     'V|msg browse|--timeout') _rmqctl_r='@none' ;;
     'V|msg browse|--dashboard') _rmqctl_r='@none' ;;
     'V|msg browse|--proxy') _rmqctl_r='@none' ;;
-    'V|msg browse|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|msg browse|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|msg browse|--at') _rmqctl_r='@none' ;;
     'V|msg browse|--table') _rmqctl_r='@none' ;;
     'A|msg browse') _rmqctl_r='@topics' ;;
@@ -300,7 +300,7 @@ _rmqctl_lookup() {
     'V|dlq list|--timeout') _rmqctl_r='@none' ;;
     'V|dlq list|--dashboard') _rmqctl_r='@none' ;;
     'V|dlq list|--proxy') _rmqctl_r='@none' ;;
-    'V|dlq list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|dlq list|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|dlq list|--at') _rmqctl_r='@none' ;;
     'V|dlq list|--table') _rmqctl_r='@none' ;;
     'O|dlq show') _rmqctl_r='--limit --namesrv -n --context --output -o --timeout --dashboard --proxy --emulator --at --no-headers --table --tls --help -h' ;;
@@ -313,7 +313,7 @@ _rmqctl_lookup() {
     'V|dlq show|--timeout') _rmqctl_r='@none' ;;
     'V|dlq show|--dashboard') _rmqctl_r='@none' ;;
     'V|dlq show|--proxy') _rmqctl_r='@none' ;;
-    'V|dlq show|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|dlq show|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|dlq show|--at') _rmqctl_r='@none' ;;
     'V|dlq show|--table') _rmqctl_r='@none' ;;
     'A|dlq show') _rmqctl_r='@groups' ;;
@@ -327,7 +327,7 @@ _rmqctl_lookup() {
     'V|dlq replay|--timeout') _rmqctl_r='@none' ;;
     'V|dlq replay|--dashboard') _rmqctl_r='@none' ;;
     'V|dlq replay|--proxy') _rmqctl_r='@none' ;;
-    'V|dlq replay|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|dlq replay|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|dlq replay|--at') _rmqctl_r='@none' ;;
     'V|dlq replay|--table') _rmqctl_r='@none' ;;
     'A|dlq replay') _rmqctl_r='@groups' ;;
@@ -374,7 +374,7 @@ _rmqctl_lookup() {
     'V|rebalance simulate|--timeout') _rmqctl_r='@none' ;;
     'V|rebalance simulate|--dashboard') _rmqctl_r='@none' ;;
     'V|rebalance simulate|--proxy') _rmqctl_r='@none' ;;
-    'V|rebalance simulate|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|rebalance simulate|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|rebalance simulate|--at') _rmqctl_r='@none' ;;
     'V|rebalance simulate|--table') _rmqctl_r='@none' ;;
     'S|emulator') _rmqctl_r='scenarios show run serve ctl' ;;
@@ -385,15 +385,15 @@ _rmqctl_lookup() {
     'O|emulator show') _rmqctl_r='--output -o --help -h' ;;
     'V|emulator show|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|emulator show|-o') _rmqctl_r='table json jsonl csv' ;;
-    'A|emulator show') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'A|emulator show') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'O|emulator run') _rmqctl_r='--at --output -o --help -h' ;;
     'V|emulator run|--at') _rmqctl_r='@none' ;;
     'V|emulator run|--output') _rmqctl_r='table json jsonl csv' ;;
     'V|emulator run|-o') _rmqctl_r='table json jsonl csv' ;;
-    'A|emulator run') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'A|emulator run') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'O|emulator serve') _rmqctl_r='--scenario -s --speed --clock --namesrv-port --control-port --bind --token --at --idle-timeout --max-connections --max-frame-bytes --write-buffer-bytes --memory-bytes --request-timeout --output -o --help -h' ;;
-    'V|emulator serve|--scenario') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
-    'V|emulator serve|-s') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|emulator serve|--scenario') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|emulator serve|-s') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|emulator serve|--speed') _rmqctl_r='@none' ;;
     'V|emulator serve|--clock') _rmqctl_r='@none' ;;
     'V|emulator serve|--namesrv-port') _rmqctl_r='@none' ;;
@@ -475,7 +475,7 @@ _rmqctl_lookup() {
     'V|snapshot export|--timeout') _rmqctl_r='@none' ;;
     'V|snapshot export|--dashboard') _rmqctl_r='@none' ;;
     'V|snapshot export|--proxy') _rmqctl_r='@none' ;;
-    'V|snapshot export|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|snapshot export|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|snapshot export|--at') _rmqctl_r='@none' ;;
     'V|snapshot export|--table') _rmqctl_r='@none' ;;
     'A|snapshot export') _rmqctl_r='@groups*' ;;
@@ -509,7 +509,7 @@ _rmqctl_lookup() {
     'V|exporter|--timeout') _rmqctl_r='@none' ;;
     'V|exporter|--dashboard') _rmqctl_r='@none' ;;
     'V|exporter|--proxy') _rmqctl_r='@none' ;;
-    'V|exporter|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
+    'V|exporter|--emulator') _rmqctl_r='@toml avg-contiguous-blocks healthy pop-redelivery stall-and-leave tag-overwrite tag-overwrite-4q topic-overwrite two-consumers-one-queue' ;;
     'V|exporter|--at') _rmqctl_r='@none' ;;
     'V|exporter|--table') _rmqctl_r='@none' ;;
     'A|exporter') _rmqctl_r='@groups*' ;;
