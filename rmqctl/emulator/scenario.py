@@ -51,8 +51,8 @@ seconds of scenario time. The keys below are a public contract::
     suspend_queues = [0]             # orderly only: these queue ids answer SUSPEND_CURRENT_QUEUE_A_MOMENT
     pop = false                      # a POP consumer (5.x, CONSUME_POP): pops, ACKs, no queue of its own
     invisible_s = 30                 # POP: how long a popped message stays invisible before it comes back
-    fail_tags = ["bad"]              # POP: the listener fails these tags (back after the retry policy's wait)
-    no_ack_tags = ["slow"]           # POP: these are never ACKed (back after the invisible time)
+    # fail_tags = ["bad"]            # POP only: the listener fails these (back after the retry policy's wait)
+    # no_ack_tags = ["slow"]         # POP only: never ACKed (back after the invisible time)
     ip = "10.0.0.7"                  # optional, used to build the default client id
     trace = false                    # enableMsgTrace: each consumption recorded in RMQ_SYS_TRACE_TOPIC
 
