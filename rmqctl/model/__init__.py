@@ -31,6 +31,7 @@ from rmqctl.model.cluster import (
     topic_kind,
 )
 from rmqctl.model.consumer import (
+    DEFAULT_RETRY_DELAYS_MS,
     DEFAULT_STRATEGY,
     SQL92,
     STRATEGY_CLASSES,
@@ -94,7 +95,7 @@ __all__ = [
     "ConsumeStatus", "ConsumerConnection", "ConsumerRunningInfo", "Explanation", "Finding", "GroupSummary",
     "GroupView", "Message", "MessageQueue", "MessageRef", "OffsetEntry", "ProcessQueueInfo", "QueueData",
     "QueueOwnership", "QueueProgress", "SampledMessage", "Selector", "Severity", "Sql92Error", "Subscription",
-    "RetryPolicy", "SubscriptionGroupConfig", "TagSample",
+    "DEFAULT_RETRY_DELAYS_MS", "RetryPolicy", "SubscriptionGroupConfig", "TagSample",
     "TopicKind", "TopicOffset", "TopicRoute", "TopicStats", "TraceEvent", "Verdict",
     "compile_sql92", "decode_offset_message_id", "decode_trace_events", "encode_offset_message_id",
     "encode_trace_events",
