@@ -32,7 +32,7 @@ from rmqctl.doctor.failures import (
     orderly_queue_suspended,
     retry_backlog,
 )
-from rmqctl.doctor.redelivery import repeated_redelivery
+from rmqctl.doctor.redelivery import redelivery_topics, repeated_redelivery
 from rmqctl.doctor.stalls import blocked_queue, lag_not_advancing, offline_group_backlog
 from rmqctl.doctor.subscriptions import (
     OTHER_TAGS,
@@ -100,6 +100,10 @@ POP_SKIP = ("does not apply: the group consumes by POP, where the broker hands e
             "whichever client pops next and no client holds a queue")
 
 
+NOT_SAMPLED = ("needs the newest copies in the group's POP retry topics, which rmqctl doctor reads back "
+               "(not with --no-sample)")
+
+
 def skipped_checks(view: GroupView) -> dict[str, str]:
     """Check code → why it cannot run on this view (data the source could not supply, or a POP
     group, where queue ownership does not exist)."""
@@ -111,6 +115,8 @@ def skipped_checks(view: GroupView) -> dict[str, str]:
     if view.pop:
         for code in OWNERSHIP_CODES:
             out[code] = POP_SKIP
+        if redelivery_topics(view) and not view.retry_samples:
+            out["REPEATED_REDELIVERY"] = NOT_SAMPLED
     return out
 
 

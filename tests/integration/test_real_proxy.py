@@ -21,7 +21,7 @@ from rmqctl.model import GroupView
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.service import ClusterService
 from tests.harness.proxycluster import GrpcClientsProcess, RealProxy, create_normal_topic
-from tests.harness.realcluster import RealCluster
+from tests.harness.realcluster import RealCluster, ScenarioClientsProcess
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(600)]
 
@@ -53,11 +53,15 @@ def test_grpc_groups_are_online_through_the_proxy_and_healthy_pop_groups_draw_no
                             timeout=120, interval=1.0, message=lambda: f"both acked: {grpc_clients.counts()}")
     groups = [push_group, simple_group]
 
-    # without the proxy, the brokers alone see no client of either group (what rmqctl showed
-    # before); the brokers do reveal the proxy, as a client of the heartbeat-sync group
-    alone = views(real_cluster, groups)
-    assert not alone[push_group].online and not alone[simple_group].online
-    assert any(p.found_by == "brokers" for p in alone[push_group].proxies)
+    # without a proxy named, the brokers alone list no client of either group (rmqctl showed them
+    # offline before); they list the proxy's host in the heartbeat-sync group, and the proxy
+    # announced its remoting port in its heartbeat-sync messages: rmqctl reads it there
+    def found_alone() -> dict[str, GroupView] | None:
+        seen = views(real_cluster, groups)
+        return seen if all(v.online for v in seen.values()) else None
+
+    alone = grpc_clients.wait_until(found_alone, timeout=60, interval=2.0, message="the proxy found alone")
+    assert [(p.address, p.found_by) for p in alone[push_group].proxies] == [(real_proxy.remoting_addr, "announced")]
 
     proxied = (real_proxy.remoting_addr,)
     for round_no in range(3):  # healthy groups stay clean while messages keep flowing
@@ -197,3 +201,69 @@ def test_messages_cycling_towards_the_dlq_are_reported_before_they_reach_it(
     grpc_clients.wait_until(in_dlq, timeout=300, interval=2.0,
                             message=lambda: f"the never-ACKed messages in the DLQ: {grpc_clients.counts()}")
     assert attempts("noack") == RETRIES + 1
+
+
+def test_a_group_of_remoting_and_grpc_consumers_is_mixed_consumption_named_with_counts(
+    real_cluster: RealCluster, real_proxy: RealProxy, grpc_clients: GrpcClientsProcess,
+    scenario_clients: ScenarioClientsProcess, rmq_names: Callable[[str], str],
+) -> None:
+    topic, group = rmq_names("MixedTopic"), rmq_names("GMixed")
+    create_normal_topic(real_cluster, topic, 2)
+    remoting = scenario_clients.start_consumer("remoting", group, {topic: "tagB"}, consume_from="LAST")
+    grpc = grpc_clients.start_push("grpc", group, {topic: "tagA"})
+    proxied = (real_proxy.remoting_addr,)
+
+    def both() -> GroupView | None:
+        view = views(real_cluster, [group], proxied)[group]
+        held = [mq for mq in view.assignments().get(remoting, ()) if mq.topic == topic]
+        return view if {c.client_id for c in view.connections} == {remoting, grpc} and len(held) == 2 else None
+
+    view = grpc_clients.wait_until(both, timeout=120, interval=1.0, message="both clients listed, queues held")
+    assert view.consumption == "mixed"
+    assert {c.client_id: c.sdk for c in view.connections} == {remoting: "remoting", grpc: "grpc"}
+    doctor = CliRunner().invoke(app, ["-n", real_cluster.namesrv_addr, "--proxy", real_proxy.remoting_addr,
+                                      "doctor", group, "-o", "json", "--fail-on", "never"])
+    assert doctor.exit_code == 0, doctor.output
+    (mixed,) = [f for f in json.loads(doctor.stdout)["findings"] if f["code"] == "MIXED_CONSUMPTION"]
+    evidence = mixed["evidence"]
+    assert (evidence["remoting_clients"], evidence["grpc_clients"]) == ([remoting], [grpc])
+    # the remoting client's running info was read: the offsets were compared and counted, never unknown
+    assert isinstance(evidence["popped_past_client"], int) and isinstance(evidence["behind_client"], int)
+    assert f"1 remoting client ({remoting})" in mixed["detail"] and f"1 gRPC client ({grpc})" in mixed["detail"]
+
+
+def test_proxies_are_found_on_their_announced_port_and_a_second_proxy_lists_the_firsts_clients(
+    real_cluster: RealCluster, real_proxy: RealProxy, grpc_clients: GrpcClientsProcess,
+    rmq_names: Callable[[str], str],
+) -> None:
+    topic, group = rmq_names("TwoProxyTopic"), rmq_names("GTwoProxies")
+    create_normal_topic(real_cluster, topic, 2)
+    client = grpc_clients.start_simple("simple", group, {topic: "*"}, invisible_s=10)
+
+    # nothing named: the brokers list the proxy's host in the heartbeat-sync group, and the proxy
+    # announced its remoting port (a free port here, never the default 8080) in its messages
+    def announced() -> GroupView | None:
+        view = views(real_cluster, [group])[group]
+        return view if view.online else None
+
+    view = grpc_clients.wait_until(announced, timeout=90, interval=2.0, message="the proxy announced itself")
+    assert [(p.address, p.found_by) for p in view.proxies if p.connection] == [
+        (real_proxy.remoting_addr, "announced")]
+    assert [(c.client_id, c.proxy) for c in view.connections] == [(client, real_proxy.remoting_addr)]
+
+    # a second proxy of the cluster holds no client itself, yet lists the first one's (heartbeat sync)
+    with RealProxy(real_cluster, name="proxy2") as second:
+        def synced() -> GroupView | None:
+            seen = views(real_cluster, [group], (second.remoting_addr,))[group]
+            listed = next(p.connection for p in seen.proxies if p.address == second.remoting_addr)
+            return seen if listed is not None and [c.client_id for c in listed.connections] == [client] else None
+
+        seen = grpc_clients.wait_until(synced, timeout=120, interval=2.0, message="the second proxy synced")
+        assert [c.client_id for c in seen.connections] == [client]  # listed by both, shown once
+        shown = CliRunner().invoke(app, ["-n", real_cluster.namesrv_addr, "--proxy", second.remoting_addr,
+                                         "group", "show", group, "-o", "json"])
+        assert shown.exit_code == 0, shown.output
+        doc = json.loads(shown.stdout)
+        assert doc["online"] is True and [c["client_id"] for c in doc["connections"]] == [client]
+        assert {(p["address"], p["found_by"], tuple(p["clients"])) for p in doc["proxies"]} == {
+            (second.remoting_addr, "named", (client,)), (real_proxy.remoting_addr, "announced", (client,))}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rmqctl.doctor import run_checks
+from rmqctl.doctor import run_checks, skipped_checks
 from rmqctl.doctor.redelivery import LIVE_SLACK_MS, redelivery_topics
 from rmqctl.model import (
     ClientConnection,
@@ -79,3 +79,11 @@ def test_growth_between_two_samples_is_counted() -> None:
     before, after = pop_view([copy(1, "m1", 3)], retry_end=30), pop_view([copy(1, "m1", 3)], retry_end=42)
     (found,) = [f for f in run_checks(after, before) if f.code == "REPEATED_REDELIVERY"]
     assert found.evidence["retry_growth"] == 12 and "12 copies were written" in found.detail
+
+
+def test_without_the_samples_the_check_is_skipped_and_said_so() -> None:
+    view = dataclasses.replace(pop_view([copy(1, "m1", 4)]), retry_samples={})
+    assert "not with --no-sample" in skipped_checks(view)["REPEATED_REDELIVERY"]
+    assert "REPEATED_REDELIVERY" not in skipped_checks(pop_view([copy(1, "m1", 4)]))
+    quiet = dataclasses.replace(pop_view([], retry_end=0), retry_samples={})  # nothing ever came back
+    assert "REPEATED_REDELIVERY" not in skipped_checks(quiet)
