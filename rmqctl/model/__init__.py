@@ -54,7 +54,7 @@ from rmqctl.model.consumer import (
 from rmqctl.model.finding import SEVERITY_RANK, Finding, Severity
 from rmqctl.model.formatting import format_millis, unpullable_reason
 from rmqctl.model.group import GroupSummary, GroupView, QueueProgress, SampledMessage, TagSample
-from rmqctl.model.history import HISTORY_DEPTH, ExpressionHistory, Observation, Reign, dated, observations
+from rmqctl.model.history import HISTORY_DEPTH, ExpressionHistory, Observation, Reign, dated
 from rmqctl.model.java import java_str_key, java_string_hash, version_desc, version_ordinal
 from rmqctl.model.message import (
     TRACE_TOPIC,
@@ -102,5 +102,5 @@ __all__ = [
     "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
     "sort_queues", "sql92_subscription", "topic_kind", "version_desc", "version_ordinal",
     "retry_topic_groups", "retry_topic_owner",
-    "HISTORY_DEPTH", "ExpressionHistory", "Observation", "Reign", "dated", "observations",
+    "HISTORY_DEPTH", "ExpressionHistory", "Observation", "Reign", "dated",
 ]

@@ -24,7 +24,7 @@ from rmqctl.model.consumer import Subscription
 from rmqctl.model.group import GroupView
 
 #: observations kept per queue (the oldest are forgotten first; what they judged becomes unknown)
-HISTORY_DEPTH = 64
+HISTORY_DEPTH = 16
 
 
 def dated(at_ms: int, *subscriptions: Subscription | None) -> int:
@@ -45,12 +45,9 @@ class Reign:
     owner: str | None
     own: Subscription | None
 
-    def key(self) -> tuple[object, ...]:
-        """Two reigns with the same key judged alike, and no other stored version came between
-        them (versions only grow, and the broker keeps the greatest)."""
-        f, o = self.filt, self.own
-        return ((f.expression_type, f.expression, f.sub_version) if f is not None else None, self.owner,
-                (o.expression_type, o.expression, o.sub_version) if o is not None else None)
+    # Two equal reigns (the same expressions, types and subVersions, the same owner) judged alike,
+    # and no other stored version came between two samples of one: versions only grow, and the
+    # broker keeps the greatest.
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,22 +72,6 @@ def _own(view: GroupView, owner: str | None, topic: str) -> Subscription | None:
     return next((s for s in info.user_subscriptions() if s.topic == topic), None)
 
 
-def observations(view: GroupView, queues: Iterable[MessageQueue] | None = None) -> dict[MessageQueue, Observation]:
-    """Every queue of ``view`` whose consumer offset is known (or only ``queues``), as observed."""
-    owners = view.owners()
-    wanted = set(queues) if queues is not None else None
-    out: dict[MessageQueue, Observation] = {}
-    for p in view.progress:
-        mq = p.queue
-        if not p.known or (wanted is not None and mq not in wanted):
-            continue
-        filt = view.broker_subscriptions.get(mq.broker_name, {}).get(mq.topic)
-        holders = owners.get(mq)
-        owner = holders[0] if holders else None
-        out[mq] = Observation(view.sampled_at, p.consumer_offset, Reign(filt, owner, _own(view, owner, mq.topic)))
-    return out
-
-
 def _placed(chain: list[Observation], at: int, offset: int, store_ts: int | None) -> Observation | None:
     """``chain[at]``, the first sample past the message, when its reign judged it: dated before
     the message was stored, or seen also by the sample before it (taken before the message was
@@ -99,7 +80,7 @@ def _placed(chain: list[Observation], at: int, offset: int, store_ts: int | None
     since = judged.since
     if since and store_ts is not None and store_ts >= since:
         return judged
-    if at > 0 and chain[at - 1].reign.key() == judged.reign.key() and chain[at - 1].consumer_offset <= offset:
+    if at > 0 and chain[at - 1].reign == judged.reign and chain[at - 1].consumer_offset <= offset:
         return judged
     return None
 
@@ -109,7 +90,7 @@ def _appended(kept: tuple[Observation, ...], obs: Observation) -> tuple[Observat
         return kept  # the same sample again, or an older one
     if kept and obs.consumer_offset < kept[-1].consumer_offset:
         return (obs,)  # the offset went back (a reset): what came before no longer dates anything
-    if len(kept) >= 2 and kept[-1].reign.key() == obs.reign.key() == kept[-2].reign.key():
+    if len(kept) >= 2 and kept[-1].reign == obs.reign == kept[-2].reign:
         # a run of one reign needs only its first and last sample
         return (*kept[:-1], obs)
     return (*kept, obs)[-HISTORY_DEPTH:]
@@ -134,8 +115,25 @@ class ExpressionHistory:
         """This history with ``view`` added (a new object; queues ``view`` no longer has are
         kept, since a broker that failed once may answer again)."""
         queues = dict(self.queues)
-        for mq, obs in observations(view).items():
-            queues[mq] = _appended(queues.get(mq, ()), obs)
+        owners = view.owners()
+        own_of: dict[tuple[str | None, str], Subscription | None] = {}
+        for p in view.progress:
+            if not p.known:
+                continue
+            mq = p.queue
+            filt = view.broker_subscriptions.get(mq.broker_name, {}).get(mq.topic)
+            holders = owners.get(mq)
+            owner = holders[0] if holders else None
+            if (owner, mq.topic) not in own_of:
+                own_of[owner, mq.topic] = _own(view, owner, mq.topic)
+            own = own_of[owner, mq.topic]
+            kept = queues.get(mq, ())
+            if kept:
+                last = kept[-1]
+                if (last.consumer_offset == p.consumer_offset and last.reign.owner == owner
+                        and last.reign.filt == filt and last.reign.own == own):
+                    continue  # nothing consumed and nothing changed since: the last sample stands
+            queues[mq] = _appended(kept, Observation(view.sampled_at, p.consumer_offset, Reign(filt, owner, own)))
         return ExpressionHistory(queues)
 
     def __bool__(self) -> bool:
@@ -173,8 +171,8 @@ class ExpressionHistory:
         dated and no earlier sample of the queue saw another reign. Otherwise: ``(None, False)``,
         unknown."""
         seen = [o for o in self.queues.get(mq, ()) if o.at_ms < current.at_ms]
-        key = current.reign.key()
-        unchanged = all(o.reign.key() == key for o in seen)
+        reign = current.reign
+        unchanged = all(o.reign == reign for o in seen)
         # what one sample alone concludes: stored after the current reign was in place, or, with
         # nothing dated and no change ever observed, the current reign is all there is to go by
         alone = bool(current.since and store_ts is not None and store_ts >= current.since) or (
@@ -183,7 +181,7 @@ class ExpressionHistory:
         at = next((i for i, o in enumerate(chain) if offset < o.consumer_offset), len(chain) - 1)
         judged = _placed(chain, at, offset, store_ts)
         if judged is not None:
-            return judged, not (alone and judged.reign.key() == key)
+            return judged, not (alone and judged.reign == reign)
         if alone:
             return current, False
         return None, False

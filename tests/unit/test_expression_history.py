@@ -86,6 +86,16 @@ def test_a_run_of_one_reign_keeps_its_first_and_last_sample_and_a_reset_starts_o
     assert [(o.at_ms, o.consumer_offset) for o in h.queues[MQ]] == [(6_000, 3)]
 
 
+def test_a_sample_where_nothing_was_consumed_or_changed_adds_nothing() -> None:
+    h = ExpressionHistory().observed(_view(1_000, 10, X, "a"))
+    for at in (2_000, 3_000, 4_000):
+        h = h.observed(_view(at, 10, X, "a"))
+    assert [(o.at_ms, o.consumer_offset) for o in h.queues[MQ]] == [(1_000, 10)]
+    # a new owner at the same offset is a change
+    h = h.observed(_view(5_000, 10, X, "b"))
+    assert [(o.at_ms, o.reign.owner) for o in h.queues[MQ]] == [(1_000, "a"), (5_000, "b")]
+
+
 def test_the_history_of_a_queue_is_bounded() -> None:
     h = ExpressionHistory()
     for n in range(1, HISTORY_DEPTH * 2):
