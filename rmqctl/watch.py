@@ -201,7 +201,14 @@ class Watcher:
         previous = self.last.current if self.last else None
         before = self.histories
         self.last = Round((self.last.number + 1) if self.last else 1, previous, sample, before)
-        histories = {g: before.get(g, ExpressionHistory()).observed(v) for g, v in sample.views.items()}
+        histories: dict[str, ExpressionHistory] = {}
+        for group, view in sample.views.items():
+            try:
+                histories[group] = before.get(group, ExpressionHistory()).observed(view)
+            except Exception:  # noqa: BLE001 - a view the history cannot read is the round's to report
+                # (its consumers fail on the same data and say so); what earlier rounds saw is kept
+                if group in before:
+                    histories[group] = before[group]
         histories.update({g: before[g] for g in sample.errors if g in before})  # unreadable this round
         self.histories = histories
         return self.last
