@@ -144,6 +144,10 @@ def test_prune_never_takes_a_group_with_an_online_client_and_takes_a_dead_idle_o
     assert found[dead]["online_clients"] == 0
     last = found[dead]["last_consumed_ts"]
     assert last is not None and last < time.time() * 1000 - idle_s * 1000
+    # listing is a plan: both groups are still there, their offsets unchanged
+    assert has_config(cluster, dead) and has_config(cluster, live)
+    assert consumer_progress(cluster, dead, topic) == {0: 2, 1: 2}
+    assert audit_records("group delete", dead) == []
 
     done = rmqctl(cluster, "group", "prune", "--idle", f"{idle_s}s", "--execute", "--yes")
     assert dead in [o["plan"]["group"] for o in done["outcomes"]]
