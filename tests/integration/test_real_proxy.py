@@ -125,6 +125,13 @@ def test_a_grpc_consumer_that_fails_messages_shows_consume_failures(
     assert "CONSUME_FAILURES" in findings, [f.code for f in findings.values()]
     evidence = findings["CONSUME_FAILURES"].evidence
     assert evidence["retry_growth"] > 0 and evidence["pop_retry_topics"] == list(first.pop_retry_topics)
+    # in POP's terms: how many redeliveries were written where between the two samples, and why
+    detail = findings["CONSUME_FAILURES"].detail
+    grown = evidence["retry_growth"]
+    assert f"{grown} message{'s were' if grown != 1 else ' was'} written to " in detail
+    assert any(t in detail for t in first.pop_retry_topics)
+    assert "not ACKed within its invisible time" in detail and f"%DLQ%{group}" in detail
+    assert findings["CONSUME_FAILURES"].title == f"Messages of {group} are delivered again: not ACKed in time"
 
 
 def test_a_dead_pop_group_with_a_backlog_is_offline_not_healthy(
