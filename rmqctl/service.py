@@ -237,8 +237,10 @@ class ClusterService:
         listed = await self.groups(include_system=include_system)
         masters = await self.masters()
         tables = await self._offset_tables(masters)
+        # groups subscribing one topic share its stats: each broker is asked once per topic
+        shared: dict[tuple[str, str], asyncio.Future[TopicStats]] = {}
         rows = await asyncio.gather(
-            *(self._summarize_group(masters, group, tables) for group in listed.value)
+            *(self._summarize_group(masters, group, tables, shared) for group in listed.value)
         )
         failures = dict(listed.errors)
         for summary in rows:
@@ -258,6 +260,7 @@ class ClusterService:
     async def _summarize_group(
         self, masters: Mapping[str, str], group: str,
         tables: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
+        shared: dict[tuple[str, str], asyncio.Future[TopicStats]] | None = None,
     ) -> GroupSummary:
         """One ``group list`` row: connections and total lag, never raising for one bad group.
 
@@ -315,7 +318,7 @@ class ClusterService:
         never = sorted({(b, t) for b, cc in conns.items() if b in stats and b in topics and b in masters
                         for t in cc.subscriptions if t not in topics[b]})
         if never and caps.queue_offsets and lists_topics:
-            backlog, unknown = await self._uncommitted_backlog(masters, group, conns, never)
+            backlog, unknown = await self._uncommitted_backlog(masters, group, conns, never, shared)
             diff += backlog
             unlisted = sorted(set(unlisted) | unknown)
         return GroupSummary(
@@ -367,6 +370,7 @@ class ClusterService:
     async def _uncommitted_backlog(
         self, masters: Mapping[str, str], group: str, conns: Mapping[str, ConsumerConnection],
         never: Sequence[tuple[str, str]],
+        shared: dict[tuple[str, str], asyncio.Future[TopicStats]] | None = None,
     ) -> tuple[int, set[str]]:
         """The lag of subscribed topics the group never committed on a broker (``never``: broker
         and topic), counted as ``group progress`` counts its ``no_commit`` rows, and the topics
@@ -375,11 +379,21 @@ class ClusterService:
 
         Cheap first: one topic-stats read per broker and topic. Only when a queue there holds
         messages (a listener hung before its first commit; a healthy client commits even an idle
-        queue) are the clients' running infos asked, for which client holds which queue."""
+        queue) are the clients' running infos asked, for which client holds which queue.
+        ``shared`` holds one command's topic-stats reads by address and topic, so groups on one
+        topic ask each broker once."""
+
+        def stats(address: str, topic: str) -> Awaitable[TopicStats]:
+            if shared is None:
+                return self.backend.topic_stats(address, topic)
+            read = shared.get((address, topic))
+            if read is None:
+                read = shared[address, topic] = asyncio.ensure_future(self.backend.topic_stats(address, topic))
+            return read
 
         async def one(key: tuple[str, str]) -> TopicStats | errors.RmqctlError:
             try:
-                return await self.backend.topic_stats(masters[key[0]], key[1])
+                return await stats(masters[key[0]], key[1])
             except errors.RmqctlError as exc:
                 fatal = self.backend.capabilities.fatal
                 if fatal and isinstance(exc, fatal):

@@ -157,7 +157,7 @@ class Connection:
         except OSError as exc:
             raise errors.ConnectionError(f"cannot connect to {self.address}: {errors.os_reason(exc)}") from exc
         self._endpoint = Endpoint(writer, self._handle_request, peer=self.address,
-                                  on_handler_error=self._handler_failed)
+                                  on_handler_error=self._handler_failed, coalesce=True)
         self._reader_task = asyncio.create_task(self._read_loop(reader), name=f"rmq-read-{self.address}")
 
     async def _open_tls(self, ip: str, port: int, host: str,

@@ -13,6 +13,10 @@ only what surrounds it: the client connection opens the socket, signs requests a
 ``GO_AWAY``; an emulator server connection enforces its limits and logs. No future or task is ever
 left with an exception nobody retrieves.
 
+With ``coalesce`` (the client's connections) the frames written within one turn of the event
+loop go out in one write: a fan-out that starts thousands of requests at once then costs one
+system call per turn, not one per request, and the server reads them in few chunks.
+
 Must not import anything above the remoting layer.
 """
 
@@ -84,6 +88,7 @@ class Endpoint:
         peer: str,
         on_handler_error: ErrorReply,
         on_close: Callable[[], None] | None = None,
+        coalesce: bool = False,
     ) -> None:
         self.peer = peer
         self._writer = writer
@@ -94,11 +99,40 @@ class Endpoint:
         self._opaque = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         self.closed = False
+        self._coalesce = coalesce
+        #: frames written this turn of the loop, not handed to the stream yet (``coalesce``)
+        self._unsent: list[bytes] = []
+        self._unsent_bytes = 0
+        self._flush_handle: asyncio.Handle | None = None
 
     @property
     def write_buffered(self) -> int:
         """Bytes written to the stream that the peer has not taken yet."""
-        return self._writer.transport.get_write_buffer_size()
+        return self._writer.transport.get_write_buffer_size() + self._unsent_bytes
+
+    def _write(self, data: bytes) -> None:
+        """Hand ``data`` to the stream now, or (``coalesce``) at the end of this loop turn."""
+        if not self._coalesce:
+            self._writer.write(data)
+            return
+        self._unsent.append(data)
+        self._unsent_bytes += len(data)
+        if self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_handle = None
+        if not self._unsent:
+            return
+        data = self._unsent[0] if len(self._unsent) == 1 else b"".join(self._unsent)
+        self._unsent.clear()
+        self._unsent_bytes = 0
+        if self.closed:
+            return
+        try:
+            self._writer.write(data)
+        except (OSError, RuntimeError) as exc:
+            self.fail_all(exc)
 
     @property
     def pending(self) -> int:
@@ -128,7 +162,7 @@ class Endpoint:
         self._pending[opaque] = future
         try:
             async with asyncio.timeout(timeout):
-                self._writer.write(data)
+                self._write(data)
                 await self._writer.drain()
                 return await future
         except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout
@@ -157,12 +191,15 @@ class Endpoint:
             return
         data = frame.encode(cmd)
         try:
-            self._writer.write(data)
+            self._write(data)
         except (OSError, RuntimeError) as exc:
             self.fail_all(exc)
 
     async def drain(self) -> None:
         """Wait until the stream's write buffer is below its high-water mark."""
+        if self.closed:
+            return
+        self._flush()
         if self.closed:
             return
         try:
@@ -262,6 +299,15 @@ class Endpoint:
         """
         if self.closed:
             return
+        if self._unsent and cause is None:
+            self._flush()  # what was written before a clean close still goes out
+            if self.closed:  # the write failed and closed it
+                return
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        self._unsent.clear()
+        self._unsent_bytes = 0
         self.closed = True
         reason = f": {cause}" if cause else " by the peer"
         for future in self._pending.values():
