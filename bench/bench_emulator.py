@@ -9,7 +9,17 @@ virtual``), then measures from this process, over the real protocol:
 - the wall time of ``rmqctl group list`` over the whole cluster, both as
   ``ClusterService.group_summaries()`` in-process and as the CLI in a fresh process.
 
-Usage: ``python bench/bench_emulator.py [--groups 2000 --queues 16 --brokers 2 --clients 5000]``.
+``--load`` measures the server's throughput instead: ``--connections`` (default 200) connections
+spread over the brokers, each sending admin requests (GET_CONSUMER_CONNECTION_LIST,
+GET_CONSUME_STATS, GET_TOPIC_STATS_INFO of random groups and their topics) one after the other
+for ``--seconds`` after a warm-up, from ``--procs`` load processes (pre-encoded frames, replies
+read by their length only: the generator costs as little as it can). It prints requests per
+second, the latency percentiles, the server's and the generator's CPU seconds and the load
+average, for this tree and, in the same run and alternating with it, for ``--baseline`` (a git
+revision, read with ``git archive`` into a temporary directory; default ``main``).
+
+Usage: ``python bench/bench_emulator.py [--groups 2000 --queues 16 --brokers 2 --clients 5000]``
+or ``python bench/bench_emulator.py --load [--baseline main] [--rounds 2] [--connections 200]``.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,14 +105,185 @@ async def measure(namesrv: str, groups: int, samples: int) -> None:
               f"for {len(result.value)} groups, {len(result.errors)} error(s)")
 
 
+# -- load: many connections of admin requests ------------------------------------------------
+
+def request_frames(groups: int, seed: int, count: int = 64) -> list[bytes]:
+    """``count`` pre-encoded admin requests of random groups (the opaque does not matter: each
+    connection has one request in flight)."""
+    from rmqctl.remoting import frame
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        g = rng.randrange(groups)
+        kind = i % 3
+        if kind == 0:
+            cmd = frame.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": f"scale-group-{g:04d}"})
+        elif kind == 1:
+            cmd = frame.request(RequestCode.GET_CONSUME_STATS, {"consumerGroup": f"scale-group-{g:04d}"})
+        else:
+            cmd = frame.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": f"scale-topic-{g:04d}"})
+        out.append(frame.encode(cmd))
+    return out
+
+
+async def load_worker(addrs: list[str], connections: int, warmup: float, seconds: float, groups: int,
+                      seed: int) -> dict[str, object]:
+    """One load process: ``connections`` connections, one request in flight each."""
+    import socket
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    record_from, stop_at = start + warmup, start + warmup + seconds
+    latencies: list[float] = []
+    failed = [0]
+    total = [0]
+
+    async def one(index: int) -> None:
+        host, port = addrs[index % len(addrs)].rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        frames = request_frames(groups, seed * 1000 + index)
+        clock = time.perf_counter
+        i = 0
+        try:
+            while True:
+                now = loop.time()
+                if now >= stop_at:
+                    return
+                data = frames[i % len(frames)]
+                i += 1
+                sent = clock()
+                writer.write(data)
+                length = int.from_bytes(await reader.readexactly(4), "big")
+                reply = await reader.readexactly(length)
+                total[0] += 1
+                if now >= record_from:
+                    latencies.append(clock() - sent)
+                    if b'"code":0,' not in reply[4:60]:
+                        failed[0] += 1
+        finally:
+            writer.close()
+
+    cpu = time.process_time()
+    await asyncio.gather(*(one(i) for i in range(connections)))
+    return {"latencies": latencies, "failed": failed[0], "total": total[0], "cpu": time.process_time() - cpu}
+
+
+def proc_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def serve(scenario: str, tree: Path) -> tuple[subprocess.Popen[str], dict[str, object]]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(tree)}
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVE, "serve", "--scenario", scenario, "--clock", "virtual", "--at", "5",
+         "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tree, env=env, text=True)
+    assert server.stdout is not None
+    line = server.stdout.readline()
+    if not line:
+        server.kill()
+        sys.exit(f"the emulator of {tree} did not start")
+    return server, json.loads(line)
+
+
+def load_run(label: str, tree: Path, args: argparse.Namespace) -> dict[str, float]:
+    scenario = f"scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}"
+    server, served = serve(scenario, tree)
+    try:
+        addrs = sorted(served["brokers"].values())  # type: ignore[union-attr]
+        per = [args.connections // args.procs + (1 if i < args.connections % args.procs else 0)
+               for i in range(args.procs)]
+        load_before = os.getloadavg()[0]
+        cpu_before = proc_cpu(server.pid)
+        workers = [subprocess.Popen(
+            [sys.executable, __file__, "--worker", ",".join(addrs), str(n), str(args.warmup), str(args.seconds),
+             str(args.groups), str(i)], stdout=subprocess.PIPE, cwd=ROOT, text=True) for i, n in enumerate(per)]
+        results = [json.loads(w.communicate()[0]) for w in workers]
+        server_cpu = proc_cpu(server.pid) - cpu_before
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    lat = [x * 1000 for r in results for x in r["latencies"]]
+    # the server's CPU includes the warm-up; count it over the whole time the generator ran
+    figures = {
+        "rps": len(lat) / args.seconds,
+        "p50": percentile(lat, 0.50), "p99": percentile(lat, 0.99), "max": max(lat),
+        "failed": sum(r["failed"] for r in results),
+        "server_cpu": server_cpu, "gen_cpu": sum(r["cpu"] for r in results),
+        # every request the server answered, warm-up included, against all the CPU it used
+        "server_us": 1e6 * server_cpu / max(1, sum(r["total"] for r in results)),
+        "load": (load_before + os.getloadavg()[0]) / 2,
+    }
+    print(f"  {label:<22} {figures['rps']:9.0f} req/s  p50 {figures['p50']:6.2f} ms  p99 {figures['p99']:7.2f} ms  "
+          f"max {figures['max']:7.1f} ms  failed {figures['failed']:.0f}  "
+          f"server CPU {figures['server_us']:.0f} µs/request  "
+          f"generator CPU {figures['gen_cpu']:5.1f} s  load {figures['load']:.1f}", flush=True)
+    return figures
+
+
+def baseline_tree(rev: str) -> Path:
+    out = Path(tempfile.mkdtemp(prefix="bench-emulator-"))
+    archive = subprocess.run(["git", "archive", rev, "rmqctl"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
+
+
+def load_main(args: argparse.Namespace) -> None:
+    import shutil
+
+    builds = [("this tree", ROOT)]
+    base = None
+    if args.baseline:
+        base = baseline_tree(args.baseline)
+        builds.insert(0, (f"baseline {args.baseline}", base))
+    print(f"load: {args.connections} connections from {args.procs} processes, {args.seconds:g} s after "
+          f"{args.warmup:g} s warm-up, scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}; "
+          f"load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in builds}
+    try:
+        for _ in range(args.rounds):
+            for label, tree in builds:
+                runs[label].append(load_run(label, tree, args))
+    finally:
+        if base is not None:
+            shutil.rmtree(base, ignore_errors=True)
+    print("medians:")
+    for label, figures in runs.items():
+        med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
+        print(f"  {label:<22} {med['rps']:9.0f} req/s  p50 {med['p50']:6.2f} ms  p99 {med['p99']:7.2f} ms  "
+              f"server CPU {med['server_us']:.0f} µs/request ({1e6 / med['server_us']:.0f} requests per CPU second)")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        addrs, conns, warmup, seconds, groups, seed = sys.argv[2:8]
+        result = asyncio.run(load_worker(addrs.split(","), int(conns), float(warmup), float(seconds),
+                                         int(groups), int(seed)))
+        print(json.dumps(result))
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--groups", type=int, default=2000)
     parser.add_argument("--queues", type=int, default=16)
     parser.add_argument("--brokers", type=int, default=2)
     parser.add_argument("--clients", type=int, default=5000)
     parser.add_argument("--samples", type=int, default=500)
+    parser.add_argument("--load", action="store_true", help="measure throughput under many connections")
+    parser.add_argument("--connections", type=int, default=200)
+    parser.add_argument("--procs", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--baseline", default="main", help="git revision to compare with ('' for none)")
     args = parser.parse_args()
+    if args.load:
+        load_main(args)
+        return
     scenario = f"scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
