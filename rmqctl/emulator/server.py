@@ -183,6 +183,56 @@ class _MeteredWriter:
         return self._writer.get_extra_info(name, default)
 
 
+class _IdleWatch:
+    """The idle deadline of one connection's reads: ``idle_timeout`` after the last whole frame.
+
+    One timer per connection, moved on only when it fires, instead of a timeout armed and
+    cancelled around every read: a busy connection then costs nothing per request for it. The
+    timer cancels the read it finds still waiting past the deadline; that read raises the
+    builtin ``TimeoutError``, as ``asyncio.timeout`` would.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, idle_timeout: float) -> None:
+        self._loop = loop
+        self._idle_timeout = idle_timeout
+        self._last = loop.time()
+        self._reading: asyncio.Task[Any] | None = None
+        self._fired = False
+        self._timer: asyncio.TimerHandle | None = loop.call_at(self._last + idle_timeout, self._check)
+
+    def progress(self) -> None:
+        self._last = self._loop.time()
+
+    async def read(self, reader: asyncio.StreamReader) -> bytes:
+        self._reading = asyncio.current_task()
+        try:
+            return await reader.read(_READ_CHUNK)
+        except asyncio.CancelledError:
+            if self._fired and self._reading is not None and self._reading.uncancel() == 0:
+                raise TimeoutError from None
+            raise
+        finally:
+            self._reading = None
+
+    def _check(self) -> None:
+        due = self._last + self._idle_timeout
+        now = self._loop.time()
+        if now < due:  # a frame arrived since the timer was set
+            self._timer = self._loop.call_at(due, self._check)
+            return
+        if self._reading is None:  # waiting for replies to drain, which has its own bound
+            self._timer = self._loop.call_at(now + self._idle_timeout, self._check)
+            return
+        self._timer = None
+        self._fired = True
+        self._reading.cancel()
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
 class ServerConnection:
     """One accepted connection; also a broker :class:`~.groups.Channel` for TCP clients."""
 
@@ -253,33 +303,35 @@ class ServerConnection:
         """Read and dispatch until the peer closes; then ``None``, else why it was closed."""
         limits = self.server.limits
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + limits.idle_timeout
         budget = self.server.budget
-        while not self.closed:
-            try:
-                async with asyncio.timeout_at(deadline):
-                    chunk = await self.reader.read(_READ_CHUNK)
-            except TimeoutError:
-                return errors.TimeoutError(f"idle for {limits.idle_timeout:g}s")
-            if not chunk or self.closed:
-                return None
-            self.decoder.feed(chunk)
-            try:
-                for cmd in self.decoder:
-                    # progress: a whole frame arrived (bytes alone do not count)
-                    deadline = loop.time() + limits.idle_timeout
-                    self.endpoint.receive(cmd)
-                    if self.closed:
-                        break
-                    if self.write_buffered > limits.write_buffer_bytes:
-                        stalled = await self._wait_drained()
-                        if stalled is not None:
-                            return stalled
-                        deadline = loop.time() + limits.idle_timeout
-            except errors.ProtocolError as exc:
-                return exc
-            budget.check(self)
-        return None
+        idle = _IdleWatch(loop, limits.idle_timeout)
+        try:
+            while not self.closed:
+                try:
+                    chunk = await idle.read(self.reader)
+                except TimeoutError:
+                    return errors.TimeoutError(f"idle for {limits.idle_timeout:g}s")
+                if not chunk or self.closed:
+                    return None
+                self.decoder.feed(chunk)
+                try:
+                    for cmd in self.decoder:
+                        # progress: a whole frame arrived (bytes alone do not count)
+                        idle.progress()
+                        self.endpoint.receive(cmd)
+                        if self.closed:
+                            break
+                        if self.write_buffered > limits.write_buffer_bytes:
+                            stalled = await self._wait_drained()
+                            if stalled is not None:
+                                return stalled
+                            idle.progress()
+                except errors.ProtocolError as exc:
+                    return exc
+                budget.check(self)
+            return None
+        finally:
+            idle.stop()
 
     async def _wait_drained(self) -> Exception | None:
         """Backpressure: read no more requests until the peer takes our replies; a peer that

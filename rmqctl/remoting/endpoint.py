@@ -161,6 +161,10 @@ class Endpoint:
         future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._pending[opaque] = future
         try:
+            if timeout is None:  # the caller's own deadline bounds it (the pool's, one per request)
+                self._write(data)
+                await self._writer.drain()
+                return await future
             async with asyncio.timeout(timeout):
                 self._write(data)
                 await self._writer.drain()
