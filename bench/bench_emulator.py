@@ -18,8 +18,14 @@ second, the latency percentiles, the server's and the generator's CPU seconds an
 average, for this tree and, in the same run and alternating with it, for ``--baseline`` (a git
 revision, read with ``git archive`` into a temporary directory; default ``main``).
 
-Usage: ``python bench/bench_emulator.py [--groups 2000 --queues 16 --brokers 2 --clients 5000]``
-or ``python bench/bench_emulator.py --load [--baseline main] [--rounds 2] [--connections 200]``.
+``--list`` runs ``group list`` (``ClusterService.group_summaries()``, in a fresh process each
+time) over one emulator served from this tree, with this tree's client and with ``--baseline``'s,
+alternating, and prints each run's wall and CPU seconds, the server's CPU seconds and a digest of
+the rows (the two builds must print the same rows).
+
+Usage: ``python bench/bench_emulator.py [--groups 2000 --queues 16 --brokers 2 --clients 5000]``,
+``python bench/bench_emulator.py --load [--baseline main] [--rounds 2] [--connections 200]`` or
+``python bench/bench_emulator.py --list [--baseline main] [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -233,6 +239,67 @@ def baseline_tree(rev: str) -> Path:
     return out
 
 
+LIST = """
+import asyncio, hashlib, json, sys, time
+from rmqctl.backends.remoting import RemotingBackend
+from rmqctl.remoting.admin import AdminClient
+from rmqctl.service import ClusterService
+
+async def main():
+    source = ClusterService(RemotingBackend(AdminClient([sys.argv[1]], timeout=60)))
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = await source.group_summaries()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    finally:
+        await source.close()
+    rows = repr([(s.group, s.clients, s.consume_type, s.message_model, s.version, s.total_diff,
+                  s.consume_tps, s.error, s.unknown_diff_topics) for s in result.value])
+    print(json.dumps({"wall": wall, "cpu": cpu, "rows": len(result.value), "errors": len(result.errors),
+                      "digest": hashlib.sha256(rows.encode()).hexdigest()[:12]}))
+
+asyncio.run(main())
+"""
+
+
+def list_main(args: argparse.Namespace) -> None:
+    import shutil
+
+    scenario = f"scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}"
+    builds = [("this tree", ROOT)]
+    base = baseline_tree(args.baseline) if args.baseline else None
+    if base is not None:
+        builds.insert(0, (f"baseline {args.baseline}", base))
+    print(f"group list over {scenario} (served by this tree, virtual clock at 5 s); load average before "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    server, served = serve(scenario, ROOT)
+    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in builds}
+    try:
+        for _ in range(args.rounds):
+            for label, tree in builds:
+                before = proc_cpu(server.pid)
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                out = subprocess.run([sys.executable, "-c", LIST, str(served["namesrv"])], capture_output=True,
+                                     text=True, cwd=tree, env=env, check=True).stdout
+                figures = json.loads(out)
+                figures["server_cpu"] = proc_cpu(server.pid) - before
+                runs[label].append(figures)
+                print(f"  {label:<22} wall {figures['wall']:6.2f} s  CPU {figures['cpu']:5.2f} s  server CPU "
+                      f"{figures['server_cpu']:5.2f} s  {figures['rows']} rows, {figures['errors']} errors, "
+                      f"rows {figures['digest']}  load {os.getloadavg()[0]:.1f}", flush=True)
+    finally:
+        server.terminate()
+        server.wait(10)
+        if base is not None:
+            shutil.rmtree(base, ignore_errors=True)
+    print("medians:")
+    for label, figures in runs.items():
+        print(f"  {label:<22} wall {statistics.median(f['wall'] for f in figures):6.2f} s  "
+              f"CPU {statistics.median(f['cpu'] for f in figures):5.2f} s  "
+              f"server CPU {statistics.median(f['server_cpu'] for f in figures):5.2f} s")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def load_main(args: argparse.Namespace) -> None:
     import shutil
 
@@ -274,6 +341,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=5000)
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--load", action="store_true", help="measure throughput under many connections")
+    parser.add_argument("--list", action="store_true", help="group list with this tree's client and the baseline's")
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--procs", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=5.0)
@@ -283,6 +351,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.load:
         load_main(args)
+        return
+    if args.list:
+        list_main(args)
         return
     scenario = f"scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
