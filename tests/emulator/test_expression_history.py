@@ -299,3 +299,36 @@ def read_rows(out: Path) -> Any:
         table = pq.read_table(path)
         rows += rows_of(table.drop_columns([c for c in table.column_names if c == "date"]))
     return sorted(rows, key=lambda r: (r.ts_ms, r.topic, r.queue_id))
+
+
+def test_msg_explain_with_snapshots_that_cannot_place_the_message_says_unknown(tmp_path: Path) -> None:
+    # snapshots without subVersions (a recorder that could not read them): "tagX" with queue 1's
+    # offset at 2, then "*" with it at 6; the tagY at offset 2 was consumed in between, under
+    # whichever the broker held then: the snapshots cannot say, so the verdict is unknown
+    import json
+
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from rmqctl.cli.app import app
+    from rmqctl.snapshot import QueueSnapshot, partition_of, table_of
+
+    epoch = 1_704_067_200_000  # the emulator's virtual clock starts here
+    rows = [QueueSnapshot(epoch + at, "DefaultCluster", "hist", "TopicH", "broker-a", 1, broker_offset=6,
+                          consumer_offset=offset, owner=B, owner_subscribed=True, expression=expr,
+                          expression_type="TAG", expression_version=0, owner_expression="*",
+                          owner_expression_type="TAG", owner_expression_version=0)
+            for at, offset, expr in ((8_000, 2, "tagX"), (40_000, 6, "*"))]
+    part = tmp_path / "snaps" / partition_of(rows[0].ts_ms)
+    part.mkdir(parents=True)
+    pq.write_table(table_of(rows), part / "snapshots-1.parquet")
+    scenario = tmp_path / "flip.toml"
+    scenario.write_text(FLIP_SCENARIO)
+    result = CliRunner().invoke(app, ["--emulator", str(scenario), "-o", "json", "msg", "explain", "TopicH", "-q",
+                                      "broker-a/1", "--offset", "2", "-g", "hist", "--snapshots",
+                                      str(tmp_path / "snaps")])
+    assert result.exit_code == 0, result.output
+    [explanation] = json.loads(result.stdout)["messages"][0]["explanations"]
+    assert (explanation["verdict"], explanation["ownership_from"]) == ("unknown", "snapshots")
+    assert "changing before the message was consumed" in explanation["summary"]
+    assert explanation["missing"] == ["the expression the broker held when it was consumed"]
