@@ -21,8 +21,10 @@ STATUS_RANK = {OK: 0, DLQ: 0, IDLE: 1, INSUFFICIENT_DATA: 2, LAGGING: 3, REWOUND
 STUCK_STATUSES = (STALLED, ORPHANED)
 """The verdicts of a stuck queue: ``analyze stuck`` exits 1 on them, the doctor reports them as errors."""
 
-MIN_SNAPSHOTS = 3
-"""Answered snapshots a verdict needs (in the window, or since the owner changed); fewer: INSUFFICIENT_DATA."""
+MIN_SNAPSHOTS = 2
+"""Answered snapshots a verdict needs (in the window, or since the owner changed); fewer: INSUFFICIENT_DATA.
+Two looks are the least that can show a committed offset standing still, and all the doctor's two samples
+(``--interval``) have: the job asks for no more evidence than the doctor, nor the doctor for less."""
 
 ALLOWED_LAG = 0
 """Lag at or below this counts as caught up (Burrow's ``allowed-lag``)."""
@@ -57,6 +59,20 @@ def is_retry(topic: str) -> bool:
 def allowed_lag(topic: str) -> int:
     """The lag at or below which a queue of ``topic`` counts as caught up."""
     return RETRY_ALLOWED_LAG if is_retry(topic) else ALLOWED_LAG
+
+
+def frozen_between(topic: str, before: tuple[str | None, int, int], after: tuple[str | None, int, int]) -> bool:
+    """Whether two answered looks at a queue (two snapshots, or the doctor's two samples) show it frozen.
+
+    Each look is ``(owner, consumer_offset, lag)``. Frozen: the same owner, the same committed offset, and
+    messages waiting beyond the allowed lag at both looks, so that the first starts the frozen run and the
+    second extends it. New messages are not needed: a backlog nobody consumes is frozen whether or not more
+    arrive. A first look within the allowed lag proves nothing (the messages may have come just before the
+    second), and an offset that went back is a rewind, not a frozen queue.
+    """
+    limit = allowed_lag(topic)
+    return (before[0] == after[0] and before[1] == after[1]
+            and before[2] > limit and after[2] > limit)
 
 
 def frozen_verdict(topic: str, owner: str | None, owner_subscribes: bool | None, frozen_ms: int,

@@ -4,7 +4,7 @@
 10^4 queues (100 groups x 4 brokers x 25 queues) snapshotted every 30 s from 2026-03-01 00:00 UTC,
 ``rows / queues`` rounds. Per queue: 5 % idle topics, 2 % stall under their owner and 1 % are orphaned
 (the owner leaves) for their last 60–160 rounds, 10 % change owner every 2000 rounds, the rest consume
-with a lag of 0–2; broker-3 misses one round in 997 (error rows, null offsets). The expected statuses
+with a lag of 0–2, their committed offset moving at every round; broker-3 misses one round in 997 (error rows, null offsets). The expected statuses
 are written to ``OUT/expected.json`` (written from the generator's own parameters, not by the job).
 
 Rows are built with pyarrow compute in batches of whole rounds and streamed into row groups, so memory
@@ -54,7 +54,8 @@ def queue_plan(rounds: int) -> list[dict[str, int | str]]:
         plan.append({
             "group": f"group-{group:03d}", "topic": f"topic-{group:03d}", "broker": f"broker-{within // 25}",
             "queue_id": within % 25, "base": (q * 1009) % 100_000,
-            "rate": 0 if kind == "idle" else 1 + (q * 37) % 20,
+            # at least 2 messages a round, so that a consumer 0-2 behind still moves at every round
+            "rate": 0 if kind == "idle" else 2 + (q * 37) % 19,
             "freeze": rounds - 60 - q % 100 if kind in ("stall", "orphan") else rounds + 1,
             "kind": kind,
         })

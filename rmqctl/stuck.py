@@ -1,7 +1,8 @@
 """The one definition of a stuck queue, shared by ``rmqctl doctor`` and the ``analyze stuck`` job.
 
 A queue is *frozen* while its committed offset does not move, its owner stays the same and messages
-wait beyond the allowed lag; a frozen queue is *stuck* when nobody holds it or its holder does not
+wait beyond the allowed lag, whether or not new messages arrive (a backlog nobody consumes is as
+stuck as a growing one); a frozen queue is *stuck* when nobody holds it or its holder does not
 subscribe the topic (``ORPHANED``), or when someone holds it (``STALLED``). A ``%RETRY%`` queue gets
 :data:`RETRY_MIN_STALL_MS` before it counts, because redelivery there is paced by delay levels. A
 verdict says what was seen and never promises what comes next: a committed offset held while the
@@ -9,11 +10,13 @@ owner keeps pulling is one unfinished message or a hung listener, and the offset
 so it is stuck like any other. ``docs/snapshots.md`` (the job's rules) and ``docs/findings.md`` (the
 doctor's ``LAG_NOT_ADVANCING``) describe this once, the latter by linking to the former.
 
-This module holds the names, their order and the thresholds, and :func:`frozen_verdict`, the verdict
-of one frozen queue as the doctor computes it; ``analysis/rules.py`` builds the same decision out of
-Spark columns from these constants. The job ships to Spark clusters with pyspark and the standard
-library alone, so it reads the same definition from its own copy, ``analysis/definition.py``;
-``tests/analysis/test_job_imports.py`` holds the two to the same code. Standard library only.
+This module holds the names, their order and the thresholds, :func:`frozen_between` (what two looks at
+a queue must show for it to count as frozen: the doctor's two samples, each step of the job's frozen run)
+and :func:`frozen_verdict`, the verdict of one frozen queue as the doctor computes it;
+``analysis/rules.py`` builds the same decision out of Spark columns from these constants. The job ships
+to Spark clusters with pyspark and the standard library alone, so it reads the same definition from its
+own copy, ``analysis/definition.py``; ``tests/analysis/test_job_imports.py`` holds the two to the same
+code. Standard library only.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ STATUS_RANK = {OK: 0, DLQ: 0, IDLE: 1, INSUFFICIENT_DATA: 2, LAGGING: 3, REWOUND
 STUCK_STATUSES = (STALLED, ORPHANED)
 """The verdicts of a stuck queue: ``analyze stuck`` exits 1 on them, the doctor reports them as errors."""
 
-MIN_SNAPSHOTS = 3
-"""Answered snapshots a verdict needs (in the window, or since the owner changed); fewer: INSUFFICIENT_DATA."""
+MIN_SNAPSHOTS = 2
+"""Answered snapshots a verdict needs (in the window, or since the owner changed); fewer: INSUFFICIENT_DATA.
+Two looks are the least that can show a committed offset standing still, and all the doctor's two samples
+(``--interval``) have: the job asks for no more evidence than the doctor, nor the doctor for less."""
 
 ALLOWED_LAG = 0
 """Lag at or below this counts as caught up (Burrow's ``allowed-lag``)."""
@@ -69,6 +74,20 @@ def is_retry(topic: str) -> bool:
 def allowed_lag(topic: str) -> int:
     """The lag at or below which a queue of ``topic`` counts as caught up."""
     return RETRY_ALLOWED_LAG if is_retry(topic) else ALLOWED_LAG
+
+
+def frozen_between(topic: str, before: tuple[str | None, int, int], after: tuple[str | None, int, int]) -> bool:
+    """Whether two answered looks at a queue (two snapshots, or the doctor's two samples) show it frozen.
+
+    Each look is ``(owner, consumer_offset, lag)``. Frozen: the same owner, the same committed offset, and
+    messages waiting beyond the allowed lag at both looks, so that the first starts the frozen run and the
+    second extends it. New messages are not needed: a backlog nobody consumes is frozen whether or not more
+    arrive. A first look within the allowed lag proves nothing (the messages may have come just before the
+    second), and an offset that went back is a rewind, not a frozen queue.
+    """
+    limit = allowed_lag(topic)
+    return (before[0] == after[0] and before[1] == after[1]
+            and before[2] > limit and after[2] > limit)
 
 
 def frozen_verdict(topic: str, owner: str | None, owner_subscribes: bool | None, frozen_ms: int,

@@ -1,7 +1,7 @@
 """Progress checks: queues whose messages wait and do not move.
 
 A queue stalls in its client (cached messages the listener does not finish, or an orderly queue
-that cannot get or release its broker lock), between two samples (new messages, no consumption),
+that cannot get or release its broker lock), between two samples (messages waiting, none consumed),
 or because no client of the group is online at all.
 
 Must not do I/O, and must not import the CLI, the TUI or pyspark.
@@ -30,7 +30,7 @@ from rmqctl.model import (
     ProcessQueueInfo,
     version_ordinal,
 )
-from rmqctl.stuck import BLOCKED_AFTER_MS, allowed_lag, frozen_verdict
+from rmqctl.stuck import BLOCKED_AFTER_MS, frozen_between, frozen_verdict
 
 #: how long a held queue whose waiting messages the broker's filter drops can show no progress:
 #: the broker holds a pull that finds nothing its filter passes for up to 15 s
@@ -211,7 +211,8 @@ POP_COMMIT_GRACE_MS = 30_000
 
 
 def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
-    if ctx.previous is None:
+    # a BROADCASTING group keeps its offsets on the clients: the broker's numbers say nothing of it
+    if ctx.previous is None or (ctx.view.message_model or "").upper() == "BROADCASTING":
         return []
     if ctx.view.pop and ctx.view.sampled_at - ctx.previous.sampled_at < POP_COMMIT_GRACE_MS:
         return []
@@ -223,10 +224,13 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
         # a topic no online client subscribes is ABANDONED_TOPIC_BACKLOG's to report; two samples
         # closer than the broker may hold a filtered pull prove nothing about a client that
         # waits on one
-        if old is None or p.diff <= allowed_lag(p.queue.topic) or not p.subscribed or \
+        if old is None or not (p.known and old.known) or not p.subscribed or \
                 filtering_may_explain(ctx.view, p.queue, interval_ms):
             continue
-        if p.broker_offset > old.broker_offset and p.consumer_offset <= old.consumer_offset:
+        # frozen as rmqctl.stuck defines it (the evidence analyze stuck needs too): same holder, same
+        # committed offset, messages waiting at both samples, new ones or not
+        if frozen_between(p.queue.topic, (old.owner, old.consumer_offset, old.diff),
+                          (p.owner, p.consumer_offset, p.diff)):
             # rmqctl.stuck's verdict (STALLED or ORPHANED): two samples never see where the frozen run
             # began, so a %RETRY% queue is not given its minutes here
             subscribes = None if p.owner is None else ctx.view.subscribes(p.owner, p.queue.topic)
@@ -248,8 +252,12 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
         arrived = sum(r["broker_offset"][1] - r["broker_offset"][0] for r in rs)
         waiting = sum(r["diff"] for r in rs)
         who = f"{owner} holds {queues}" if owner else f"no client holds {queues}"
-        parts.append(f"{who}: {n_of(arrived, 'new message')} arrived and none was consumed "
-                     f"({n_of(waiting, 'message')} now wait)")
+        if arrived:
+            parts.append(f"{who}: {n_of(arrived, 'new message')} arrived and none was consumed "
+                         f"({n_of(waiting, 'message')} now wait)")
+        else:
+            parts.append(f"{who}: none of {n_of(waiting, 'waiting message')} was consumed and no new "
+                         f"message arrived")
     owners = [o for o in by_owner if o is not None]
     fixes = []
     if owners:
@@ -262,7 +270,9 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
                      f"(mqadmin consumerConnection -g {group}; see ORPHANED_QUEUES).")
     return [finding(
         ctx, "LAG_NOT_ADVANCING", "error",
-        f"{n_of(len(rows), 'queue')} of {group} received messages but consumed none",
+        f"{n_of(len(rows), 'queue')} of {group} "
+        + ("received messages but consumed none" if any(r["broker_offset"][1] > r["broker_offset"][0] for r in rows)
+           else "consumed none of the messages waiting"),
         f"Between two samples {seconds:.0f} s apart, " + "; ".join(parts) + ".",
         {"interval_seconds": seconds, "queues": rows},
         " ".join(fixes),

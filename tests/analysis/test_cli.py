@@ -89,7 +89,7 @@ def test_print_submit(tmp_path: Path) -> None:
     assert proc.stdout == (
         "spark-submit --master spark://10.1.2.3:7077 --driver-memory 512m --name rmqctl-analyze-stuck"
         " --conf spark.sql.session.timeZone=UTC --conf spark.ui.showConsoleProgress=false"
-        f" {ROOT}/analysis/stuck.py {tmp_path} --window 30m --min-snapshots 3 --allowed-lag 0"
+        f" {ROOT}/analysis/stuck.py {tmp_path} --window 30m --min-snapshots 2 --allowed-lag 0"
         " --retry-allowed-lag 10 --master spark://10.1.2.3:7077"
         f" -o json --out {tmp_path}/r.json\n")
 

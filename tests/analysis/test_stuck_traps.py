@@ -245,17 +245,17 @@ def test_dlq_is_reported_not_judged_and_short_histories_are_insufficient(
 ) -> None:
     rows: list[dict[str, Any]] = (
         series([10 + i for i in range(ROUNDS)], [0] * ROUNDS, topic="%DLQ%g")
-        + series([100, 110], [100, 100], topic="T", start=19)
-        # owner changed 30 s before the end: too little history under the new owner
-        + series([100 + 10 * i for i in range(19)], [100] * 19, topic="U", owner="c-A")
-        + series([290, 300], [100, 100], topic="U", owner="c-B", start=19)
+        + series([110], [100], topic="T", start=20)
+        # owner changed at the last round: one look under the new owner, too little history
+        + series([100 + 10 * i for i in range(20)], [100] * 20, topic="U", owner="c-A")
+        + series([300], [100], topic="U", owner="c-B", start=20)
     )
     assertDataFrameEqual(
         short(judge(spark, write_snapshots(tmp_path, rows))),
         spark.createDataFrame([
             ("%DLQ%g", 0, "DLQ", "dlq", 21, 10, 30, "c1"),
-            ("T", 0, "INSUFFICIENT_DATA", "min-snapshots", 2, 0, 10, "c1"),
-            ("U", 0, "INSUFFICIENT_DATA", "owner-changed", 2, 190, 200, "c-B"),
+            ("T", 0, "INSUFFICIENT_DATA", "min-snapshots", 1, 10, 10, "c1"),
+            ("U", 0, "INSUFFICIENT_DATA", "owner-changed", 1, 200, 200, "c-B"),
         ], SHORT),
     )
 

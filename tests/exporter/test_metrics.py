@@ -118,10 +118,11 @@ def test_rates_come_from_two_rounds_and_the_queue_cap_counts_what_it_drops() -> 
     body, _ = exposition(registry_for(collector))
     assert value(body, "rmqctl_group_consume_rate", group="g", topic="T") == pytest.approx(2.0)  # 20 in 10 s
     assert value(body, "rmqctl_group_produce_rate", group="g", topic="T") == pytest.approx(5.0)  # 50 in 10 s
-    # a cap of one: A0's lag is kept; A1's lag and OFFLINE_GROUP_BACKLOG's series for A0 (no client is
-    # online and A0 has a backlog) are dropped, and the per-finding info series stays
+    # a cap of one: A0's lag is kept; A1's lag, A0's stuck verdict (two rounds are enough for one: LAGGING,
+    # its lag grew 60 -> 90) and OFFLINE_GROUP_BACKLOG's series for A0 (no client is online and A0 has a
+    # backlog) are dropped, and the per-finding info series stays
     assert value(body, "rmqctl_queue_lag_messages", group="g", topic="T", broker="broker-a", queue="0") == 90
-    assert value(body, "rmqctl_exporter_queue_series_dropped") == 2
+    assert value(body, "rmqctl_exporter_queue_series_dropped") == 3
     assert value(body, "rmqctl_finding", code="OFFLINE_GROUP_BACKLOG", severity="warning", group="g", topic="T",
                  broker="broker-a", queue="0") is None
     assert value(body, "rmqctl_exporter_rounds_total") == 2

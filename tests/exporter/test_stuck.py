@@ -14,10 +14,13 @@ def obs(ts: int, bo: int, co: int, owner: str | None = "c1", pull: int | None = 
     return Observation(ts * 1000, bo, co, pull, owner, subscribed if owner else None)
 
 
-def test_fewer_than_three_answered_rounds_is_insufficient_data() -> None:
-    v = judge(Q, [obs(0, 10, 0), obs(30, 20, 0)])
-    assert (v.status, v.rule, v.snapshots) == ("INSUFFICIENT_DATA", "min-snapshots", 2)
+def test_fewer_than_two_answered_rounds_is_insufficient_data() -> None:
+    # two looks are the least that show an offset standing still: what the doctor's two samples have
+    v = judge(Q, [obs(0, 10, 0)])
+    assert (v.status, v.rule, v.snapshots) == ("INSUFFICIENT_DATA", "min-snapshots", 1)
     assert judge(Q, []).status == "INSUFFICIENT_DATA"
+    v = judge(Q, [obs(0, 10, 0), obs(30, 20, 0)])
+    assert (v.status, v.rule, v.snapshots) == ("STALLED", "frozen", 2)
 
 
 def test_a_frozen_offset_under_its_owner_with_new_messages_is_stalled_since_the_run_start() -> None:

@@ -407,7 +407,7 @@ def test_dlq_backlog(c: Case) -> None:
     check("DLQ_BACKLOG", c)
 
 
-# --- LAG_NOT_ADVANCING: error; two samples, broker offset moved, consumer offset did not -----------
+# --- LAG_NOT_ADVANCING: error; two samples, messages waiting at both, consumer offset did not move ---
 
 def sampled(broker: int, consumer: int, *, at: int = NOW, known: bool = True, cached: int = 0) -> GroupView:
     return group([client(A, [S], T[:1], pq={T[0]: ProcessQueueInfo(cached_msg_count=cached)})], {"T": T[:1]},
@@ -427,8 +427,17 @@ def sampled(broker: int, consumer: int, *, at: int = NOW, known: bool = True, ca
          lambda: sampled(105, 41, at=NOW + 30_000), None, previous=lambda: sampled(100, 40)),
     Case("consumer caught up with everything that arrived", lambda: sampled(105, 105, at=NOW + 30_000), None,
          previous=lambda: sampled(100, 40)),
-    Case("no new message: an idle queue with old lag is not 'not advancing'",
-         lambda: sampled(100, 40, at=NOW + 30_000), None, previous=lambda: sampled(100, 40)),
+    Case("no new message: a backlog nobody consumes is stuck as well (rmqctl.stuck, as analyze stuck says)",
+         lambda: sampled(100, 40, at=NOW + 30_000), "error",
+         {"queues": [{"topic": "T", "broker": "broker-a", "queue_id": 0, "broker_offset": [100, 100],
+                      "consumer_offset": [40, 40], "diff": 60, "owner": A, "verdict": "STALLED"}]},
+         previous=lambda: sampled(100, 40)),
+    Case("caught up at the first sample: the new messages may have come just before the second",
+         lambda: sampled(105, 100, at=NOW + 30_000), None, previous=lambda: sampled(100, 100)),
+    Case("no new message and nothing waiting: idle", lambda: sampled(100, 100, at=NOW + 30_000), None,
+         previous=lambda: sampled(100, 100)),
+    Case("the consumer offset went back: a rewind, not a frozen queue",
+         lambda: sampled(105, 30, at=NOW + 30_000), None, previous=lambda: sampled(100, 40)),
     Case("a single sample cannot tell", lambda: sampled(105, 40), None),
 ])
 def test_lag_not_advancing(c: Case) -> None:
@@ -443,8 +452,8 @@ def retry_sampled(broker: int, consumer: int, *, at: int = NOW) -> GroupView:
 
 def test_lag_not_advancing_gives_each_queue_the_shared_verdict() -> None:
     # rmqctl.stuck: frozen under an owner is STALLED, under nobody or a client not subscribing the topic
-    # ORPHANED; a %RETRY% queue within its allowance of 10 is caught up, past it STALLED at once (two samples
-    # cannot see how long it has been frozen, so it does not get the job's five minutes)
+    # ORPHANED; a %RETRY% queue within its allowance of 10 is caught up, past it at both samples STALLED at once
+    # (two samples cannot see how long it has been frozen, so it does not get the job's five minutes)
     def verdicts(after: GroupView, before: GroupView) -> list[Any]:
         found = [f for f in run_checks(after, before) if f.code == "LAG_NOT_ADVANCING"]
         return [q["verdict"] for f in found for q in f.evidence["queues"]]
@@ -458,7 +467,9 @@ def test_lag_not_advancing_gives_each_queue_the_shared_verdict() -> None:
     assert verdicts(owned(None, True, 105, NOW + 30_000), owned(None, True, 100)) == ["ORPHANED"]
     assert verdicts(owned(A, False, 105, NOW + 30_000), owned(A, False, 100)) == ["ORPHANED"]
     assert verdicts(retry_sampled(110, 100, at=NOW + 30_000), retry_sampled(105, 100)) == []
-    assert verdicts(retry_sampled(111, 100, at=NOW + 30_000), retry_sampled(105, 100)) == ["STALLED"]
+    # within its allowance at the first sample: the run starts at the second, one look is not a frozen run
+    assert verdicts(retry_sampled(111, 100, at=NOW + 30_000), retry_sampled(105, 100)) == []
+    assert verdicts(retry_sampled(112, 100, at=NOW + 30_000), retry_sampled(111, 100)) == ["STALLED"]
 
 
 def test_lag_not_advancing_interval_is_later_minus_earlier_sample() -> None:
@@ -922,8 +933,31 @@ def test_lag_not_advancing_leaves_a_topic_left_behind_to_its_own_finding() -> No
 
 
 def test_lag_not_advancing_with_one_message_waiting() -> None:
-    f = one(run_checks(sampled(101, 100, at=NOW + 30_000), sampled(100, 100)), "LAG_NOT_ADVANCING")
+    f = one(run_checks(sampled(101, 100, at=NOW + 30_000), sampled(101, 100)), "LAG_NOT_ADVANCING")
     assert f.evidence["queues"][0]["diff"] == 1
+    assert f.title == "1 queue of orders-consumer consumed none of the messages waiting"
+    assert f.detail == (f"Between two samples 30 s apart, {A} holds T@broker-a queue 0: none of 1 waiting "
+                        f"message was consumed and no new message arrived.")
+
+
+def test_lag_not_advancing_leaves_a_broadcasting_group_alone() -> None:
+    # its offsets live on the clients (analyze stuck leaves such groups out for the same reason)
+    def broadcast(broker: int, at: int = NOW) -> GroupView:
+        return replace(sampled(broker, 40, at=at), message_model="BROADCASTING")
+
+    assert "LAG_NOT_ADVANCING" not in codes(run_checks(broadcast(105, NOW + 30_000), broadcast(100)))
+    assert "LAG_NOT_ADVANCING" in codes(run_checks(sampled(105, 40, at=NOW + 30_000), sampled(100, 40)))
+
+
+def test_lag_not_advancing_needs_the_same_holder_at_both_samples() -> None:
+    # the owner changed between the samples: its new holder has had no time of its own (analyze stuck:
+    # owner-changed, INSUFFICIENT_DATA), so nothing is said about it yet
+    def held_by(owner: str, at: int = NOW) -> GroupView:
+        return group([client(A, [S], T[:1] if owner == A else []), client(B, [S], T[:1] if owner == B else [])],
+                     {"T": T[:1]}, progress=[row(T[0], 100, 40, owner)], sampled_at=at)
+
+    assert "LAG_NOT_ADVANCING" not in codes(run_checks(held_by(B, NOW + 30_000), held_by(A), resampled=True))
+    assert "LAG_NOT_ADVANCING" in codes(run_checks(held_by(B, NOW + 30_000), held_by(B), resampled=True))
 
 
 def test_lag_not_advancing_past_a_queue_new_in_the_second_sample() -> None:
