@@ -4,8 +4,9 @@
 10^4 queues (100 groups x 4 brokers x 25 queues) snapshotted every 30 s from 2026-03-01 00:00 UTC,
 ``rows / queues`` rounds. Per queue: 5 % idle topics, 2 % stall under their owner and 1 % are orphaned
 (the owner leaves) for their last 60–160 rounds, 10 % change owner every 2000 rounds, the rest consume
-with a lag of 0–2, their committed offset moving at every round; broker-3 misses one round in 997 (error rows, null offsets). The expected statuses
-are written to ``OUT/expected.json`` (written from the generator's own parameters, not by the job).
+with a lag of 0–2, their committed offset moving at every round; broker-3 misses one round in 997 (error
+rows, null offsets). The expected statuses are written to ``OUT/expected.json`` (written from the
+generator's own parameters, not by the job).
 
 Rows are built with pyarrow compute in batches of whole rounds and streamed into row groups, so memory
 stays bounded whatever ``--rows`` is. Prints one JSON line with the size and time taken.
