@@ -22,7 +22,7 @@ from rmqctl.cli.common import OutputOpt, settings
 from rmqctl.cli.render import OutputFormat, Table, View, emit
 from rmqctl.cli.views import format_finding, report_view
 from rmqctl.connect import Target, open_source
-from rmqctl.doctor import run_checks
+from rmqctl.doctor import run_checks, sample_retry_copies
 from rmqctl.model import Finding
 
 DEFAULT_SCENARIO = "tag-overwrite-4q"
@@ -38,7 +38,8 @@ async def demo_document(scenario: str) -> report.DemoDoc:
         source, cluster = opened.source, opened.cluster
         groups: dict[str, report.DemoGroupDoc] = {}
         for group in (await source.groups()).value:
-            view = await source.group_view(group)
+            # a POP group's redeliveries are told by the copies in its retry topics, read back
+            view = await sample_retry_copies(source, await source.group_view(group))
             findings = run_checks(view)
             groups[group] = report.DemoGroupDoc(
                 show=report.group_show(view, findings),

@@ -49,7 +49,7 @@ async def _sampled(source: ClusterSource, view: GroupView, per_queue: int | None
     return sampled
 
 
-async def _retry_sampled(source: ClusterSource, view: GroupView) -> GroupView:
+async def sample_retry_copies(source: ClusterSource, view: GroupView) -> GroupView:
     """``view`` with the newest copies of its POP retry topics (:func:`redelivery_topics`), read
     back by offset, read-only, when the source can: their reconsume times say how often each
     message came back (REPEATED_REDELIVERY)."""
@@ -137,7 +137,7 @@ async def diagnose(
         # sample with --interval; the first two when a rebalance made us look again)
         history = last.history.get(group)
         if sample:
-            view = await _retry_sampled(source, await _sampled(source, view, sample_per_queue))
+            view = await sample_retry_copies(source, await _sampled(source, view, sample_per_queue))
         if group in orderly_again:
             mine = [f for f in run_checks(view, before, resampled=resampled, history=history)
                     if f.code != "ORDERLY_QUEUE_SUSPENDED"]

@@ -93,8 +93,8 @@ class SimulatedPopConsumer(SimulatedConsumer):
         self._timers = [
             call(HEARTBEAT_FIRST_MS, self._periodic, HEARTBEAT_INTERVAL_MS, self.heartbeat),
             call(ROUTE_POLL_FIRST_MS, self._periodic, ROUTE_POLL_INTERVAL_MS, self._refresh_routes),
-            call(0, self._periodic, POP_INTERVAL_MS, self.pop_all),
         ]
+        self._next_pop(0)
 
     def retry_topic(self, topic: str) -> str:
         brokers = [self.ctx.brokers[b] for b in sorted(self.ctx.brokers)]
@@ -113,33 +113,51 @@ class SimulatedPopConsumer(SimulatedConsumer):
 
     # -- popping ------------------------------------------------------------------------------
 
+    def _draw(self, salt: str) -> int:
+        """A number drawn from the client id and the round: random-looking, the same every run."""
+        return zlib.crc32(f"{self.client_id}/{self._round}/{salt}".encode())
+
+    def _next_pop(self, delay_ms: int) -> None:
+        if self.running:
+            self._timers.append(self.scheduler.call_later(delay_ms, self.pop_all))
+            if len(self._timers) > 16:
+                self._timers = [t for t in self._timers if not t.cancelled and t.when >= self.scheduler.now_ms]
+
     def pop_all(self) -> None:
-        """One round of pops: one queue of each topic, picked at random as a real pop does (from
-        the client id and the round, so that a run is the same every time), so the clients of
-        the group share the messages."""
-        if not self.running or self.stalled:
+        """One pop request per topic: like the broker's, it starts at a random queue and goes
+        round the queues until its batch is full. The next request follows after a wait drawn
+        around :data:`POP_INTERVAL_MS` (a long-polling request returns as messages come, to
+        whichever client's request is waiting), so the clients of the group share the messages."""
+        if not self.running:
             return
         self._round += 1
-        for topic in sorted(self.subscriptions):
-            queues = self.topic_queues.get(topic, ())
-            if queues:
-                self._pop(queues[zlib.crc32(f"{self.client_id}/{self._round}".encode()) % len(queues)])
+        if not self.stalled:
+            for topic in sorted(self.subscriptions):
+                queues = self.topic_queues.get(topic, ())
+                start = self._draw(topic) % len(queues) if queues else 0
+                room = PULL_BATCH_SIZE
+                for k in range(len(queues)):
+                    room -= self._pop(queues[(start + k) % len(queues)], room)
+                    if room <= 0:
+                        break
+        self._next_pop(POP_INTERVAL_MS // 2 + self._draw("wait") % POP_INTERVAL_MS)
 
-    def _pop(self, mq: MessageQueue) -> None:
+    def _pop(self, mq: MessageQueue, room: int) -> int:
+        """Pop up to ``room`` messages of one queue; returns how many were taken."""
         broker = self.ctx.brokers.get(mq.broker_name)
         if broker is None:
-            return
+            return 0
         store = broker.store
         offset = store.stored_offset(self.group, mq.topic, mq.queue_id)
         end = store.max_offset(mq.topic, mq.queue_id)
         if offset < 0:
             # a POP group's first pop of a queue starts at its end (a retry topic at its start)
             offset = 0 if mq.topic.startswith(RETRY_PREFIX) else end
-        taken = store.queue(mq.topic, mq.queue_id)[offset:min(end, offset + PULL_BATCH_SIZE)]
+        taken = store.queue(mq.topic, mq.queue_id)[offset:min(end, offset + room)]
         # POP moves the consumer offset when it hands messages out, not when they are ACKed
         store.commit_offset(self.group, mq.topic, mq.queue_id, offset + len(taken))
         if not taken:
-            return
+            return 0
         now = self.scheduler.now_ms
         self.pull_rate.setdefault(mq.topic, MinuteRate()).add(now, 1)
         sub = self.subscriptions.get(mq.topic)
@@ -152,6 +170,7 @@ class SimulatedPopConsumer(SimulatedConsumer):
                 self._to_dlq(broker, message)
                 continue
             self.scheduler.call_later(self.spec.consume_ms, self._listen, mq, message)
+        return len(taken)
 
     def _listen(self, mq: MessageQueue, message: StoredMessage) -> None:
         if not self.running or self.stalled:

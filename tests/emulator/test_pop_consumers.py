@@ -102,3 +102,14 @@ def test_group_show_and_progress_of_a_pop_group() -> None:
     progress = run("group", "progress", "order-pop")
     assert progress["total_inflight"] is None
     assert {q["owner"] for q in progress["queues"]} == {"POP (2 clients)"}
+
+
+async def test_the_demo_of_pop_redelivery_shows_the_messages_on_their_way_to_the_dlq() -> None:
+    from rmqctl.cli.demo_cmd import demo_document
+
+    doc = await demo_document("pop-redelivery")
+    codes = [f["code"] for f in doc["groups"]["order-pop"]["findings"]]
+    assert codes == ["REPEATED_REDELIVERY", "CONSUME_FAILURES"]
+    assert doc["groups"]["audit-pop"]["findings"] == []
+    # every good message consumed; the bad ones failed at every delivery
+    assert doc["scenario"]["lost_by_tag"] == {"bad": 4, "ok": 0}
