@@ -66,6 +66,8 @@ from rmqctl.model import (
 
 T = TypeVar("T")
 
+#: seconds a broker's table of group configs read for group views is used again
+CONFIG_TABLE_TTL_S = 30.0
 #: heartbeat-sync messages read back to find the proxies' remoting addresses
 ANNOUNCEMENTS_READ = 64
 #: a proxy that announced itself longer ago than this (ms) is not looked for (a proxy with a
@@ -123,6 +125,8 @@ class ClusterService:
         self._found_proxies: dict[str, str] | None = None
         #: revealed proxies whose guessed address did not answer once: not asked again
         self._silent_proxies: dict[str, str] = {}
+        #: each broker's group configs (address → when read, by the clock, and the table)
+        self._config_tables: dict[str, tuple[float, Mapping[str, SubscriptionGroupConfig]]] = {}
         #: each master's release, read once per service (only for a group nobody lists)
         self._versions: dict[str, str] | None = None
 
@@ -630,12 +634,29 @@ class ClusterService:
 
     async def _group_configs(self, masters: Mapping[str, str], group: str) -> dict[str, SubscriptionGroupConfig]:
         """The group's stored config on each broker that keeps one (its retry policy and maximum
-        of deliveries), when the back end reads it for every view. A broker that fails leaves
-        its config out: the policy is then unknown, which no check reads as healthy."""
-        if not self.backend.capabilities.reads_group_config:
+        of deliveries), when the back end reads it for every view. A broker's whole table is read
+        (its read of one group's config creates one when it has none) and kept for
+        :data:`CONFIG_TABLE_TTL_S` seconds, so views of many groups cost one read per broker. A
+        broker that fails leaves its config out: the policy is then unknown, which no check reads
+        as healthy."""
+        caps = self.backend.capabilities
+        if not caps.reads_group_config:
             return {}
-        configs, _ = await self._fan_out(masters, lambda addr: self.backend.subscription_group(addr, group))
-        return {broker: config for broker, config in sorted(configs.items()) if config is not None}
+        if not caps.lists_subscription_groups:
+            configs, _ = await self._fan_out(masters, lambda addr: self.backend.subscription_group(addr, group))
+            return {broker: config for broker, config in sorted(configs.items()) if config is not None}
+        now = self._clock.now()
+
+        async def table(addr: str) -> Mapping[str, SubscriptionGroupConfig]:
+            cached = self._config_tables.get(addr)
+            if cached is not None and now - cached[0] < CONFIG_TABLE_TTL_S:
+                return cached[1]
+            read = await self.backend.subscription_groups(addr)
+            self._config_tables[addr] = (now, read)
+            return read
+
+        tables, _ = await self._fan_out(masters, table)
+        return {broker: t[group] for broker, t in sorted(tables.items()) if group in t}
 
     async def _configured(self, masters: Mapping[str, str], group: str) -> bool:
         """Whether any broker keeps a config for ``group`` (a group with no client and no offset)."""

@@ -72,8 +72,9 @@ class Capabilities:
     #: ``consumer_connection`` also answers for a 5.x proxy's remoting address (the service
     #: then adds the clients proxies list, gRPC ones included, to each group view)
     reads_proxies: bool = True
-    #: ``subscription_group`` is read for every group view (its retry policy and maximum of
-    #: deliveries); a back end that answers it only at a cost too high for every view says no
+    #: the group's config is read for every group view (its retry policy and maximum of
+    #: deliveries): each broker's ``subscription_groups`` when it lists them, else
+    #: ``subscription_group``; a back end that answers it only at a cost too high says no
     reads_group_config: bool = True
     #: errors that end the whole command rather than one broker's read (a dashboard's failed
     #: re-login): the service's fan-out re-raises them

@@ -89,8 +89,6 @@ class DashboardBackend:
             connections_of_one_broker=None if self._v2 else ONE_BROKER_ONLY,
             lists_groups=True, lists_subscription_groups=False, queue_offsets=False, message_reads=False,
             one_copy_per_unique_key=ONE_COPY_PER_ID, reads_proxies=False,
-            # one more request per broker and view: a dashboard keeps its requests few
-            reads_group_config=False,
             # a failed re-login ends the command (a slow request is one broker's failure, as natively)
             fatal=(errors.ConfigError,),
         )

@@ -37,9 +37,6 @@ class RemotingBackend:
 
     def __init__(self, admin: AdminClient) -> None:
         self.admin = admin
-        #: brokers that refused the one-group config read (older than 5.x, or without the group
-        #: once): their whole table is read instead
-        self._whole_table: set[str] = set()
 
     @property
     def capabilities(self) -> Capabilities:
@@ -73,15 +70,8 @@ class RemotingBackend:
         return await self.admin.consumer_running_info(address, group, client_id)
 
     async def subscription_group(self, address: str, group: str) -> SubscriptionGroupConfig | None:
-        # a 5.x broker reads one group's config (352); it answers SYSTEM_ERROR for a group it has
-        # no config of, and a 4.x broker does not know the request: the whole table tells then
-        if address not in self._whole_table:
-            try:
-                return await self.admin.subscription_group_config(address, group)
-            except errors.RequestCodeNotSupported:
-                self._whole_table.add(address)
-            except errors.RemoteError:
-                pass
+        # the broker's read of one group's config (352) creates the config when it has none
+        # (5.3.3's findSubscriptionGroupConfig): its whole table is asked for instead
         return (await self.admin.subscription_groups(address)).get(group)
 
     async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]:

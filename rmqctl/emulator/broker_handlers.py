@@ -401,11 +401,10 @@ class BrokerService:
 
     def group_config(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
         group = cmd.ext_fields.get("group", "")
-        # the broker reads its table as it is (no auto-creation here) and answers SYSTEM_ERROR
-        # for a group it keeps no config of
-        config = self.broker.group_configs.get(group)
+        config = self.broker.find_group_config(group)  # auto-creates, like the real broker
         if config is None:
-            return respond(cmd, ResponseCode.SYSTEM_ERROR, remark="No group in this broker")
+            return respond(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                           remark=f"The consumer group {group} not exist")
         return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_subscription_group_config(config))
 
     def update_group_config(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:

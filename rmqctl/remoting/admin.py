@@ -323,14 +323,6 @@ class AdminClient:
             lambda r: bodies.subscription_groups(r.body),
         )
 
-    async def subscription_group_config(self, address: str, group: str) -> SubscriptionGroupConfig:
-        """GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x): one group's stored config. A broker without the
-        group answers SYSTEM_ERROR; one older than 5.x does not know the request."""
-        return await self.fetch(
-            address, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group},
-            lambda r: bodies.subscription_group_config(r.body),
-        )
-
     async def broker_runtime_info(self, address: str) -> dict[str, str]:
         return await self.fetch(
             address, RequestCode.GET_BROKER_RUNTIME_INFO, None, lambda r: bodies.kv_table(r.body)
