@@ -3,12 +3,16 @@
 ``python bench/bench_stuck.py DIR [--master local[2]] [--driver-memory 2g]`` (DIR from
 ``bench/gen_snapshots.py``) runs, each in its own child process and over the whole dataset:
 
-- **spark**: ``analysis.stuck`` (``plan`` + ``run``, JSON out) on a fresh session; the child reports the
-  session start-up and the job separately;
+- **spark**: ``analysis.stuck`` (``plan`` + ``run``, JSON out) on a fresh session as the job builds it (a
+  local master tuned to the input: shuffle partitions = cores, a fast-starting JVM for small input); the
+  child reports the session start-up and the job separately;
+- **spark-before**: the same on the session as it was built before that tuning (8 shuffle partitions, the
+  JVM's defaults), for a before/after in one run;
 - **duckdb**: :data:`DUCKDB_SQL`, the same rules (statuses only, no explanations) over ``read_parquet``.
 
-For each it reports whole-process wall time, time without start-up, rows per second and the peak resident
-memory of the whole process tree (the JVM included), sampled every 50 ms from /proc. Then it checks that both
+For each it reports whole-process wall time, the CPU time of the whole process tree (the JVM included: a
+loaded machine stretches wall time, CPU time much less), time without start-up, rows per second and the peak
+resident memory of the whole process tree, both sampled every 50 ms from /proc. Then it checks that both
 give every queue the same status, and both the generator's expected status (with ``--since`` after the data's
 start only the same status: frozen runs begun before the window are then looked for in the hour before it).
 Prints a table and one JSON line.
@@ -92,7 +96,12 @@ def child_spark(args: argparse.Namespace) -> dict[str, Any]:
     from analysis import stuck
 
     started = time.perf_counter()
-    spark = stuck.build_session(args.master, args.driver_memory, args.driver_memory, args.shuffle_partitions)
+    files = sorted(Path(args.directory).glob("date=*/*.parquet"))
+    if args.child == "spark-before":
+        spark = stuck.build_session(args.master, args.driver_memory, args.driver_memory, 8, tuned=False)
+    else:
+        spark = stuck.build_session(args.master, args.driver_memory, args.driver_memory, args.shuffle_partitions,
+                                    input_bytes=sum(p.stat().st_size for p in files))
     spark.sparkContext.setLogLevel("ERROR")
     ready = time.perf_counter()
     job = stuck.plan(stuck.build_parser().parse_args(
@@ -125,7 +134,12 @@ def child_duckdb(args: argparse.Namespace) -> dict[str, Any]:
     return {"startup_s": ready - started, "job_s": done - ready, "exit": 0}
 
 
-def _tree_rss_kib(root_pid: int) -> int:
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_rss_kib(root_pid: int, cpu: dict[int, float] | None = None) -> int:
+    """The resident memory of ``root_pid`` and its descendants; with ``cpu``, each one's CPU seconds so far
+    are recorded there too (the last value seen per process is what it used)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -144,22 +158,32 @@ def _tree_rss_kib(root_pid: int) -> int:
         pid = stack.pop()
         total += rss.get(pid, 0)
         stack.extend(children.get(pid, []))
+        if cpu is not None:
+            try:
+                with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+                    stat = fh.read().rsplit(")", 1)[1].split()
+                cpu[pid] = max(cpu.get(pid, 0.0), (int(stat[11]) + int(stat[12])) / _TICKS)
+            except (OSError, IndexError, ValueError):
+                pass
     return total
 
 
 def measure(engine: str, args: argparse.Namespace, result: Path) -> dict[str, Any]:
     command = [sys.executable, __file__, str(args.directory), "--child", engine, "--result", str(result),
                "--master", args.master, "--driver-memory", args.driver_memory, "--threads", str(args.threads),
-               "--shuffle-partitions", str(args.shuffle_partitions), "--since", args.since]
+               "--since", args.since]
+    if args.shuffle_partitions is not None:
+        command += ["--shuffle-partitions", str(args.shuffle_partitions)]
     started = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     peak = 0
+    cpu: dict[int, float] = {}
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, _tree_rss_kib(proc.pid))
+            peak = max(peak, _tree_rss_kib(proc.pid, cpu))
             done.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -171,8 +195,8 @@ def measure(engine: str, args: argparse.Namespace, result: Path) -> dict[str, An
     if proc.returncode != 0:
         raise SystemExit(f"{engine} child failed with exit {proc.returncode}")
     report = json.loads(out.strip().splitlines()[-1])
-    return {"engine": engine, "wall_s": wall, "startup_s": report["startup_s"], "job_s": report["job_s"],
-            "peak_rss_mib": peak / 1024, "job_exit": report["exit"]}
+    return {"engine": engine, "wall_s": wall, "cpu_s": sum(cpu.values()), "startup_s": report["startup_s"],
+            "job_s": report["job_s"], "peak_rss_mib": peak / 1024, "job_exit": report["exit"]}
 
 
 def count_rows(directory: Path) -> int:
@@ -186,16 +210,17 @@ def main() -> None:
     parser.add_argument("directory", type=Path)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--driver-memory", default="2g")
-    parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument("--shuffle-partitions", type=int, default=None,
+                        help="for spark (default: the job's, the local cores); spark-before always has 8")
     parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
-    parser.add_argument("--engines", default="duckdb,spark")
+    parser.add_argument("--engines", default="duckdb,spark-before,spark")
     parser.add_argument("--since", default=SINCE, help="window start (default: the whole dataset); a later start "
                         "judges frozen runs begun before it, and skips the check against expected.json")
-    parser.add_argument("--child", choices=["spark", "duckdb"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["spark", "spark-before", "duckdb"], help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        report = child_spark(args) if args.child == "spark" else child_duckdb(args)
+        report = child_duckdb(args) if args.child == "duckdb" else child_spark(args)
         print(json.dumps(report))
         return
 
@@ -215,19 +240,22 @@ def main() -> None:
 
     expected = json.loads((args.directory / "expected.json").read_text()) if args.since == SINCE else {}
     agree = {engine: sum(1 for k, s in expected.items() if got.get(k) == s) for engine, got in verdicts.items()}
-    same = len(verdicts) < 2 or verdicts.get("spark") == verdicts.get("duckdb")
+    same = all(v == next(iter(verdicts.values())) for v in verdicts.values())
     print(f"{rows:,} rows, {len(expected):,} queues, load average {load_before[0]:.1f} before / "
           f"{load_after[0]:.1f} after")
-    print(f"{'engine':8} {'wall s':>8} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} {'Mrows/s wall':>13} "
-          f"{'peak MiB':>9}  expected")
+    print(f"{'engine':12} {'wall s':>8} {'cpu s':>7} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} "
+          f"{'Mrows/s wall':>13} {'peak MiB':>9}  expected")
     for r in results:
-        print(f"{r['engine']:8} {r['wall_s']:8.1f} {r['startup_s']:8.1f} {r['job_s']:8.1f} "
+        print(f"{r['engine']:12} {r['wall_s']:8.1f} {r['cpu_s']:7.1f} {r['startup_s']:8.1f} {r['job_s']:8.1f} "
               f"{r['rows_per_s_job'] / 1e6:12.2f} {r['rows_per_s_wall'] / 1e6:13.2f} {r['peak_rss_mib']:9.0f}  "
               f"{agree[r['engine']]}/{len(expected)}")
-    if len(results) == 2:
-        spark, duck = (next(r for r in results if r["engine"] == e) for e in ("spark", "duckdb"))
-        print(f"spark / duckdb: wall {spark['wall_s'] / duck['wall_s']:.2f}x, "
-              f"without start-up {spark['job_s'] / duck['job_s']:.2f}x; same verdicts: {same}")
+    by_engine = {r["engine"]: r for r in results}
+    for name in ("spark-before", "spark"):
+        if name in by_engine and "duckdb" in by_engine:
+            spark, duck = by_engine[name], by_engine["duckdb"]
+            print(f"{name} / duckdb: wall {spark['wall_s'] / duck['wall_s']:.2f}x, "
+                  f"cpu {spark['cpu_s'] / duck['cpu_s']:.2f}x, without start-up {spark['job_s'] / duck['job_s']:.2f}x")
+    print(f"same verdicts: {same}")
     print(json.dumps({"rows": rows, "queues": len(expected), "results": results, "expected_agree": agree,
                       "same_verdicts": same, "load": [load_before[0], load_after[0]]}))
     if not same or any(a != len(expected) for a in agree.values()):
