@@ -478,10 +478,16 @@ class ClusterService:
         # subscribed them stopped): consume stats leave them out while any client is online, so
         # they are read like the other left-out topics and marked; only when every client told
         # its own subscriptions, since the broker's table flips between clients' sets
-        left_behind = set()
+        left_behind: set[str] = set()
+        unsure: set[str] = set()
+        committed = {t for ts in offset_topics.values() for t in ts} - topics
         if connections and running_info and not info_failures and set(infos) >= set(connections):
-            left_behind = {t for ts in offset_topics.values() for t in ts} - topics
-        routes.update(await self._routes(sorted((topics | left_behind) - routes.keys())))
+            left_behind = committed
+        elif connections and running_info:
+            # a client that did not tell its subscriptions may still subscribe these: their rows
+            # (the group's backlog either way) are shown unmarked, and the view says what is unknown
+            unsure = committed
+        routes.update(await self._routes(sorted((topics | left_behind | unsure) - routes.keys())))
         topic_queues = {}
         for topic in sorted(topics):
             route = routes[topic]
@@ -491,7 +497,7 @@ class ClusterService:
                 continue
             topic_queues[topic] = tuple(route.read_queues())
 
-        left_queues = {t: tuple(r.read_queues()) for t in sorted(left_behind)
+        left_queues = {t: tuple(r.read_queues()) for t in sorted(left_behind | unsure)
                        if isinstance(r := routes[t], TopicRoute)}
         progress = _merge_progress(stats_by_broker, owners)
         extra = await self._fill_missing_rows(masters, group, stats_by_broker, {**topic_queues, **left_queues},
@@ -505,7 +511,8 @@ class ClusterService:
         view = assemble_view(
             group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
             progress=progress, topic_queues=topic_queues, dlq=dlq, failures=failures,
-            sampled_at=int(self._clock.now() * 1000), unavailable=self._unavailable(masters),
+            sampled_at=int(self._clock.now() * 1000),
+            unavailable={**self._unavailable(masters), **_unsure_topics(unsure, connections, infos)},
             proxies=tuple(proxies), group_configs=configs,
         )
         if not connections and not any(p.error is None for p in proxies) and self.backend.capabilities.reads_proxies:
@@ -1057,6 +1064,17 @@ class ClusterService:
         one_each = self.backend.capabilities.one_copy_per_unique_key
         return Partial(sorted(found, key=_message_order), failures,
                        {"copies": one_each} if one_each and found else {})
+
+
+def _unsure_topics(topics: set[str], connections: Mapping[str, object],
+                   infos: Mapping[str, ConsumerRunningInfo]) -> dict[str, str]:
+    if not topics:
+        return {}
+    silent = sorted(set(connections) - set(infos))
+    return {"topic_subscribers": (
+        f"the running info of {', '.join(silent) or 'a client'} could not be read, so whether a client still "
+        f"subscribes {', '.join(sorted(topics))} (committed offsets, in no other client's subscriptions) is not "
+        "known: its rows are shown unmarked and ABANDONED_TOPIC_BACKLOG is not judged")}
 
 
 def _broker_of(route: TopicRoute, addr: str) -> str:

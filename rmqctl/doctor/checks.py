@@ -88,7 +88,7 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
     "BLOCKED_QUEUE": ("running_infos",),
     "QUEUE_HELD_TWICE": ("running_infos",),
     "ORDERLY_QUEUE_SUSPENDED": ("running_infos",),
-    "ABANDONED_TOPIC_BACKLOG": ("running_infos", "offset_topics"),
+    "ABANDONED_TOPIC_BACKLOG": ("running_infos", "offset_topics", "topic_subscribers"),
 }
 
 

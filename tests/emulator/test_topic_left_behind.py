@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from rmqctl.cli.app import app
@@ -100,3 +101,31 @@ def test_group_list_counts_the_left_topics_backlog_as_progress_does(tmp_path: Pa
     assert row["total_diff"] == progress["total_diff"] == sum(q["diff"] for q in progress["queues"])
     _, matched = run(tmp_path, "group", "list", "--match", "^g$")
     assert [g["total_diff"] for g in matched["groups"]] == [65]
+
+
+def test_an_unreadable_running_info_keeps_the_committed_topic_and_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a client still subscribes topicB cannot be told when its running info fails: the
+    rows of the committed topic stay (their backlog is the group's either way), unmarked, and the
+    view says what is not known; the total equals the list's."""
+    from rmqctl import errors
+    from rmqctl.backends.remoting import RemotingBackend
+
+    original = RemotingBackend.consumer_running_info
+
+    async def failing(self: RemotingBackend, address: str, group: str, client_id: str) -> Any:
+        if client_id == C1:
+            raise errors.TimeoutError("no answer within 3s")
+        return await original(self, address, group, client_id)
+
+    monkeypatch.setattr(RemotingBackend, "consumer_running_info", failing)
+    code, doc = run(tmp_path, "group", "progress", "g")
+    assert code == 5  # a client's running info failed: partial
+    rows = [(q["queue_id"], q["diff"], q.get("subscribed")) for q in doc["queues"] if q["topic"] == "topicB"]
+    assert rows == [(0, 33, None), (1, 32, None)]
+    assert doc["total_diff"] == 65
+    assert "topicB" in doc["unavailable"]["topic_subscribers"] and C1 in doc["unavailable"]["topic_subscribers"]
+    code, doc = run(tmp_path, "doctor", "g")
+    assert "ABANDONED_TOPIC_BACKLOG" not in {f["code"] for f in doc["findings"]}
+    (skip,) = [s for s in doc["skipped"] if s["code"] == "ABANDONED_TOPIC_BACKLOG"]
+    assert "topicB" in skip["reason"]
