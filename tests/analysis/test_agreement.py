@@ -113,6 +113,9 @@ PAY_2 = "payment-service"
 STUCK_AT_END: dict[str, dict[tuple[str, str, str, int], str]] = {
     "healthy": {}, "avg-contiguous-blocks": {}, "two-consumers-one-queue": {}, "tag-overwrite": {},
     "tag-overwrite-4q": {},
+    # POP: the broker commits a message when it is popped, and the failed ones move on through the
+    # group's POP retry topic to its DLQ (never judged)
+    "pop-redelivery": {},
     "topic-overwrite": {("g1", "topicA", "broker-a", 2): "ORPHANED", ("g1", "topicA", "broker-a", 3): "ORPHANED",
                         ("g1", "topicB", "broker-a", 0): "ORPHANED", ("g1", "topicB", "broker-a", 1): "ORPHANED"},
     # AVG over 8 queues (broker-a 0-3, broker-b 0-3): with 3 clients left pay-2 holds the 4th to 6th
