@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--driver-memory", default="512m")
     p.add_argument("--executor-memory", default="512m")
     p.add_argument("--shuffle-partitions", type=int, default=None,
-                   help="default: the local cores in local mode, else 8")
+                   help="default: the local cores for small input in local mode, else 8")
     p.add_argument("-o", "--output", default="table", choices=["table", "json", "jsonl", "csv", "parquet"])
     p.add_argument("--out", help="write here instead of stdout (a directory for parquet)")
     return p
@@ -171,10 +171,10 @@ def build_session(master: str, driver_memory: str, executor_memory: str, shuffle
                   input_bytes: int | None = None, tuned: bool = True) -> SparkSession:
     """A session with small, quiet defaults; the JVM log goes to stderr at ERROR only.
 
-    ``tuned`` (the default) fits a local master to the work: as many shuffle partitions as cores (unless
-    ``shuffle_partitions`` says otherwise) and, for input up to :data:`SMALL_INPUT_BYTES`, a JVM that starts
-    fast (:data:`START_FAST_JVM`, also for the launcher JVM that spark-submit starts first). Other masters get
-    8 shuffle partitions by default and the JVM as it is.
+    ``tuned`` (the default) fits a local master to input up to :data:`SMALL_INPUT_BYTES`: as many shuffle
+    partitions as cores (unless ``shuffle_partitions`` says otherwise) and a JVM that starts fast
+    (:data:`START_FAST_JVM`, also for the launcher JVM that spark-submit starts first). Larger input and other
+    masters get 8 shuffle partitions by default and the JVM as it is.
     """
     log4j = Path(tempfile.gettempdir()) / f"rmqctl-spark-log4j2-{os.getuid()}.properties"
     if not log4j.exists() or log4j.read_text(encoding="utf-8") != _LOG4J:
@@ -185,9 +185,11 @@ def build_session(master: str, driver_memory: str, executor_memory: str, shuffle
         # everything on this machine: keep the driver on loopback instead of the first interface
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     cores = local_cores(master) if tuned else None
+    small = cores is not None and input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES
     if shuffle_partitions is None:
-        shuffle_partitions = cores if cores is not None else 8
-    if cores is not None and input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
+        # larger input keeps 8, as before: the tuning was measured on small input only
+        shuffle_partitions = cores if small and cores is not None else 8
+    if small:
         java_opts += " " + START_FAST_JVM
         os.environ.setdefault("SPARK_LAUNCHER_OPTS", START_FAST_JVM)
     return (

@@ -4,7 +4,7 @@
 ``bench/gen_snapshots.py``) runs, each in its own child process and over the whole dataset:
 
 - **spark**: ``analysis.stuck`` (``plan`` + ``run``, JSON out) on a fresh session as the job builds it (a
-  local master tuned to the input: shuffle partitions = cores, a fast-starting JVM for small input); the
+  local master tuned for small input: shuffle partitions = cores, a fast-starting JVM); the
   child reports the session start-up and the job separately;
 - **spark-before**: the same on the session as it was built before that tuning (8 shuffle partitions, the
   JVM's defaults), for a before/after in one run;
