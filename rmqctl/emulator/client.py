@@ -198,14 +198,13 @@ class SimulatedConsumer(QueueConsumer):
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        if self.running:
-            return
+    def _begin(self) -> int:
+        """Mark the client started and build its own subscriptions (``copySubscription``: every
+        SubscriptionData is built now, with subVersion = now); the subVersion used."""
         now = self.scheduler.now_ms
         self.running = True
         self.started_ms = now
         self.stopped_ms = None
-        # ``copySubscription``: every SubscriptionData is built now, with subVersion = now.
         self._rpc_ms = 0
         version = self.spec.sub_version
         if version is None:
@@ -215,6 +214,12 @@ class SimulatedConsumer(QueueConsumer):
                 topic, expr, version)
             for topic, expr in self.spec.subscriptions
         }
+        return version
+
+    def start(self) -> None:
+        if self.running:
+            return
+        version = self._begin()
         if not self.broadcasting:
             retry = RETRY_PREFIX + self.group
             self.subscriptions[retry] = parse_tag_expression(retry, "*", version)

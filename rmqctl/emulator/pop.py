@@ -45,7 +45,6 @@ from rmqctl.model import (
     MessageQueue,
     RetryPolicy,
     parse_tag_expression,
-    sql92_subscription,
 )
 
 #: how often the consumer pops each queue (a long-polling pop answers as soon as messages come;
@@ -72,17 +71,7 @@ class SimulatedPopConsumer(SimulatedConsumer):
     def start(self) -> None:
         if self.running:
             return
-        now = self.scheduler.now_ms
-        self.running = True
-        self.started_ms = now
-        self.stopped_ms = None
-        version = self.spec.sub_version
-        if version is None:
-            version = self.ctx.version_stamp(self.group, now)
-        self.subscriptions = {
-            topic: (sql92_subscription if topic in self.spec.sql_topics else parse_tag_expression)(topic, expr, version)
-            for topic, expr in self.spec.subscriptions
-        }
+        version = self._begin()
         # no %RETRY%<group>: POP revives into a retry topic per topic, which the consumer pops too
         for topic, _ in self.spec.subscriptions:
             retry = self.retry_topic(topic)
