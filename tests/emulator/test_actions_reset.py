@@ -238,3 +238,50 @@ def test_the_plan_file_round_trips() -> None:
     assert plan_from_document(json.loads(json.dumps(plan_document(plan)))) == plan
     with pytest.raises(errors.UsageError, match="not a reset plan"):
         plan_from_document({"kind": "something"})
+
+
+POISON = """
+name = "poison"
+duration = 60
+[[brokers]]
+name = "broker-a"
+[[topics]]
+name = "OrderTopic"
+queues = 2
+order = true
+[[consumers]]
+group = "orders"
+subscriptions = { OrderTopic = "*" }
+orderly = true
+suspend_queues = [0]
+[[produce]]
+at = 2.0
+topic = "OrderTopic"
+tag = "t"
+count = 10
+"""
+
+
+async def test_skipping_the_backlog_unsticks_an_orderly_queue_stuck_on_suspend() -> None:
+    """An orderly listener answers SUSPEND for every message of queue 0: the doctor names the
+    stuck queue. A reset to latest (the TUI's skip) through the live client moves it past the
+    backlog, and two later samples find the queue neither suspended nor frozen."""
+    from rmqctl.doctor import run_checks
+
+    async with embedded_opened(parse_scenario(POISON), at=60) as opened:
+        cluster: EmulatedCluster = opened.cluster
+        first = await opened.source.group_view(G)
+        await opened.clock.sleep(30)
+        stuck = {f.code for f in run_checks(await opened.source.group_view(G), first)}
+        assert {"ORDERLY_QUEUE_SUSPENDED", "LAG_NOT_ADVANCING"} <= stuck
+        assert committed(cluster) == {0: 0, 1: 5}
+        plan = await plan_reset(opened.source, G, ResetTarget("latest"), cluster="c")
+        assert plan.skip_total == 5
+        outcome = await apply_reset(opened.source, plan, WRITER)
+        assert [q.status for q in outcome.queues] == [APPLIED, APPLIED]
+        await opened.clock.sleep(30)
+        before = await opened.source.group_view(G)
+        await opened.clock.sleep(30)
+        after = {f.code for f in run_checks(await opened.source.group_view(G), before)}
+        assert not after & {"ORDERLY_QUEUE_SUSPENDED", "LAG_NOT_ADVANCING", "BLOCKED_QUEUE"}, after
+        assert committed(cluster) == {0: 5, 1: 5}
