@@ -73,6 +73,24 @@ def real_part_missing(reason: str, details: str = "", *, part: str = "real Rocke
     pytest.skip(f"{part} unavailable: {reason}")
 
 
+def start_or_missing(cluster: RealCluster, what: str,
+                     setup: Callable[[RealCluster], None] | None = None) -> None:
+    """Start ``cluster`` and run ``setup`` on it; when either fails, stop what started and report
+    the real part missing (skip, or failure under the require flag) with the cluster's log tail."""
+    problem: tuple[str, str] | None = None
+    try:
+        cluster.start()
+        if setup is not None:
+            setup(cluster)
+    except ClusterStartError as exc:
+        problem = (f"{what} did not start: {exc}", exc.log_tail)
+    except (HarnessError, OSError) as exc:
+        problem = (f"{what} did not start: {exc!r}", cluster.log_tail())
+    if problem:
+        cluster.stop()
+        real_part_missing(*problem)
+
+
 def require_program(name: str, *, hint: str = "", path: str | None = None) -> str:
     """The full path of program ``name`` (searched on ``path``, default ``$PATH``); when it is not
     there, one line says so (skip, or failure under the require flag) instead of a time-out later."""
@@ -196,14 +214,7 @@ def real_cluster() -> Iterator[RealCluster]:
     if problem:
         real_part_missing(*problem)
     cluster = RealCluster()
-    try:
-        cluster.start()
-    except ClusterStartError as exc:
-        problem = (f"cluster did not start: {exc}", exc.log_tail)
-    except (HarnessError, OSError) as exc:
-        problem = (f"cluster did not start: {exc!r}", cluster.log_tail())
-    if problem:
-        real_part_missing(*problem)
+    start_or_missing(cluster, "cluster")
     try:
         yield cluster
     finally:

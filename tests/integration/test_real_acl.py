@@ -19,8 +19,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.harness.plugin import real_part_missing
-from tests.harness.realcluster import ClusterStartError, HarnessError, RealCluster, build_harness, wait_until
+from tests.harness.plugin import real_part_missing, start_or_missing
+from tests.harness.realcluster import HarnessError, RealCluster, build_harness, wait_until
 
 pytest_plugins = ["tests.harness.plugin"]
 
@@ -56,9 +56,8 @@ def acl_cluster() -> Iterator[RealCluster]:
                           broker_heap="384m", broker_config=ACL_CONFIG, credentials=SUPER,
                           namesrv_jvm_args=["-Dtls.server.mode=disabled"],
                           broker_jvm_args=["-Dtls.server.mode=disabled"])
-    problem: tuple[str, str] | None = None
-    try:
-        cluster.start()
+
+    def users_acls_and_a_committed_group(cluster: RealCluster) -> None:
         b = cluster.broker_addr
         for user, password in USERS.values():
             cluster.mqadmin("createUser", "-b", b, "-u", user, "-p", password, "-t", "Normal", check=True)
@@ -75,13 +74,8 @@ def acl_cluster() -> Iterator[RealCluster]:
             answer = cluster.request_broker(15, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": queue_id,
                                                  "commitOffset": 1})
             assert answer.code == 0, answer.remark
-    except ClusterStartError as exc:
-        problem = (f"ACL cluster did not start: {exc}", exc.log_tail)
-    except (HarnessError, OSError) as exc:
-        problem = (f"ACL cluster did not start: {exc!r}", cluster.log_tail())
-    if problem:
-        cluster.stop()
-        real_part_missing(*problem)
+
+    start_or_missing(cluster, "ACL cluster", users_acls_and_a_committed_group)
     try:
         yield cluster
     finally:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness.plugin import real_part_missing
+from tests.harness.plugin import real_part_missing, start_or_missing
 from tests.harness.proxycluster import RealProxy
 from tests.harness.realcluster import (
     ClusterStartError,
@@ -87,15 +87,7 @@ def tls_cluster(certs: TlsFiles) -> Iterator[RealCluster]:
         broker_jvm_args=[*server_tls_args(certs, no_file), *client_tls_args(certs, no_file)[:1]],
         tls_context=harness_tls,
     )
-    problem: tuple[str, str] | None = None
-    try:
-        cluster.start()
-    except ClusterStartError as exc:
-        problem = (f"TLS cluster did not start: {exc}", exc.log_tail)
-    except (HarnessError, OSError) as exc:
-        problem = (f"TLS cluster did not start: {exc!r}", cluster.log_tail())
-    if problem:
-        real_part_missing(*problem)
+    start_or_missing(cluster, "TLS cluster")
     try:
         yield cluster
     finally:
