@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 from rmqctl import errors
@@ -299,14 +299,20 @@ class DashboardBackend:
         info = await self.cluster_info()
         return {addr: name for name, data in info.brokers.items() for addr in data.addrs.values()}
 
-    async def _lookup(self, path: str, params: Mapping[str, str]) -> list[tuple[Message, bool]]:
-        """The messages one message page answers, fetched once per command however many brokers
-        ask (each page already spans every broker of the topic); none when the page says none."""
+    async def _once(self, path: str, params: Mapping[str, str],
+                    fetch: Callable[[str, Mapping[str, str]], Awaitable[Any]]) -> Any:
+        """``fetch(path, params)``, asked once per command however many brokers ask: these pages
+        already span every broker of the topic."""
         key = (path, tuple(sorted(params.items())))
         task = self._lookups.get(key)
         if task is None:
-            task = self._lookups[key] = asyncio.ensure_future(self._fetch_messages(path, params))
+            task = self._lookups[key] = asyncio.ensure_future(fetch(path, params))
         return await asyncio.shield(task)
+
+    async def _lookup(self, path: str, params: Mapping[str, str]) -> list[tuple[Message, bool]]:
+        """The messages one message page answers; none when the page says none."""
+        found: list[tuple[Message, bool]] = await self._once(path, params, self._fetch_messages)
+        return found
 
     async def _fetch_messages(self, path: str, params: Mapping[str, str]) -> list[tuple[Message, bool]]:
         try:
@@ -352,12 +358,8 @@ class DashboardBackend:
         return next((m for m in self._mine(found, broker_name, ("id", msg_id)) if m.offset_msg_id == msg_id), None)
 
     async def topic_consumers(self, address: str, topic: str) -> list[str]:
-        key = ("/topic/queryConsumerByTopic.query", (("topic", topic),))
-        task = self._lookups.get(key)
-        if task is None:
-            task = self._lookups[key] = asyncio.ensure_future(
-                self.client.get("/topic/queryConsumerByTopic.query", {"topic": topic}))
-        data = await asyncio.shield(task)
+        data = await self._once("/topic/queryConsumerByTopic.query", {"topic": topic},
+                                lambda path, params: self.client.get(path, dict(params)))
         return sorted(str(g) for g in wire.obj(data or {}, "consumers of a topic"))
 
     async def query_messages(self, address: str, broker_name: str, topic: str, key: str, *,

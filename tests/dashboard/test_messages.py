@@ -193,3 +193,16 @@ def _with_transport(handler: Any) -> Any:
 
     return init
 
+
+
+async def test_the_groups_of_a_topic_are_asked_once_for_every_broker() -> None:
+    page = key("/topic/queryConsumerByTopic.query", topic=T)
+    dash = Dashboard("2.1.0", {page: ok({"GroupB": {"topic": T}, "GroupA": {"topic": T}})})
+    source = make_source(dash.handler)
+    try:
+        await source.backend.client.open()
+        for broker, addr in (("broker-a", ADDR_A), ("broker-b", ADDR_B)):
+            assert await source.backend.topic_consumers(addr, T) == ["GroupA", "GroupB"], broker
+    finally:
+        await source.close()
+    assert dash.asked == [("/topic/queryConsumerByTopic.query", {"topic": T})]
