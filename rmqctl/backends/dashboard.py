@@ -76,7 +76,7 @@ class DashboardBackend:
         self._cluster: tuple[ClusterInfo, dict[str, dict[int, dict[str, str]]]] | None = None
         #: message pages asked in this command (each spans every broker of its topic)
         self._lookups: dict[tuple[Any, ...], asyncio.Future[Any]] = {}
-        self._claimed: dict[tuple[Any, ...], set[str]] = {}
+        self._claimed: dict[tuple[Any, ...], set[tuple[str, int]]] = {}
 
     @property
     def _v2(self) -> bool:
@@ -335,8 +335,8 @@ class DashboardBackend:
             if known:
                 if message.queue.broker_name == broker_name:
                     out.append(message)
-            elif message.offset_msg_id not in claimed:
-                claimed.add(message.offset_msg_id)
+            elif (where := (message.store_host, message.physical_offset)) not in claimed:
+                claimed.add(where)
                 out.append(dataclasses.replace(message, queue=dataclasses.replace(message.queue,
                                                                                    broker_name=broker_name)))
         return out
