@@ -279,6 +279,23 @@ def play_sql92(t: Target) -> dict[str, Any]:
 
     wait_until(lambda: sorted(map(len, holdings().values())) == [2, 2, 2, 2], timeout=90,
                message=f"{t.label}: every client holds two queues")
+
+    # Which client stamped the newest subVersion is a race on a real broker: the one that gained
+    # queues and the one that gave some up both bump it in the same second. Subscribing the later
+    # member again makes it the newest, so its expression is the one stored before anything is sent.
+    def stored() -> dict[str, tuple[str, str] | None]:
+        out: dict[str, tuple[str, str] | None] = {}
+        for group in SQL_GROUPS:
+            subs = [s[SQL_T] for s in t.view(group).broker_subscriptions.values() if SQL_T in s]
+            out[group] = (subs[0].expression, subs[0].expression_type) if len(subs) == 1 else None
+        return out
+
+    for members in SQL_GROUPS.values():
+        t.filters.request({"cmd": "resubscribe", "id": members[-1][0]})
+    intended = {group: (SQL_EXPR, "SQL92") if members[-1][1] else (TAG_EXPR, "TAG")
+                for group, members in SQL_GROUPS.items()}
+    wait_stable(stored, duration=3.0, timeout=60, interval=0.5, accept=lambda s: s == intended,
+                message=f"{t.label}: the later member's expression is stored")
     # each queue gets one message of each p_a value per tag
     for q in range(4):
         for tag in TAGS:

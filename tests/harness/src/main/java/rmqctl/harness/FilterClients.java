@@ -39,7 +39,9 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * stderr), like {@code ScenarioClients}. Commands: {@code ping}; {@code start_consumer} (id, namesrv,
  * group, topic, expression, sql, orderly, suspend_queues, instance_name); {@code produce} (namesrv,
  * topic, tag, count, queue, properties: name to a list of values taken in turn); {@code received}
- * (id to the list of received messages; SUSPEND answers are not receipts); {@code stop_consumer}
+ * (id to the list of received messages; SUSPEND answers are not receipts); {@code resubscribe}
+ * (id: subscribe a running consumer again to its own expression, which stamps a new subVersion and
+ * heartbeats at once, so its expression becomes the group's stored one); {@code stop_consumer}
  * (id); {@code shutdown}.
  */
 public final class FilterClients {
@@ -48,6 +50,7 @@ public final class FilterClients {
 
     private final Map<String, DefaultMQPushConsumer> consumers = new TreeMap<>();
     private final Map<String, List<Map<String, Object>>> received = new TreeMap<>();
+    private final Map<String, Map<String, Object>> starts = new TreeMap<>();
     private DefaultMQProducer producer;
 
     private FilterClients() {
@@ -124,6 +127,15 @@ public final class FilterClients {
                 }
                 return ok();
             }
+            case "resubscribe": {
+                String id = str(req, "id", "");
+                DefaultMQPushConsumer c = consumers.get(id);
+                if (c == null) {
+                    throw new IllegalArgumentException("no consumer " + id);
+                }
+                subscribe(c, starts.get(id));
+                return ok();
+            }
             case "produce":
                 return produce(req);
             case "received": {
@@ -157,8 +169,6 @@ public final class FilterClients {
 
     private Map<String, Object> startConsumer(Map<String, Object> req) throws Exception {
         String id = str(req, "id", null);
-        String topic = str(req, "topic", null);
-        String expression = str(req, "expression", "*");
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(str(req, "group", null));
         consumer.setNamesrvAddr(str(req, "namesrv", null));
         consumer.setInstanceName(str(req, "instance_name", "filter_" + id));
@@ -167,11 +177,7 @@ public final class FilterClients {
         consumer.setPollNameServerInterval(1000);
         consumer.setPersistConsumerOffsetInterval(1000);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        if (bool(req, "sql")) {
-            consumer.subscribe(topic, MessageSelector.bySql(expression));
-        } else {
-            consumer.subscribe(topic, expression);
-        }
+        subscribe(consumer, req);
         List<Map<String, Object>> got = Collections.synchronizedList(new ArrayList<>());
         synchronized (received) {
             received.put(id, got);
@@ -205,9 +211,20 @@ public final class FilterClients {
         }
         consumer.start();
         consumers.put(id, consumer);
+        starts.put(id, req);
         Map<String, Object> r = ok();
         r.put("client_id", consumer.buildMQClientId());
         return r;
+    }
+
+    private static void subscribe(DefaultMQPushConsumer consumer, Map<String, Object> req) throws Exception {
+        String topic = str(req, "topic", null);
+        String expression = str(req, "expression", "*");
+        if (bool(req, "sql")) {
+            consumer.subscribe(topic, MessageSelector.bySql(expression));
+        } else {
+            consumer.subscribe(topic, expression);
+        }
     }
 
     private Map<String, Object> produce(Map<String, Object> req) throws Exception {
