@@ -8,9 +8,12 @@ each group that could not be read — and hands out :class:`Round` objects with 
 current sample, the :class:`GroupChange` between them (clients that joined or left, queues
 whose owner moved) and each group's :class:`~rmqctl.model.ExpressionHistory` (what every earlier
 round saw of the broker's expression and the queues' owners, so a message consumed before the
-expression changed is judged by what held then). The next round starts only after the previous
-one finished; time comes from an injected :class:`Clock`, so the embedded emulator's virtual
-clock (or a test's fake clock) drives the same loop as the wall clock.
+expression changed is judged by what held then). With ``retry_copies``, each round also reads back
+the newest copies in every POP group's retry topics (:func:`sample_retry_copies`, at most
+:data:`REDELIVERY_SAMPLE` per queue), which REPEATED_REDELIVERY and the snapshots' deliveries column
+need. The next round starts only after the previous one finished; time comes from an injected
+:class:`Clock`, so the embedded emulator's virtual clock (or a test's fake clock) drives the same
+loop as the wall clock.
 
 Imports the model, errors and the source protocol only: never the CLI, textual or pyspark.
 """
@@ -18,17 +21,20 @@ Imports the model, errors and the source protocol only: never the CLI, textual o
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.fanout import fan_out
-from rmqctl.model import ExpressionHistory, GroupView, MessageQueue, sort_queues
+from rmqctl.model import RETRY_PREFIX, ExpressionHistory, GroupView, MessageQueue, sort_queues
 from rmqctl.source import ClusterSource
 
 #: groups sampled at the same time by default (each view itself fans out to every broker)
 DEFAULT_CONCURRENCY = 8
+#: the newest copies of each POP retry queue read back per group and round (one pull)
+REDELIVERY_SAMPLE = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +161,41 @@ async def sample_groups(
     return Sample(taken_at, views, failures)
 
 
+def redelivery_topics(view: GroupView) -> tuple[str, ...]:
+    """The retry topics whose newest copies tell a POP group's redeliveries: its POP retry topics,
+    and ``%RETRY%<group>`` too when remoting clients share the group (mixed); only those whose
+    queues hold messages. Empty for a group that does not consume by POP."""
+    if not view.pop:
+        return ()
+    wanted = set(view.pop_retry_topics)
+    if view.consumption == "mixed":
+        wanted.add(RETRY_PREFIX + view.group)
+    return tuple(sorted({p.queue.topic for p in view.progress
+                         if p.queue.topic in wanted and p.known and p.broker_offset > 0}))
+
+
+async def sample_retry_copies(source: ClusterSource, view: GroupView) -> GroupView:
+    """``view`` with the newest copies of its POP retry topics (:func:`redelivery_topics`), read
+    back by offset, read-only, at most :data:`REDELIVERY_SAMPLE` per queue, when the source can:
+    their reconsume times say how often each message came back (REPEATED_REDELIVERY). A read that
+    fails leaves ``retry_samples`` empty and its error under ``errors["sample"]``."""
+    topics = redelivery_topics(view)
+    if not topics:
+        return view
+    # a POP retry topic is not among the topics the clients name: its queues are its rows
+    rows: dict[str, list[MessageQueue]] = {}
+    for p in view.progress:
+        if p.queue.topic in topics:
+            rows.setdefault(p.queue.topic, []).append(p.queue)
+    probe = dataclasses.replace(view, topic_queues={**view.topic_queues, **{t: tuple(q) for t, q in rows.items()}})
+    try:
+        sampled = await source.sample_messages(probe, topics, per_queue=REDELIVERY_SAMPLE)
+    except errors.RmqctlError as exc:
+        return dataclasses.replace(view, errors={**view.errors, "sample": exc})
+    return dataclasses.replace(view, retry_samples={mq: s for mq, s in sampled.tag_samples.items()
+                                                    if mq.topic in topics}, errors=sampled.errors)
+
+
 class Watcher:
     """Polls ``groups`` (every group of the cluster when ``None``) every ``interval`` seconds."""
 
@@ -167,6 +208,7 @@ class Watcher:
         clock: Clock | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         running_info: bool = True,
+        retry_copies: bool = False,
     ) -> None:
         if not interval > 0:
             raise errors.UsageError(f"the watch interval must be positive, not {interval}")
@@ -176,6 +218,8 @@ class Watcher:
         self.clock = clock or source.clock
         self.concurrency = concurrency
         self.running_info = running_info
+        #: read back each POP group's newest retry copies every round (:func:`sample_retry_copies`)
+        self.retry_copies = retry_copies
         self.last: Round | None = None
         #: per group, the expression history of every round so far (groups that vanish are dropped)
         self.histories: dict[str, ExpressionHistory] = {}
@@ -198,6 +242,8 @@ class Watcher:
             concurrency=self.concurrency,
             running_info=self.running_info,
         )
+        if self.retry_copies:
+            sample = await self._with_retry_copies(sample)
         previous = self.last.current if self.last else None
         before = self.histories
         self.last = Round((self.last.number + 1) if self.last else 1, previous, sample, before)
@@ -212,6 +258,20 @@ class Watcher:
         histories.update({g: before[g] for g in sample.errors if g in before})  # unreadable this round
         self.histories = histories
         return self.last
+
+    async def _with_retry_copies(self, sample: Sample) -> Sample:
+        """``sample`` with every POP group's retry copies read back (bounded concurrency)."""
+        wanted = [g for g, v in sample.views.items() if redelivery_topics(v)]
+        if not wanted:
+            return sample
+        limit = asyncio.Semaphore(max(1, self.concurrency))
+
+        async def one(group: str) -> GroupView:
+            async with limit:
+                return await sample_retry_copies(self.source, sample.views[group])
+
+        sampled = await asyncio.gather(*(one(g) for g in wanted))
+        return dataclasses.replace(sample, views={**sample.views, **dict(zip(wanted, sampled, strict=True))})
 
     async def rounds(self, count: int | None = None) -> AsyncIterator[Round]:
         """Poll, yield, wait ``interval``, repeat; ``count`` rounds or forever.

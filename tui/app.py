@@ -121,8 +121,10 @@ class RmqctlApp(App[None]):
         self.opened = opened
         self.settings = settings
         self.dashboard = Dashboard()
+        # the findings need each POP group's newest retry copies (REPEATED_REDELIVERY): read back
+        # with every round, at most REDELIVERY_SAMPLE per retry queue
         self.watcher = Watcher(opened.source, [settings.group] if settings.group else None,
-                               interval=settings.interval, clock=opened.clock)
+                               interval=settings.interval, clock=opened.clock, retry_copies=settings.checks)
         self.paused = False
         self.polling = False
         self.poll_again = False

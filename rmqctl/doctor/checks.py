@@ -100,8 +100,9 @@ POP_SKIP = ("does not apply: the group consumes by POP, where the broker hands e
             "whichever client pops next and no client holds a queue")
 
 
-NOT_SAMPLED = ("needs the newest copies in the group's POP retry topics, which rmqctl doctor reads back "
-               "(not with --no-sample)")
+NOT_SAMPLED = ("needs the newest copies in the group's POP retry topics, which rmqctl doctor, the TUI, the "
+               "exporter and snapshot export read back each round (not with --no-sample; a failed read is "
+               "the group's sample error)")
 
 
 def skipped_checks(view: GroupView) -> dict[str, str]:

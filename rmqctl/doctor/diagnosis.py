@@ -15,17 +15,18 @@ from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.doctor.checks import run_checks, skipped_checks, tag_conflict_topics
 from rmqctl.doctor.failures import orderly_candidates
-from rmqctl.doctor.redelivery import redelivery_topics
-from rmqctl.model import RETRY_PREFIX, SEVERITY_RANK, Finding, GroupView, MessageQueue
+from rmqctl.model import RETRY_PREFIX, SEVERITY_RANK, Finding, GroupView
 from rmqctl.source import ClusterSource
+from rmqctl.watch import REDELIVERY_SAMPLE, sample_retry_copies
+
+__all__ = ["ORDERLY_WAIT", "REBALANCE_WAIT", "REDELIVERY_SAMPLE", "SAMPLE_ALL", "Diagnosis", "diagnose",
+           "sample_retry_copies"]
 
 #: seconds between the sample that showed a rebalance in progress and the one taken again
 REBALANCE_WAIT = 3.0
 #: seconds between a single sample that showed an orderly queue standing still and the one taken
 #: again to see whether it moves (the client retries a suspended message every second)
 ORDERLY_WAIT = 3.0
-#: the newest copies of each POP retry queue read back for REPEATED_REDELIVERY (one pull)
-REDELIVERY_SAMPLE = 32
 #: what ``doctor --sample all`` reads back per queue at most
 SAMPLE_ALL = 100_000
 
@@ -47,27 +48,6 @@ async def _sampled(source: ClusterSource, view: GroupView, per_queue: int | None
     except errors.RmqctlError as exc:
         return dataclasses.replace(view, errors={**view.errors, "sample": exc})
     return sampled
-
-
-async def sample_retry_copies(source: ClusterSource, view: GroupView) -> GroupView:
-    """``view`` with the newest copies of its POP retry topics (:func:`redelivery_topics`), read
-    back by offset, read-only, when the source can: their reconsume times say how often each
-    message came back (REPEATED_REDELIVERY)."""
-    topics = redelivery_topics(view)
-    if not topics:
-        return view
-    # a POP retry topic is not among the topics the clients name: its queues are its rows
-    rows: dict[str, list[MessageQueue]] = {}
-    for p in view.progress:
-        if p.queue.topic in topics:
-            rows.setdefault(p.queue.topic, []).append(p.queue)
-    probe = dataclasses.replace(view, topic_queues={**view.topic_queues, **{t: tuple(q) for t, q in rows.items()}})
-    try:
-        sampled = await source.sample_messages(probe, topics, per_queue=REDELIVERY_SAMPLE)
-    except errors.RmqctlError as exc:
-        return dataclasses.replace(view, errors={**view.errors, "sample": exc})
-    return dataclasses.replace(view, retry_samples={mq: s for mq, s in sampled.tag_samples.items()
-                                                    if mq.topic in topics}, errors=sampled.errors)
 
 
 @dataclass(frozen=True, slots=True)

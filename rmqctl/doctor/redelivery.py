@@ -18,7 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from rmqctl.doctor.context import CheckContext, and_list, deliveries_text, finding, n_of
-from rmqctl.model import DLQ_PREFIX, RETRY_PREFIX, Finding, GroupView, RetryPolicy, SampledMessage
+from rmqctl.model import DLQ_PREFIX, Finding, GroupView, RetryPolicy, SampledMessage
+from rmqctl.watch import redelivery_topics
+
+__all__ = ["DEFAULT_MAX_DELIVERIES", "EXAMPLES", "LIVE_SLACK_MS", "MIN_DELIVERIES", "cycling_copies", "message_key",
+           "redelivery_topics", "repeated_redelivery"]
 
 #: a copy delivered this often (the first delivery and two redeliveries) is coming back "again and
 #: again": one redelivery happens to healthy groups now and then (a client that stopped with
@@ -32,19 +36,6 @@ LIVE_SLACK_MS = 5 * 60_000
 DEFAULT_MAX_DELIVERIES = 17
 #: copies named in the evidence at most
 EXAMPLES = 5
-
-
-def redelivery_topics(view: GroupView) -> tuple[str, ...]:
-    """The retry topics whose newest copies tell a POP group's redeliveries: its POP retry topics,
-    and ``%RETRY%<group>`` too when remoting clients share the group (mixed); only those whose
-    queues hold messages. Empty for a group that does not consume by POP."""
-    if not view.pop:
-        return ()
-    wanted = set(view.pop_retry_topics)
-    if view.consumption == "mixed":
-        wanted.add(RETRY_PREFIX + view.group)
-    return tuple(sorted({p.queue.topic for p in view.progress
-                         if p.queue.topic in wanted and p.known and p.broker_offset > 0}))
 
 
 def message_key(message: SampledMessage) -> str:

@@ -2,7 +2,8 @@
 
 :class:`RoundMaker` polls the groups through the watch service (bounded concurrency), then for
 each group read: reads back the store time of the oldest unconsumed message of every queue with
-a backlog (lag in seconds), samples the tags of conflicting topics like ``doctor`` does, runs the
+a backlog (lag in seconds), samples the tags of conflicting topics and the newest copies in POP
+retry topics like ``doctor`` does (the latter with the watch round), runs the
 doctor's checks against the previous round's view and every earlier round's expression history,
 derives consume and produce rates from the offsets of two rounds, and hands every view to the
 stuck judge. The result is one immutable :class:`RoundResult`: the exporter's sinks (the metrics
@@ -112,7 +113,9 @@ class RoundMaker:
                  concurrency: int = DEFAULT_CONCURRENCY, lag_time: bool = True, sample_tags: bool = True,
                  stuck: StuckJudge | None = None) -> None:
         self.source = source
-        self.watcher = Watcher(source, groups, interval=1.0, concurrency=concurrency)
+        # with sampling on, each POP group's newest retry copies come with the round (bounded per
+        # retry queue), so REPEATED_REDELIVERY is evaluated as the doctor evaluates it
+        self.watcher = Watcher(source, groups, interval=1.0, concurrency=concurrency, retry_copies=sample_tags)
         self.concurrency = concurrency
         self.lag_time = lag_time
         self.sample_tags = sample_tags

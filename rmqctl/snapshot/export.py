@@ -251,7 +251,7 @@ async def export(
     if writer.recovered_rows:
         (warn or _stderr_warning)(f"recovered {writer.recovered_rows} rows of an export that was killed "
                                   f"before it could write them")
-    watcher = Watcher(opened.source, groups, interval=every, clock=clock, concurrency=concurrency)
+    watcher = Watcher(opened.source, groups, interval=every, clock=clock, concurrency=concurrency, retry_copies=True)
     recorder = _Recorder(opened.source, broker_times=broker_times, concurrency=concurrency,
                          warn=warn or _stderr_warning)
     stopper = _Stopper()
