@@ -240,11 +240,11 @@ class ClusterService:
             return Partial(summaries, failures, {"uncommitted_topics": UNCOMMITTED_NOT_COUNTED})
         listed = await self.groups(include_system=include_system)
         masters = await self.masters()
-        tables = await self._offset_tables(masters)
+        tables, bulk = await asyncio.gather(self._offset_tables(masters), self.broker_consume_stats(masters))
         # groups subscribing one topic share its stats: each broker is asked once per topic
         shared: dict[tuple[str, str], asyncio.Future[TopicStats]] = {}
         rows = await asyncio.gather(
-            *(self._summarize_group(masters, group, tables, shared) for group in listed.value)
+            *(self._summarize_group(masters, group, tables, shared, bulk) for group in listed.value)
         )
         failures = dict(listed.errors)
         for summary in rows:
@@ -261,10 +261,32 @@ class ClusterService:
         tables, _ = await self._fan_out(masters, self.backend.offset_topics)
         return tables
 
+    async def broker_consume_stats(self, masters: Mapping[str, str]) -> dict[str, Mapping[str, ConsumeStats]]:
+        """Every broker's consume stats of many groups in one read per broker, by address then
+        group, where the back end can. A broker whose read failed is left out, as is a group
+        its answer leaves out: :meth:`consume_stats_of` then asks for that group alone."""
+        if not self.backend.capabilities.broker_consume_stats:
+            return {}
+        tables, _ = await self._fan_out(masters, self.backend.broker_consume_stats)
+        return {masters[b]: table for b, table in tables.items() if b in masters}
+
+    def consume_stats_of(self, group: str, bulk: Mapping[str, Mapping[str, ConsumeStats]] | None
+                         ) -> Callable[[str], Awaitable[ConsumeStats]]:
+        """One group's consume stats on a broker (by address): from ``bulk``
+        (:meth:`broker_consume_stats`) where it holds the group, else read alone."""
+        backend = self.backend
+
+        async def read(addr: str) -> ConsumeStats:
+            found = (bulk or {}).get(addr, {}).get(group)
+            return found if found is not None else await backend.consume_stats(addr, group)
+
+        return read
+
     async def _summarize_group(
         self, masters: Mapping[str, str], group: str,
         tables: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
         shared: dict[tuple[str, str], asyncio.Future[TopicStats]] | None = None,
+        bulk: Mapping[str, Mapping[str, ConsumeStats]] | None = None,
     ) -> GroupSummary:
         """One ``group list`` row: connections and total lag, never raising for one bad group.
 
@@ -292,7 +314,7 @@ class ClusterService:
         try:
             (conns, conn_failures), (stats, stats_failures), (topics, _) = await asyncio.gather(
                 self._connections(masters, group),
-                self._fan_out(masters, lambda addr: self.backend.consume_stats(addr, group)),
+                self._fan_out(masters, self.consume_stats_of(group, bulk)),
                 self._fan_out(masters, offset_topics),
             )
             proxies, proxy_failures = await self._proxy_clients(

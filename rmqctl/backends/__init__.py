@@ -61,6 +61,9 @@ class Capabilities:
     #: ``offset_topics``: the same for every group of a broker in one read of its offset table
     #: (a group list then asks one request per broker, not one per group and broker)
     reads_offset_table: bool = False
+    #: ``broker_consume_stats``: many groups' consume stats in one read per broker (a group list
+    #: then asks the others, groups the answer leaves out, one by one)
+    broker_consume_stats: bool = False
     #: ``pull_by_offset``: recent messages are read back (read-only) to count real tags
     message_reads: bool = True
     #: why, when the back end cannot look one message up by its id or a key (``view_message``,
@@ -111,6 +114,12 @@ class Backend(Protocol):
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection: ...
 
     async def consume_stats(self, address: str, group: str) -> ConsumeStats: ...
+
+    async def broker_consume_stats(self, address: str) -> Mapping[str, ConsumeStats]:
+        """The consume stats of many groups on one broker, by group, each exactly what
+        :meth:`consume_stats` answers for it but for ``pull_offset``, which is ``None`` (only
+        when ``broker_consume_stats``). A group left out is read with :meth:`consume_stats`."""
+        ...
 
     async def consumer_running_info(self, address: str, group: str, client_id: str) -> ConsumerRunningInfo:
         """What ``client_id`` reports about itself, relayed by the broker at ``address``."""

@@ -280,6 +280,9 @@ class DashboardBackend:
     async def offset_topics(self, address: str) -> Mapping[str, frozenset[str]]:
         raise errors.UsageError("the dashboard does not serve a broker's offset table")
 
+    async def broker_consume_stats(self, address: str) -> Mapping[str, ConsumeStats]:
+        raise errors.UsageError("the dashboard reads consume stats one group at a time")
+
     async def pull_by_offset(
         self, address: str, broker_name: str, topic: str, queue_id: int, offset: int, max_nums: int = 32
     ) -> list[SampledMessage]:

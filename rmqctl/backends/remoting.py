@@ -10,6 +10,7 @@ Must not import the CLI, the TUI, the emulator or pyspark.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 from rmqctl import errors
@@ -29,7 +30,7 @@ from rmqctl.model import (
 from rmqctl.remoting.admin import AdminClient
 
 #: a broker answers every read of the protocol, except a list of groups with their numbers
-REMOTING = Capabilities(lists_group_topics=True, reads_offset_table=True)
+REMOTING = Capabilities(lists_group_topics=True, reads_offset_table=True, broker_consume_stats=True)
 
 
 class RemotingBackend:
@@ -65,6 +66,21 @@ class RemotingBackend:
 
     async def consume_stats(self, address: str, group: str) -> ConsumeStats:
         return await self.admin.consume_stats(address, group)
+
+    async def broker_consume_stats(self, address: str) -> Mapping[str, ConsumeStats]:
+        # The broker's answer (GET_BROKER_CONSUME_STATS) covers the groups of its
+        # subscription-group table, and rows up to each topic's *write* queue count where
+        # GET_CONSUME_STATS has rows up to the *read* count: a group with a topic whose two
+        # counts differ is left out, and read one by one like a group without a config.
+        table, configs = await asyncio.gather(self.admin.broker_consume_stats(address),
+                                              self.admin.topic_configs(address))
+        uneven = {name for name, c in configs.items() if c.read_queue_nums != c.write_queue_nums}
+        if not uneven:
+            return table
+        if any(configs[name].write_queue_nums == 0 for name in uneven):
+            return {}  # such a topic has no row to tell its groups by: every group is read alone
+        return {group: stats for group, stats in table.items()
+                if not any(mq.topic in uneven for mq in stats.offsets)}
 
     async def consumer_running_info(self, address: str, group: str, client_id: str) -> ConsumerRunningInfo:
         return await self.admin.consumer_running_info(address, group, client_id)

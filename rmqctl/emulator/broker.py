@@ -26,7 +26,7 @@ from rmqctl.emulator.groups import Channel, ConsumerGroups
 from rmqctl.emulator.locks import RebalanceLockManager
 from rmqctl.emulator.pulls import PullProcessor
 from rmqctl.emulator.store import MessageStore, MinuteRate
-from rmqctl.model import MessageQueue, OffsetEntry, TopicOffset
+from rmqctl.model import ConsumeStats, MessageQueue, OffsetEntry, TopicOffset
 
 #: what ``MQVersion.CURRENT_VERSION`` the emulated brokers claim (``V5_3_3``)
 BROKER_VERSION = 479
@@ -148,6 +148,35 @@ class BrokerState:
             if rate is not None:
                 tps += rate
         return rows, tps
+
+    def broker_consume_stats(self, is_order: bool) -> list[tuple[str, list[ConsumeStats]]]:
+        """GET_BROKER_CONSUME_STATS (317), ``fetchAllConsumeStatsInBroker``: every group of the
+        subscription-group table, each with one ConsumeStats per topic it has offsets for; the
+        topics left out as GET_CONSUME_STATS leaves them out (no config, or missing from the
+        group's subscription table while it has one), and with ``is_order`` every topic not
+        ordered. Rows go up to the *write* queue count, and ``pullOffset`` stays 0."""
+        store = self.store
+        out = []
+        for group in list(self.group_configs):
+            per_topic = []
+            for name in self.consume_stats_topics(group, None):
+                config = store.topics.get(name)
+                if config is None or (is_order and not config.order):
+                    continue
+                committed = store.offsets.get((name, group), {})
+                rows = {}
+                for qid in range(config.write_queue_nums):
+                    consumer_offset = max(0, committed.get(qid, -1))
+                    rows[MessageQueue(name, self.name, qid)] = OffsetEntry(
+                        broker_offset=store.max_offset(name, qid),
+                        consumer_offset=consumer_offset,
+                        pull_offset=0,
+                        last_timestamp=store.store_timestamp(name, qid, consumer_offset - 1)
+                        if consumer_offset > 0 else 0,
+                    )
+                per_topic.append(ConsumeStats(rows, self.pulls.group_get_tps(group, name) or 0.0))
+            out.append((group, per_topic))
+        return out
 
     def topic_stats(self, topic: str) -> list[TopicOffset] | None:
         """GET_TOPIC_STATS_INFO (202): one row per queue, None when the topic does not exist."""

@@ -120,6 +120,7 @@ class BrokerService:
             RequestCode.GET_TOPIC_STATS_INFO: self.topic_stats,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.consumer_connection,
             RequestCode.GET_CONSUME_STATS: self.consume_stats,
+            RequestCode.GET_BROKER_CONSUME_STATS: self.broker_consume_stats,
             RequestCode.GET_CONSUMER_RUNNING_INFO: self.running_info,
             RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.topic_consumers,
             RequestCode.QUERY_TOPICS_BY_CONSUMER: self.topics_by_consumer,
@@ -344,6 +345,17 @@ class BrokerService:
         topic_list = [t for t in (ext.get("topicList") or "").split(";") if t]
         rows, tps = self.broker.consume_stats(group, ext.get("topic") or None, topic_list=topic_list or None)
         return respond(cmd, ResponseCode.SUCCESS, body=bodies.encode_consume_stats(ConsumeStats(dict(rows), tps)))
+
+    def broker_consume_stats(self, cmd: RemotingCommand, conn: Channel) -> RemotingCommand:
+        # ``isOrder`` is required (@CFNotNull): a request without it is refused before the handler
+        is_order = cmd.ext_fields.get("isOrder")
+        if is_order is None:
+            return respond(cmd, ResponseCode.SYSTEM_ERROR,
+                           remark="org.apache.rocketmq.remoting.exception.RemotingCommandException: "
+                                  "the custom field <isOrder> is null")
+        groups = self.broker.broker_consume_stats(is_order.lower() == "true")
+        return respond(cmd, ResponseCode.SUCCESS,
+                       body=bodies.encode_broker_consume_stats(self.broker.addr, groups))
 
     def running_info(self, cmd: RemotingCommand, conn: Channel) -> Result:
         """``AdminBrokerProcessor.getConsumerRunningInfo`` → ``callConsumer``: relay to the client."""

@@ -272,6 +272,20 @@ class AdminClient:
             lambda r: bodies.consume_stats(r.body),
         )
 
+    async def broker_consume_stats(self, address: str, *, timeout: float | None = None) -> dict[str, ConsumeStats]:
+        """GET_BROKER_CONSUME_STATS (317, ``isOrder`` false: every topic): the consume stats of
+        every group in the broker's subscription-group table, by group. ``pullOffset`` is not
+        part of this answer (see :func:`~rmqctl.remoting.bodies.broker_consume_stats`)."""
+        return await self.fetch(
+            address, RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": False},
+            lambda r: bodies.broker_consume_stats(r.body), timeout=timeout,
+        )
+
+    async def topic_configs(self, address: str) -> dict[str, bodies.TopicConfig]:
+        """GET_ALL_TOPIC_CONFIG (21): every topic config of one broker, by name."""
+        return await self.fetch(address, RequestCode.GET_ALL_TOPIC_CONFIG, None,
+                                lambda r: bodies.topic_configs(r.body))
+
     async def consumer_running_info(
         self, address: str, group: str, client_id: str
     ) -> ConsumerRunningInfo:

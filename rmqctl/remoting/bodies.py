@@ -431,18 +431,7 @@ def encode_producer_connection(connections: Iterable[ClientConnection]) -> bytes
 
 
 def consume_stats(body: bytes) -> ConsumeStats:
-    data = parse_body(body, "ConsumeStats")
-    offsets: dict[MessageQueue, OffsetEntry] = {}
-    for key, value in _obj(data.get("offsetTable"), "offsetTable").items():
-        entry = _obj(value, "OffsetWrapper")
-        pull = entry.get("pullOffset")
-        offsets[message_queue(key)] = OffsetEntry(
-            broker_offset=_int(entry.get("brokerOffset"), "OffsetWrapper.brokerOffset"),
-            consumer_offset=_int(entry.get("consumerOffset"), "OffsetWrapper.consumerOffset"),
-            pull_offset=None if pull is None else _int(pull, "OffsetWrapper.pullOffset"),
-            last_timestamp=_int(entry.get("lastTimestamp"), "OffsetWrapper.lastTimestamp"),
-        )
-    return ConsumeStats(offsets, _float(data.get("consumeTps"), "consumeTps"))
+    return _consume_stats_data(parse_body(body, "ConsumeStats"), pull_offsets=True)
 
 
 def encode_consume_stats(stats: ConsumeStats) -> bytes:
@@ -454,6 +443,63 @@ def encode_consume_stats(stats: ConsumeStats) -> bytes:
         for mq, entry in stats.offsets.items()
     )
     return f'{{"consumeTps":{java_double(stats.consume_tps)},"offsetTable":{{{inner}}}}}'.encode()
+
+
+def _consume_stats_data(data: Mapping[Any, Any], *, pull_offsets: bool) -> ConsumeStats:
+    offsets: dict[MessageQueue, OffsetEntry] = {}
+    for key, value in _obj(data.get("offsetTable"), "offsetTable").items():
+        entry = _obj(value, "OffsetWrapper")
+        pull = entry.get("pullOffset") if pull_offsets else None
+        offsets[message_queue(key)] = OffsetEntry(
+            broker_offset=_int(entry.get("brokerOffset"), "OffsetWrapper.brokerOffset"),
+            consumer_offset=_int(entry.get("consumerOffset"), "OffsetWrapper.consumerOffset"),
+            pull_offset=None if pull is None else _int(pull, "OffsetWrapper.pullOffset"),
+            last_timestamp=_int(entry.get("lastTimestamp"), "OffsetWrapper.lastTimestamp"),
+        )
+    return ConsumeStats(offsets, _float(data.get("consumeTps"), "consumeTps"))
+
+
+def broker_consume_stats(body: bytes) -> dict[str, ConsumeStats]:
+    """ConsumeStatsList (317): every group of the broker's subscription-group table, each with
+    one ConsumeStats per topic, merged here into one per group (TPS summed).
+
+    The broker never fills ``pullOffset`` in this answer (a 5.x broker writes 0, which would read
+    as nothing pulled): it is decoded as unknown."""
+    data = parse_body(body, "ConsumeStatsList")
+    out: dict[str, ConsumeStats] = {}
+    for item in _objects(data.get("consumeStatsList"), "consumeStatsList"):
+        for name, per_topic in item.items():
+            group = _str(name, "consumeStatsList key")
+            offsets: dict[MessageQueue, OffsetEntry] = {}
+            tps = 0.0
+            for topic_stats in _objects(per_topic, "ConsumeStats"):
+                stats = _consume_stats_data(topic_stats, pull_offsets=False)
+                offsets.update(stats.offsets)
+                tps += stats.consume_tps
+            if group in out:  # the broker lists each group once; merged all the same
+                offsets = {**out[group].offsets, **offsets}
+                tps += out[group].consume_tps
+            out[group] = ConsumeStats(offsets, tps)
+    return out
+
+
+def encode_broker_consume_stats(broker_addr: str,
+                                groups: Iterable[tuple[str, Iterable[ConsumeStats]]]) -> bytes:
+    """ConsumeStatsList as ``fetchAllConsumeStatsInBroker`` writes it: one map per group, one
+    ConsumeStats per topic, ``pullOffset`` left at 0, and the totals (the in-flight total is then
+    minus the consumer offsets, as the broker computes it)."""
+    total = inflight = 0
+    parts = []
+    for group, per_topic in groups:
+        topics = []
+        for stats in per_topic:
+            for e in stats.offsets.values():
+                total += e.broker_offset - e.consumer_offset
+                inflight += (e.pull_offset or 0) - e.consumer_offset
+            topics.append(encode_consume_stats(stats).decode())
+        parts.append(f"{{{_s(group)}:[{','.join(topics)}]}}")
+    return (f'{{"brokerAddr":{_s(broker_addr)},"consumeStatsList":[{",".join(parts)}],'
+            f'"totalDiff":{total},"totalInflightDiff":{inflight}}}').encode()
 
 
 def process_queue_info(data: Mapping[str, Any]) -> ProcessQueueInfo:

@@ -56,6 +56,8 @@ class RequestCode(enum.IntEnum):
     QUERY_TOPIC_CONSUME_BY_WHO = 300
     GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
     GET_CONSUMER_RUNNING_INFO = 307
+    #: every configured group's consume stats on one broker (``mqadmin brokerConsumeStats``)
+    GET_BROKER_CONSUME_STATS = 317
     SEND_MESSAGE_V2 = 310
     QUERY_TOPICS_BY_CONSUMER = 343
     QUERY_SUBSCRIPTION_BY_CONSUMER = 345

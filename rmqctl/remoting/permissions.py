@@ -56,6 +56,7 @@ ACTIONS: dict[int, tuple[str, tuple[str, ...]]] = {
     RequestCode.GET_TOPICS_BY_CLUSTER: ("List", ()),
     RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: ("Get", ("Topic",)),
     RequestCode.GET_CONSUMER_RUNNING_INFO: ("Get", ("Group",)),
+    RequestCode.GET_BROKER_CONSUME_STATS: ("Get", ()),
     RequestCode.QUERY_TOPICS_BY_CONSUMER: ("Get", ("Group",)),
     RequestCode.QUERY_SUBSCRIPTION_BY_CONSUMER: ("Get", ("Group", "Topic")),
     RequestCode.GET_TOPIC_CONFIG: ("Get", ("Topic",)),

@@ -97,6 +97,15 @@ class TwoBrokers:
         broker = "broker-a" if address == A else "broker-b"
         return ConsumeStats({MessageQueue("T", broker, 0): OffsetEntry(10, 4, 6, 0)}, 2.0)
 
+    async def broker_consume_stats(self, address: str) -> dict[str, ConsumeStats]:
+        """Every group configured on the broker, each as ``consume_stats`` answers it."""
+        self._read("broker_consume_stats", address)
+        calls = list(self.calls)
+        try:
+            return {g: await self.consume_stats(address, g) for g in self.configs[address]}
+        finally:
+            self.calls[:] = calls
+
     async def consumer_running_info(self, address: str, group: str, client_id: str) -> ConsumerRunningInfo:
         self._read("consumer_running_info", address)
         return info(client_id, [parse_tag_expression("T", "*", 1)],
