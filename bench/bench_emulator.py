@@ -245,6 +245,15 @@ from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.service import ClusterService
 
+sent = {}
+_fetch = AdminClient.fetch
+
+async def counted(self, address, code, *args, **kw):
+    sent[int(code)] = sent.get(int(code), 0) + 1
+    return await _fetch(self, address, code, *args, **kw)
+
+AdminClient.fetch = counted
+
 async def main():
     source = ClusterService(RemotingBackend(AdminClient([sys.argv[1]], timeout=60)))
     try:
@@ -256,7 +265,8 @@ async def main():
     rows = repr([(s.group, s.clients, s.consume_type, s.message_model, s.version, s.total_diff,
                   s.consume_tps, s.error, s.unknown_diff_topics) for s in result.value])
     print(json.dumps({"wall": wall, "cpu": cpu, "rows": len(result.value), "errors": len(result.errors),
-                      "digest": hashlib.sha256(rows.encode()).hexdigest()[:12]}))
+                      "digest": hashlib.sha256(rows.encode()).hexdigest()[:12],
+                      "requests": sum(sent.values()), "by_code": dict(sorted(sent.items()))}))
 
 asyncio.run(main())
 """
@@ -287,6 +297,7 @@ def list_main(args: argparse.Namespace) -> None:
                 print(f"  {label:<22} wall {figures['wall']:6.2f} s  CPU {figures['cpu']:5.2f} s  server CPU "
                       f"{figures['server_cpu']:5.2f} s  {figures['rows']} rows, {figures['errors']} errors, "
                       f"rows {figures['digest']}  load {os.getloadavg()[0]:.1f}", flush=True)
+                print(f"  {'':<22} {figures['requests']} requests by code: {figures['by_code']}", flush=True)
     finally:
         server.terminate()
         server.wait(10)
