@@ -15,11 +15,13 @@ POP_RETRY_SEPARATOR_V2 = "+"
 SUB_ALL = "*"
 
 #: ``TopicValidator``'s system topics (what GET_SYSTEM_TOPIC_LIST_FROM_NS lists, besides the
-#: cluster and broker names every broker registers as topics).
+#: cluster and broker names every broker registers as topics). 5.5 brokers also create the
+#: transaction topics of their RocksDB transaction store at start.
 SYSTEM_TOPICS = frozenset(
     {"TBW102", "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX",
      "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_wheel_timer", "RMQ_SYS_TRACE_TOPIC",
-     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "BenchmarkTest"}
+     "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "BenchmarkTest",
+     "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC", "RMQ_SYS_ROCKSDB_TRANS_OP_HALF_TOPIC"}
 )
 #: Groups ``SubscriptionGroupManager`` creates on every broker at start.
 BROKER_BUILTIN_GROUPS = (

@@ -21,6 +21,8 @@ Environment variables:
 
 * ``RMQCTL_HARNESS_PROFILE`` - Maven profile for the build (e.g. ``rmq49`` = RocketMQ 4.9.7); default
   none (5.x). Switching profiles rebuilds ``target/lib`` from scratch.
+* :func:`build_harness_line` - the same harness built for another RocketMQ line (``rmq55``) into
+  ``target/<profile>``, beside the default build, so one session can run both.
 * ``RMQCTL_HARNESS_CLASSPATH`` - use this prebuilt class path and never run Maven (e.g. a copy of the
   harness built with ``-Prmq49`` elsewhere).
 * ``RMQCTL_KEEP_CLUSTER_DIR=1`` - do not delete the cluster's temp directory on teardown.
@@ -65,6 +67,7 @@ __all__ = [
     "ScenarioError",
     "WaitTimeout",
     "build_harness",
+    "build_harness_line",
     "classpath",
     "decode_frame",
     "encode_request",
@@ -303,6 +306,59 @@ def build_harness(force: bool = False, profile: str | None = None, timeout: floa
 def classpath() -> str:
     """Class path of the built harness: ``target/classes`` plus ``target/lib/*``."""
     return f"{CLASSES_DIR}{os.pathsep}{LIB_DIR}{os.sep}*"
+
+
+def build_harness_line(profile: str, timeout: float = 1200.0) -> str:
+    """Build the harness with Maven profile ``profile`` into ``target/<profile>`` and return its class
+    path (``target/<profile>/classes`` plus ``target/<profile>/lib/*``).
+
+    Unlike :func:`build_harness` with a profile, this never touches ``target/classes`` or
+    ``target/lib``: a test module can start a cluster of another RocketMQ line (e.g. ``rmq55``)
+    beside the session's default cluster. Rebuilt when the pom or a Java source is newer than the
+    line's stamp; file-locked like :func:`build_harness`. Raises :class:`HarnessError` when
+    ``mvn``/``java`` are missing or the build fails (e.g. the line's jars cannot be fetched).
+    """
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", profile):
+        raise HarnessError(f"not a Maven profile id: {profile!r}")
+    line_dir = TARGET_DIR / profile
+    classes, lib, stamp = line_dir / "classes", line_dir / "lib", line_dir / ".harness-build.json"
+    line_classpath = f"{classes}{os.pathsep}{lib}{os.sep}*"
+
+    def current() -> bool:
+        if not stamp.is_file() or not any(lib.glob("*.jar")) or not (classes / "rmqctl" / "harness").is_dir():
+            return False
+        built = stamp.stat().st_mtime
+        return all(src.stat().st_mtime <= built for src in _harness_sources())
+
+    find_java()
+    if current():
+        return line_classpath
+    mvn = find_mvn()
+    line_dir.mkdir(parents=True, exist_ok=True)
+    with open(line_dir / ".harness-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if current():
+                return line_classpath
+            if lib.exists():
+                shutil.rmtree(lib)  # a changed pom may name other jars: never keep stale ones
+            cmd = [mvn, "-q", "-B", "-f", str(POM), "-DskipTests", f"-P{profile}",
+                   f"-Dharness.build.directory={line_dir}", "package", "dependency:copy-dependencies",
+                   f"-DoutputDirectory={lib}"]
+            started = time.monotonic()
+            try:
+                proc = subprocess.run(cmd, cwd=HARNESS_DIR, stdin=subprocess.DEVNULL, capture_output=True,
+                                      text=True, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired as exc:
+                raise HarnessError(f"Maven build timed out after {timeout:.0f}s: {' '.join(cmd)}") from exc
+            if proc.returncode != 0:
+                tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+                raise HarnessError(f"Maven build failed (rc={proc.returncode}): {' '.join(cmd)}\n{tail}")
+            stamp.write_text(json.dumps({"profile": profile, "built_at": time.time(),
+                                         "seconds": round(time.monotonic() - started, 1)}))
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return line_classpath
 
 
 def _port_is_free(port: int, host: str = "127.0.0.1") -> bool:
