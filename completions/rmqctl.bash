@@ -481,13 +481,14 @@ _rmqctl_lookup() {
     'A|snapshot export') _rmqctl_r='@groups*' ;;
     'S|analyze') _rmqctl_r='stuck' ;;
     'O|analyze') _rmqctl_r='--help -h' ;;
-    'O|analyze stuck') _rmqctl_r='--window --since --until --min-snapshots --allowed-lag --retry-allowed-lag --master --driver-memory --output -o --out --print-submit --help -h' ;;
+    'O|analyze stuck') _rmqctl_r='--window --since --until --min-snapshots --allowed-lag --retry-allowed-lag --engine --master --driver-memory --output -o --out --print-submit --help -h' ;;
     'V|analyze stuck|--window') _rmqctl_r='@none' ;;
     'V|analyze stuck|--since') _rmqctl_r='@none' ;;
     'V|analyze stuck|--until') _rmqctl_r='@none' ;;
     'V|analyze stuck|--min-snapshots') _rmqctl_r='@none' ;;
     'V|analyze stuck|--allowed-lag') _rmqctl_r='@none' ;;
     'V|analyze stuck|--retry-allowed-lag') _rmqctl_r='@none' ;;
+    'V|analyze stuck|--engine') _rmqctl_r='auto local spark' ;;
     'V|analyze stuck|--master') _rmqctl_r='@none' ;;
     'V|analyze stuck|--driver-memory') _rmqctl_r='@none' ;;
     'V|analyze stuck|--output') _rmqctl_r='table json jsonl csv parquet' ;;

@@ -1,13 +1,16 @@
-"""``rmqctl analyze …``: batch analyses of recorded offset snapshots with Spark.
+"""``rmqctl analyze …``: batch analyses of recorded offset snapshots, locally or with Spark.
 
-``analyze stuck DIR`` runs the PySpark job ``analysis.stuck`` as its own process (``python -m
-analysis.stuck``: the job ships with spark-submit and imports nothing of rmqctl but the shared
-definition :mod:`rmqctl.stuck`, and rmqctl must not import it), hands it the options, forwards its
-``rmqctl:`` messages, renders its JSON document with the one renderer and exits with its code: 0
-nothing stuck, 1 a queue is STALLED or ORPHANED, 2 bad input (no snapshots in the window, a schema
-newer than the job, pyspark missing).
+``analyze stuck DIR`` judges every queue over a window of snapshots on one of two engines that give the
+same verdicts: the local engine (:mod:`rmqctl.localjob`, pyarrow, in this process) or the PySpark job
+``analysis.stuck``, run as its own process (``python -m analysis.stuck``: the job ships with spark-submit and
+imports nothing of rmqctl but the shared definition :mod:`rmqctl.stuck`, and rmqctl must not import it),
+whose ``rmqctl:`` messages are forwarded and whose JSON document is rendered with the one renderer.
+``--engine auto`` (the default) takes the local engine up to :data:`LOCAL_MAX_ROWS` rows, counted from the
+files' footers, and Spark above that or when ``--master`` is given. Exit codes: 0 nothing stuck, 1 a queue
+is STALLED or ORPHANED, 2 bad input (no snapshots in the window, a schema newer than the engine, the engine's
+package missing).
 
-Must not import pyspark or textual (nor the ``analysis`` package).
+Must not import pyspark or textual (nor the ``analysis`` package); pyarrow only inside the command.
 """
 
 from __future__ import annotations
@@ -37,7 +40,19 @@ from rmqctl.report import analyze as analyze_report
 app = typer.Typer(help="Analyse recorded offset snapshots (needs the spark extra).", no_args_is_help=True)
 
 INSTALL_HINT = "pyspark is not installed; install it with: pip install 'rmqctl[spark]'"
+LOCAL_INSTALL_HINT = "pyarrow is not installed; install it with: pip install 'rmqctl[snapshot]'"
 JOB_MODULE = "analysis.stuck"
+
+LOCAL_MAX_ROWS = 2_000_000
+"""``--engine auto`` judges up to this many snapshot rows (counted from the files' footers, no page read) on
+the local engine, and more on Spark: the local engine holds the rows in memory (under 1 GB at 10^6 rows) and
+answers 10^6 rows in a few seconds, where Spark alone needs several to start (bench/README.md)."""
+
+
+class Engine(str, enum.Enum):
+    auto = "auto"
+    local = "local"
+    spark = "spark"
 
 
 class AnalyzeFormat(str, enum.Enum):
@@ -177,7 +192,7 @@ def stuck_view(document: dict[str, Any]) -> View:
     rows = [{**q, "lag_time": _duration(q.get("lag_time_ms"))} for q in queues]
     group_cols = [("group", "GROUP"), ("status", "STATUS"), ("queues", "QUEUES"), ("stuck_queues", "STUCK"),
                   ("total_lag_start", "LAG_START"), ("total_lag_end", "LAG_END"), ("lag_trend", "TREND")]
-    footer = [f"Window: {document['since']} .. {document['until']} (UTC)"]
+    footer = [f"Window: {document['since']} .. {document['until']} (UTC); engine: {document['engine']}"]
     return View(document, [Table(queue_cols, rows), Table(group_cols, document["groups"], title="Groups")],
                 footer, analyze_report.stuck_rows(document))
 
@@ -213,8 +228,13 @@ def stuck(
     retry_allowed_lag: Annotated[int, typer.Option("--retry-allowed-lag", min=0,
                                                    help="The same for %RETRY% queues.")]
     = stuck_definition.RETRY_ALLOWED_LAG,
-    master: Annotated[str, typer.Option("--master", help="Spark master: local[*] or spark://HOST:PORT.")]
-    = "local[*]",
+    engine: Annotated[Engine, typer.Option("--engine", case_sensitive=False,
+                                           help="local (pyarrow, in this process), spark, or auto: local up to "
+                                                f"{LOCAL_MAX_ROWS:,} rows and without --master, else spark.")]
+    = Engine.auto,
+    master: Annotated[str | None, typer.Option("--master", show_default="local[*]",
+                                               help="Spark master: local[*] or spark://HOST:PORT (implies spark).")]
+    = None,
     driver_memory: Annotated[str, typer.Option("--driver-memory",
                                                help="Heap of the Spark driver (local mode: the whole job).")]
     = "512m",
@@ -232,23 +252,34 @@ def stuck(
     Exit 1 when a queue is STALLED or ORPHANED, 0 otherwise; 2 when the window holds no snapshots.
     """
     opts = settings(ctx)
+    if engine is Engine.local and master is not None:
+        raise errors.UsageError("--master runs the Spark engine; drop it or use --engine spark")
+    spark_master = master or "local[*]"
     fmt = output or AnalyzeFormat(opts.output.value)
     if fmt is AnalyzeFormat.parquet and out is None:
         raise errors.UsageError("-o parquet needs --out DIR")
     options = JobOptions(window=format_duration(window), since=since, until=until, min_snapshots=min_snapshots,
-                         allowed_lag=allowed_lag, retry_allowed_lag=retry_allowed_lag, master=master,
+                         allowed_lag=allowed_lag, retry_allowed_lag=retry_allowed_lag, master=spark_master,
                          driver_memory=driver_memory)
     if print_submit:
         submit_fmt = fmt.value if fmt is not AnalyzeFormat.table or out else "table"
         typer.echo(submit_command(
             job_arguments(directory.resolve(), options, submit_fmt, str(out.resolve()) if out else None),
-            master, driver_memory))
+            spark_master, driver_memory))
         return
+    if engine is not Engine.spark and master is None:
+        local = _local_plan(directory, options, engine is Engine.local)
+        if local is not None:
+            code, document = _run_local(local, fmt, out)
+            if document is None:
+                raise typer.Exit(code)
+            _emit(document, fmt, out)
+            raise typer.Exit(code)
     if not _module_available("pyspark"):
         raise errors.UsageError(INSTALL_HINT)
     if not directory.is_dir():
         raise errors.UsageError(f"{directory} is not a directory")
-    console.note(f"running the Spark job on {master} …")
+    console.note(f"running the Spark job on {spark_master} …")
     if fmt is AnalyzeFormat.parquet:
         assert out is not None
         code = _run_job(job_arguments(directory, options, "parquet", str(out)), opts.debug)
@@ -266,7 +297,12 @@ def stuck(
         except OSError:  # 1 is also Python's own code for a crash: a verdict needs its result
             raise errors.JobFailed(f"the Spark job ended (exit {code}) without a result",
                                    hint="rerun with --debug to see Spark's log") from None
-        document = analyze_report.stuck(json.loads(text))
+        document = analyze_report.stuck(json.loads(text), engine="spark")
+    _emit(document, fmt, out)
+    raise typer.Exit(code)
+
+
+def _emit(document: dict[str, Any], fmt: AnalyzeFormat, out: Path | None) -> None:
     view = stuck_view(document)
     render_fmt = OutputFormat(fmt.value)
     if out is not None:
@@ -274,4 +310,43 @@ def stuck(
             emit(view, render_fmt, stream)
     else:
         emit(view, render_fmt)
-    raise typer.Exit(code)
+
+
+def _local_plan(directory: Path, options: JobOptions, required: bool) -> Any:
+    """The local engine's plan, or None when ``--engine auto`` leaves the input to Spark (more than
+    :data:`LOCAL_MAX_ROWS` rows in the files' footers, or pyarrow missing)."""
+    if not _module_available("pyarrow"):
+        if required:
+            raise errors.UsageError(LOCAL_INSTALL_HINT)
+        return None
+    from rmqctl.localjob import files as local_files
+    from rmqctl.localjob import job as local_job
+    from rmqctl.localjob.verdicts import Thresholds
+
+    thresholds = Thresholds(min_snapshots=options.min_snapshots, allowed_lag=options.allowed_lag,
+                            retry_allowed_lag=options.retry_allowed_lag)
+    try:
+        plan = local_job.plan(directory, options.window, options.since, options.until, thresholds,
+                              warn=console.warn)
+    except local_files.JobError as exc:
+        raise errors.UsageError(str(exc)) from None
+    if not required and local_files.footer_rows(plan.files) > LOCAL_MAX_ROWS:
+        return None
+    return plan
+
+
+def _run_local(plan: Any, fmt: AnalyzeFormat, out: Path | None) -> tuple[int, dict[str, Any] | None]:
+    """Judge on the local engine; the document to render (None when it was written as parquet)."""
+    from rmqctl.localjob import files as local_files
+    from rmqctl.localjob import job as local_job
+
+    console.note(f"judging {len(plan.files)} snapshot file(s) on the local engine …")
+    try:
+        code, document = local_job.run(plan, console.warn)
+    except local_files.JobError as exc:
+        raise errors.UsageError(str(exc)) from None
+    if fmt is AnalyzeFormat.parquet:
+        assert out is not None
+        local_job.write_parquet(document, out)
+        return code, None
+    return code, analyze_report.stuck(document, engine="local")

@@ -13,9 +13,10 @@ from typing import Any
 from rmqctl.report.common import RowSet, error_rows
 
 
-def stuck(job_document: Mapping[str, Any]) -> dict[str, Any]:
-    """The job's document, and ``errors`` (``{}``: a job that could not read its input fails)."""
-    return {**job_document, "errors": dict(job_document.get("errors") or {})}
+def stuck(job_document: Mapping[str, Any], engine: str) -> dict[str, Any]:
+    """The job's document, the ``engine`` that judged it (``local`` or ``spark``) and ``errors`` (``{}``: a
+    job that could not read its input fails)."""
+    return {**job_document, "engine": engine, "errors": dict(job_document.get("errors") or {})}
 
 
 def _columns(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from analysis.files import check_files, list_snapshot_files, read_snapshots
-from analysis.transforms import diagnose
 from rmqctl.connect import Target, open_source
 from rmqctl.doctor import run_checks
 from rmqctl.snapshot.export import SnapshotSink
 from rmqctl.stuck import STUCK_STATUSES
 from rmqctl.watch import Round, Watcher
+from tests.analysis.engines import diagnose
 
 Key = tuple[str, str, str, int]
 """(group, topic, broker, queue id)"""

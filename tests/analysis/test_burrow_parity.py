@@ -42,8 +42,8 @@ from pyspark.testing import assertDataFrameEqual
 
 from analysis.rules import Thresholds
 from analysis.schema import SNAPSHOT_SCHEMA
-from analysis.transforms import diagnose
 from tests.analysis.conftest import T0, ms, row, write_snapshots
+from tests.analysis.engines import diagnose
 
 Commit = tuple[int, int, int | None]  # (offset, timestamp ms, lag or None)
 

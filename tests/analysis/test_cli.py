@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.analysis.conftest import (
     INCIDENT_VERDICTS,
     ROOT,
@@ -52,13 +54,18 @@ def test_nothing_stuck_exits_0_and_renders_a_table(tmp_path: Path) -> None:
         GROUP  STATUS  QUEUES  STUCK  LAG_START  LAG_END  TREND
         g      OK      1       0      0          0        flat
 
-        Window: 2026-03-01T11:52:00.000Z .. 2026-03-01T12:02:00.000Z (UTC)
+        Window: 2026-03-01T11:52:00.000Z .. 2026-03-01T12:02:00.000Z (UTC); engine: spark
         """)
+    # the same table from the local engine (--engine auto takes it for input this small and no --master)
+    local = run_cli("analyze", "stuck", str(root), "--min-snapshots", "2")
+    assert (local.returncode, local.stderr) == (0, "")
+    assert local.stdout == proc.stdout.replace("engine: spark", "engine: local")
 
 
-def test_nothing_readable_left_exits_2_naming_each_file_and_why(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["spark", "local", "auto"])
+def test_nothing_readable_left_exits_2_naming_each_file_and_why(tmp_path: Path, engine: str) -> None:
     bad = corrupt_pages(tmp_path / "snap" / "date=2026-03-01")
-    proc = run_cli("analyze", "stuck", str(tmp_path / "snap"))
+    proc = run_cli("analyze", "stuck", str(tmp_path / "snap"), "--engine", engine)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr.splitlines() == [
         f"rmqctl: warning: skipped {bad}: corrupt pages: its footer counts 200 rows, 0 could be read",
@@ -67,18 +74,19 @@ def test_nothing_readable_left_exits_2_naming_each_file_and_why(tmp_path: Path) 
     ]
 
 
-def test_no_snapshots_and_newer_schema_exit_2(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["spark", "local"])
+def test_no_snapshots_and_newer_schema_exit_2(tmp_path: Path, engine: str) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = run_cli("analyze", "stuck", str(empty))
+    proc = run_cli("analyze", "stuck", str(empty), "--engine", engine)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == f"rmqctl: error: no snapshot files under {empty} for the requested window\n"
     newer = write_snapshots(tmp_path / "newer", series([1, 2, 3], [1, 2, 3]), version=3)
-    proc = run_cli("analyze", "stuck", str(newer))
+    proc = run_cli("analyze", "stuck", str(newer), "--engine", engine)
     assert proc.returncode == 2
     assert proc.stderr == (f"rmqctl: error: {newer}/date=2026-03-01/part-0-0.parquet has snapshot schema version 3;"
                            " this job knows up to 2 (upgrade rmqctl)\n")
-    proc = run_cli("analyze", "stuck", str(tmp_path / "missing"))
+    proc = run_cli("analyze", "stuck", str(tmp_path / "missing"), "--engine", engine)
     assert (proc.returncode, proc.stderr) == (2, f"rmqctl: error: {tmp_path / 'missing'} is not a directory\n")
 
 
@@ -108,12 +116,23 @@ def _run_without_pyspark(code: str) -> subprocess.CompletedProcess[str]:
                           timeout=60)
 
 
-def test_without_pyspark_says_how_to_install(tmp_path: Path) -> None:
+def test_without_pyspark_the_spark_engine_says_how_to_install(tmp_path: Path) -> None:
+    for engine in ("--engine=spark", "--master=local[1]"):
+        proc = _run_without_pyspark(
+            f"sys.argv = ['rmqctl', 'analyze', 'stuck', {str(tmp_path)!r}, {engine!r}]\n"
+            "from rmqctl.cli.app import main\nmain()\n")
+        assert proc.returncode == 2, engine
+        assert proc.stderr == "rmqctl: error: pyspark is not installed; install it with: pip install 'rmqctl[spark]'\n"
+
+
+def test_without_pyspark_the_local_engine_judges(tmp_path: Path) -> None:
+    root = write_snapshots(tmp_path / "snap", series([100 + 10 * i for i in range(5)], [100] * 5))
     proc = _run_without_pyspark(
-        f"sys.argv = ['rmqctl', 'analyze', 'stuck', {str(tmp_path)!r}]\n"
+        f"sys.argv = ['rmqctl', 'analyze', 'stuck', {str(root)!r}, '-o', 'json']\n"
         "from rmqctl.cli.app import main\nmain()\n")
-    assert proc.returncode == 2
-    assert proc.stderr == "rmqctl: error: pyspark is not installed; install it with: pip install 'rmqctl[spark]'\n"
+    assert proc.returncode == 1, proc.stderr
+    document = json.loads(proc.stdout)
+    assert (document["engine"], [q["status"] for q in document["queues"]]) == ("local", ["STALLED"])
 
 
 def test_import_help_and_print_submit_never_load_pyspark(tmp_path: Path) -> None:
@@ -133,3 +152,26 @@ def test_import_help_and_print_submit_never_load_pyspark(tmp_path: Path) -> None
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "LOADED []"
+
+
+def test_the_local_engine_gives_the_command_the_same_document(local_run: subprocess.CompletedProcess[str],
+                                                               incident_dir: Path) -> None:
+    proc = run_cli("analyze", "stuck", str(incident_dir), "-o", "json")  # auto: small input, no --master
+    assert (proc.returncode, proc.stderr) == (local_run.returncode, local_run.stderr)
+    assert json.loads(proc.stdout) == {**json.loads(local_run.stdout), "engine": "local"}
+    assert json.loads(local_run.stdout)["engine"] == "spark"
+
+
+def test_the_local_engine_writes_parquet_and_refuses_a_master(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    root = write_snapshots(tmp_path / "snap", series([100 + 10 * i for i in range(5)], [100] * 5))
+    proc = run_cli("analyze", "stuck", str(root), "--engine", "local", "-o", "parquet", "--out", str(tmp_path / "pq"))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, "", "")
+    queues = pq.read_table(tmp_path / "pq" / "queues").to_pylist()
+    assert [(q["status"], q["rule"], q["lag_end"], q["window_end_ts"]) for q in queues] == [
+        ("STALLED", "frozen", 40, 1772366520000)]
+    assert [g["stuck_queues"] for g in pq.read_table(tmp_path / "pq" / "groups").to_pylist()] == [1]
+    proc = run_cli("analyze", "stuck", str(root), "--engine", "local", "--master", "local[1]")
+    assert (proc.returncode, proc.stderr) == (
+        2, "rmqctl: error: --master runs the Spark engine; drop it or use --engine spark\n")

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from analysis.files import check_files, list_snapshot_files, read_snapshots
-from analysis.transforms import diagnose
 from rmqctl import doctor
 from rmqctl.connect import Target, open_source
 from rmqctl.snapshot import export
 from rmqctl.stuck import STUCK_STATUSES
+from tests.analysis.engines import diagnose
 
 
 async def export_and_hold(scenario: str, out: Path, minutes: int) -> dict[str, dict[tuple[str, str, int], str]]:

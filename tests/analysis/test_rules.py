@@ -20,8 +20,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from analysis.rules import RULE_STATUS, STATUS_RANK, STUCK_STATUSES, Thresholds
 from analysis.schema import SNAPSHOT_SCHEMA
-from analysis.transforms import diagnose, summarize_groups
+from analysis.transforms import summarize_groups
 from tests.analysis.conftest import T0, at, ms, row, series
+from tests.analysis.engines import diagnose
 
 SECOND = dt.timedelta(seconds=1)
 RISING = [110 + 10 * i for i in range(40)]  # broker offsets: 110, 120, 130, …

@@ -15,8 +15,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from analysis.rules import Thresholds
 from analysis.schema import SNAPSHOT_SCHEMA
-from analysis.transforms import diagnose, summarize_groups
+from analysis.transforms import summarize_groups
 from tests.analysis.conftest import T0, at, ms, row, series, write_snapshots
+from tests.analysis.engines import diagnose
 
 SHORT = ("topic string, queue_id int, status string, rule string, snapshots int, lag_start long, lag_end long, "
          "owner string")

@@ -29,7 +29,7 @@ JOB_DOCUMENT: dict[str, Any] = {
 
 def _emit(fmt: OutputFormat) -> str:
     out = io.StringIO()
-    emit(stuck_view(analyze.stuck(JOB_DOCUMENT)), fmt, out)
+    emit(stuck_view(analyze.stuck(JOB_DOCUMENT, engine="local")), fmt, out)
     return out.getvalue()
 
 
@@ -46,4 +46,4 @@ def test_csv_is_the_queues_with_a_header() -> None:
 
 
 def test_json_is_the_document_with_errors() -> None:
-    assert json.loads(_emit(OutputFormat.json)) == {**JOB_DOCUMENT, "errors": {}}
+    assert json.loads(_emit(OutputFormat.json)) == {**JOB_DOCUMENT, "engine": "local", "errors": {}}
