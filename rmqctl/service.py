@@ -541,6 +541,8 @@ class ClusterService:
             # nobody lists a client and no proxy answered: whether gRPC clients may hide behind
             # a proxy depends on the brokers' release
             view = dataclasses.replace(view, broker_versions=await self._broker_versions(masters))
+        if view.lite_bind_topic:
+            view = lite_view(view)
         return pop_view(view) if view.pop else view
 
     async def _broker_versions(self, masters: Mapping[str, str]) -> dict[str, str]:
@@ -1205,6 +1207,16 @@ def add_proxy_clients(connections: dict[str, ClientConnection], proxies: Iterabl
 #: why in-flight messages of a POP group are unknown
 POP_INFLIGHT = ("POP consumption commits no pull offset and moves the consumer offset when a message "
                 "is popped, not when it is ACKed: the consume stats do not show what is in flight")
+
+
+def lite_view(view: GroupView) -> GroupView:
+    """A 5.5 lite group's view: the broker keeps its progress per lite topic, in light message
+    queues (``%LMQ%$<topic>$<lite topic>``) that consume stats and routes do not show and rmqctl
+    does not read; ``lite_topics`` says so, and the doctor skips the checks that need progress."""
+    topic = view.lite_bind_topic
+    why = (f"a lite group bound to the LITE topic {topic}: the broker keeps its progress per lite topic, "
+           f"in light message queues (%LMQ%${topic}$<lite topic>) that rmqctl does not read")
+    return dataclasses.replace(view, unavailable={**view.unavailable, "lite_topics": why, "inflight": why})
 
 
 def pop_view(view: GroupView) -> GroupView:

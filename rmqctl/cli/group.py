@@ -105,6 +105,8 @@ def show(
             footer.append(f"Consumption: {doc['consumption'].upper()} (the broker hands each message to whichever "
                           "client pops next: no client owns a queue)")
         footer.append(_retry_line(doc))
+        if "lite_topics" in doc.get("unavailable", {}):
+            footer.append(f"Lite topics: {UNAVAILABLE} ({doc['unavailable']['lite_topics']})")
         for proxy in doc["proxies"]:
             how = {"named": "named", "announced": "announced in the proxies' heartbeat-sync messages"}.get(
                 proxy["found_by"], "found through the brokers' heartbeat-sync group, default port")
@@ -148,8 +150,11 @@ def _progress_totals(doc: report.GroupProgressDoc) -> list[str]:
     else:
         no_pull = sum(1 for r in doc["queues"] if r["inflight"] is None)
         inflight_text = str(inflight) + (f" (unknown for {_count(no_pull, 'queue')})" if no_pull else "")
-    return [f"Total diff: {doc['total_diff']}" + (f" (unknown for {_count(unknown, 'queue')})" if unknown else ""),
-            f"Total inflight: {inflight_text}"]
+    diff_text = str(doc["total_diff"]) + (f" (unknown for {_count(unknown, 'queue')})" if unknown else "")
+    if "lite_topics" in doc.get("unavailable", {}):
+        # a lite group's offsets live in its lite topics' queues, which no row shows
+        diff_text = f"unknown (lite topics {UNAVAILABLE})"
+    return [f"Total diff: {diff_text}", f"Total inflight: {inflight_text}"]
 
 
 def progress_view(view: GroupView, rates: dict[tuple[str, str, int], float] | None = None) -> View:

@@ -105,6 +105,13 @@ NOT_SAMPLED = ("needs the newest copies in the group's POP retry topics, which r
                "the group's sample error)")
 
 
+#: checks that judge a group by its queues' progress or holders: a 5.5 lite group consumes its lite
+#: topics' light message queues, which no progress row shows (``lite_topics`` unavailable)
+LITE_SKIPPED_CODES = ("OFFLINE_GROUP_BACKLOG", "ABANDONED_TOPIC_BACKLOG", "LAG_NOT_ADVANCING", "BLOCKED_QUEUE",
+                      "IDLE_CONSUMERS", "ORPHANED_QUEUES", "UNEVEN_ALLOCATION", "QUEUE_HELD_TWICE",
+                      "ORDERLY_QUEUE_SUSPENDED", "REBALANCE_IN_PROGRESS")
+
+
 def skipped_checks(view: GroupView) -> dict[str, str]:
     """Check code → why it cannot run on this view (data the source could not supply, or a POP
     group, where queue ownership does not exist)."""
@@ -118,6 +125,9 @@ def skipped_checks(view: GroupView) -> dict[str, str]:
             out[code] = POP_SKIP
         if redelivery_topics(view) and not view.retry_samples:
             out["REPEATED_REDELIVERY"] = NOT_SAMPLED
+    if "lite_topics" in view.unavailable:
+        for code in LITE_SKIPPED_CODES:
+            out[code] = f"needs lite_topics: {view.unavailable['lite_topics']}"
     return out
 
 

@@ -407,6 +407,9 @@ class SubscriptionGroupConfig:
     notify_consumer_ids_changed_enable: bool = True
     #: the 5.x retry policy; ``None`` when the config has none (a 4.x broker)
     retry_policy: RetryPolicy | None = RetryPolicy()
+    #: 5.5: the LITE topic this group consumes the lite topics of (its ``lite.bind.topic``
+    #: attribute); ``None`` for every other group
+    lite_bind_topic: str | None = None
 
     @property
     def max_deliveries(self) -> int:

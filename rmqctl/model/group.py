@@ -205,6 +205,12 @@ class GroupView:
         return next((c.retry_policy for _, c in sorted(self.group_configs.items())), None)
 
     @property
+    def lite_bind_topic(self) -> str | None:
+        """5.5: the LITE topic the group is bound to (the first broker's config that names one, by
+        broker name); ``None`` for a group of no lite topic, or when no config was read."""
+        return next((c.lite_bind_topic for _, c in sorted(self.group_configs.items()) if c.lite_bind_topic), None)
+
+    @property
     def max_deliveries(self) -> int | None:
         """How often a POP consumer gets a message before it goes to the DLQ (``retryMaxTimes +
         1``; the fewest when brokers differ); ``None`` when no config was read."""

@@ -601,7 +601,23 @@ def _group_config(cfg: Mapping[Any, Any], default_name: str) -> SubscriptionGrou
         broker_id=num("brokerId", 0),
         notify_consumer_ids_changed_enable=flag("notifyConsumerIdsChangedEnable", True),
         retry_policy=_retry_policy(cfg.get("groupRetryPolicy")),
+        lite_bind_topic=_lite_bind_topic(_obj(cfg.get("attributes"), "SubscriptionGroupConfig.attributes")),
     )
+
+
+#: 5.5's group attribute naming the LITE topic a lite group consumes (``SubscriptionGroupAttributes``)
+LITE_BIND_TOPIC = "lite.bind.topic"
+
+
+def _lite_bind_topic(attributes: Mapping[Any, Any]) -> str | None:
+    """The group's lite binding: the broker stores attribute keys bare, an update request names
+    them with a leading '+'; a blank value binds nothing (as the broker reads it)."""
+    for key in (LITE_BIND_TOPIC, "+" + LITE_BIND_TOPIC):
+        value = attributes.get(key)
+        if value is not None:
+            topic = _str(value, "SubscriptionGroupConfig.attributes." + LITE_BIND_TOPIC).strip()
+            return topic or None
+    return None
 
 
 def _retry_policy(value: Any) -> RetryPolicy | None:
@@ -652,7 +668,8 @@ def _group_config_json(cfg: SubscriptionGroupConfig) -> str:
     # 5.x properties; ``subscriptionDataSet`` is null and omitted, and so is a retry policy the
     # config does not have (a 4.x broker's)
     policy = "" if cfg.retry_policy is None else f'"groupRetryPolicy":{_retry_policy_json(cfg.retry_policy)},'
-    return (f'{{"attributes":{{}},"brokerId":{cfg.broker_id},'
+    attributes = "" if cfg.lite_bind_topic is None else f'{_s(LITE_BIND_TOPIC)}:{_s(cfg.lite_bind_topic)}'
+    return (f'{{"attributes":{{{attributes}}},"brokerId":{cfg.broker_id},'
             f'"consumeBroadcastEnable":{_b(cfg.consume_broadcast_enable)},'
             f'"consumeEnable":{_b(cfg.consume_enable)},"consumeFromMinEnable":true,'
             f'"consumeMessageOrderly":{_b(cfg.consume_message_orderly)},"consumeTimeoutMinute":15,'

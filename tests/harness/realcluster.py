@@ -19,7 +19,7 @@ Main entry points:
 
 Environment variables:
 
-* ``RMQCTL_HARNESS_PROFILE`` - Maven profile for the build (e.g. ``rmq49`` = RocketMQ 4.9.7); default
+* ``RMQCTL_HARNESS_PROFILE`` - Maven profile for the build (``rmq49`` = RocketMQ 4.9.7, ``rmq55`` = 5.5.0); default
   none (5.x). Switching profiles rebuilds ``target/lib`` from scratch.
 * :func:`build_harness_line` - the same harness built for another RocketMQ line (``rmq55``) into
   ``target/<profile>``, beside the default build, so one session can run both.

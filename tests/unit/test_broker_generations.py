@@ -1,12 +1,21 @@
 """What 5.5 brokers changed in the admin surface rmqctl reads, without Java: the system topics
-they create at start, and the bodies of the lite-topic era (new topic and group attributes,
-new wrapper keys), decoded from literal JSON as a 5.5.0 broker sends it."""
+they create at start, and the lite-topic era's bodies (new topic and group attributes, a new
+wrapper key) decoded from literal JSON as a 5.5.0 broker sends it; a group bound to a lite topic is
+reported as not read (its progress lives in light message queues), never as caught up."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from rmqctl.model import topic_kind
+from rmqctl.doctor import run_checks, skipped_checks
+from rmqctl.model import SubscriptionGroupConfig, topic_kind
+from rmqctl.remoting import bodies
+from rmqctl.service import ClusterService
+from tests.fake_source import FakeClock
+from tests.unit.test_doctor import G
+from tests.unit.test_service import A, TwoBrokers
 
 
 @pytest.mark.parametrize(
@@ -24,3 +33,91 @@ def test_system_topics_of_every_broker_generation_are_system(name: str) -> None:
 
 def test_a_user_topic_is_still_normal() -> None:
     assert topic_kind("RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC_orders") == "normal"
+
+
+#: GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) of a 5.5.0 broker, two groups kept: the new
+#: ``forbiddenTable`` key, and a group bound to the LITE topic L55 by its attributes
+GROUP_TABLE_55 = (
+    b'{"dataVersion":{"counter":1,"stateVersion":0,"timestamp":1795668841082},"forbiddenTable":{},'
+    b'"subscriptionGroupTable":{'
+    b'"GL55":{"attributes":{"lite.bind.topic":"L55"},"brokerId":0,"consumeBroadcastEnable":false,'
+    b'"consumeEnable":true,"consumeFromMinEnable":false,"consumeMessageOrderly":false,'
+    b'"consumeTimeoutMinute":15,"groupName":"GL55","groupRetryPolicy":{"type":"CUSTOMIZED"},"groupSysFlag":0,'
+    b'"notifyConsumerIdsChangedEnable":true,"retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1},'
+    b'"G55":{"attributes":{},"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,'
+    b'"consumeFromMinEnable":true,"consumeMessageOrderly":false,"consumeTimeoutMinute":15,"groupName":"G55",'
+    b'"groupRetryPolicy":{"type":"CUSTOMIZED"},"groupSysFlag":0,"notifyConsumerIdsChangedEnable":true,'
+    b'"retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}}}'
+)
+
+
+def test_a_5_5_group_table_decodes_with_its_lite_binding() -> None:
+    table = bodies.subscription_groups(GROUP_TABLE_55)
+    assert table["GL55"].lite_bind_topic == "L55"
+    assert table["G55"].lite_bind_topic is None
+    assert table["G55"].retry_max_times == 16
+
+
+@pytest.mark.parametrize(
+    ("attributes", "bound"),
+    [
+        ('{"lite.bind.topic":"L"}', "L"),
+        ('{"+lite.bind.topic":"L"}', "L"),  # the key as an update request names it
+        ('{"lite.bind.topic":" "}', None),  # blank binds nothing, as the broker reads it
+        ('{"lite.sub.model":"Exclusive","priority.factor":"100"}', None),  # other 5.5 attributes
+        ("null", None),
+    ],
+)
+def test_the_lite_binding_is_read_from_the_attributes(attributes: str, bound: str | None) -> None:
+    body = f'{{"groupName":"G","attributes":{attributes}}}'.encode()
+    assert bodies.subscription_group_config(body).lite_bind_topic == bound
+
+
+def test_a_lite_binding_survives_the_emulators_encoding() -> None:
+    config = SubscriptionGroupConfig("GL", lite_bind_topic="L")
+    assert bodies.subscription_group_config(bodies.encode_subscription_group_config(config)) == config
+    plain = SubscriptionGroupConfig("G")
+    assert bodies.subscription_group_config(bodies.encode_subscription_group_config(plain)) == plain
+
+
+def test_5_5_topic_attributes_decode() -> None:
+    body = (b'{"dataVersion":{"counter":2,"stateVersion":0,"timestamp":1},"topicConfigTable":{'
+            b'"L55":{"attributes":{"message.type":"LITE","lite.topic.expiration":"-1"},"order":false,"perm":6,'
+            b'"readQueueNums":2,"topicFilterType":"SINGLE_TAG","topicName":"L55","topicSysFlag":0,"writeQueueNums":2},'
+            b'"P55":{"attributes":{"message.type":"PRIORITY"},"order":false,"perm":6,"readQueueNums":4,'
+            b'"topicFilterType":"SINGLE_TAG","topicName":"P55","topicSysFlag":0,"writeQueueNums":4}}}')
+    configs = bodies.topic_configs(body)
+    assert (configs["L55"].read_queue_nums, configs["P55"].write_queue_nums) == (2, 4)
+
+
+def lite_group_view(online: bool):  # type: ignore[no-untyped-def]
+    backend = TwoBrokers()
+    backend.online = online
+    backend.configs[A] = {G: SubscriptionGroupConfig(G, lite_bind_topic="L55")}
+    return asyncio.run(ClusterService(backend, FakeClock()).group_view(G))
+
+
+def test_a_lite_groups_progress_is_unavailable_and_says_why() -> None:
+    view = lite_group_view(online=False)
+    why = view.unavailable["lite_topics"]
+    assert "L55" in why and "%LMQ%$L55$" in why
+    assert view.lite_bind_topic == "L55"
+
+
+def test_the_doctor_skips_what_a_lite_groups_progress_would_decide() -> None:
+    view = lite_group_view(online=True)
+    skipped = skipped_checks(view)
+    for code in ("OFFLINE_GROUP_BACKLOG", "LAG_NOT_ADVANCING", "ORPHANED_QUEUES", "IDLE_CONSUMERS"):
+        assert "L55" in skipped[code]
+    assert not {f.code for f in run_checks(view)} & set(skipped)
+    # a group bound to no lite topic keeps every check
+    assert "lite_topics" not in asyncio.run(ClusterService(TwoBrokers(), FakeClock()).group_view(G)).unavailable
+
+
+def test_group_progress_calls_a_lite_groups_totals_unknown_not_zero() -> None:
+    from rmqctl.cli.group import progress_view
+
+    shown = progress_view(lite_group_view(online=False))
+    assert shown.document["total_inflight"] is None
+    assert "Total diff: unknown (lite topics unavailable)" in shown.footer
+    assert "Total inflight: unavailable" in shown.footer
