@@ -33,7 +33,7 @@ from rmqctl.doctor.failures import (
     retry_backlog,
 )
 from rmqctl.doctor.redelivery import redelivery_topics, repeated_redelivery
-from rmqctl.doctor.stalls import blocked_queue, lag_not_advancing, offline_group_backlog
+from rmqctl.doctor.stalls import POP_COMMIT_GRACE_MS, blocked_queue, lag_not_advancing, offline_group_backlog
 from rmqctl.doctor.subscriptions import (
     OTHER_TAGS,
     broker_subscription_divergence,
@@ -46,7 +46,8 @@ from rmqctl.stuck import BLOCKED_AFTER_MS
 
 __all__ = [
     "ALLOCATION_CODES", "BLOCKED_AFTER_MS", "CHECKS", "CODES", "NEEDS", "OTHER_TAGS", "RETRY_WARNING_DIFF",
-    "Check", "CheckContext", "run_checks", "skipped_checks", "tag_conflict_topics",
+    "TWO_SAMPLE_CODES", "Check", "CheckContext", "run_checks", "skipped_checks", "tag_conflict_topics",
+    "two_sample_skips",
 ]
 
 CHECKS: Sequence[tuple[str, Check]] = (
@@ -112,10 +113,34 @@ LITE_SKIPPED_CODES = ("OFFLINE_GROUP_BACKLOG", "ABANDONED_TOPIC_BACKLOG", "LAG_N
                       "ORDERLY_QUEUE_SUSPENDED", "REBALANCE_IN_PROGRESS")
 
 
-def skipped_checks(view: GroupView) -> dict[str, str]:
+#: checks that compare two samples of a group: one sample cannot show an offset standing still
+TWO_SAMPLE_CODES = ("LAG_NOT_ADVANCING",)
+ONE_SAMPLE = ("needs two samples (one cannot show a consumer offset standing still): use --interval, "
+              "e.g. --interval 30")
+POP_TOO_CLOSE = (f"needs two samples at least {POP_COMMIT_GRACE_MS // 1000} s apart for a POP group (its "
+                 f"consumer offset may trail the last popped message by seconds): use a longer --interval")
+BROADCAST_SKIP = ("does not apply: a BROADCASTING group keeps its consumer offsets on its clients, so the "
+                  "broker's offsets say nothing about its progress")
+
+
+def two_sample_skips(view: GroupView, previous: GroupView | None) -> dict[str, str]:
+    """The checks that compare two samples and why they cannot judge ``view`` after ``previous``
+    (None: ``view`` is the only sample)."""
+    if (view.message_model or "").upper() == "BROADCASTING":
+        return dict.fromkeys(TWO_SAMPLE_CODES, BROADCAST_SKIP)
+    if previous is None:
+        return dict.fromkeys(TWO_SAMPLE_CODES, ONE_SAMPLE)
+    if view.pop and view.sampled_at - previous.sampled_at < POP_COMMIT_GRACE_MS:
+        return dict.fromkeys(TWO_SAMPLE_CODES, POP_TOO_CLOSE)
+    return {}
+
+
+def skipped_checks(view: GroupView, previous: GroupView | None = None, *, compared: bool = False) -> dict[str, str]:
     """Check code → why it cannot run on this view (data the source could not supply, or a POP
-    group, where queue ownership does not exist)."""
-    out = {}
+    group, where queue ownership does not exist). With ``compared`` (the caller runs the checks on
+    ``view`` after ``previous``, as ``doctor`` does), the checks that need two samples are listed
+    too when ``previous`` is None or cannot be compared (:func:`two_sample_skips`)."""
+    out = two_sample_skips(view, previous) if compared else {}
     for code, fields in NEEDS.items():
         missing = [f for f in fields if f in view.unavailable]
         if missing:

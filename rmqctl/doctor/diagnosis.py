@@ -125,7 +125,7 @@ async def diagnose(
             findings += sorted(mine, key=lambda f: -SEVERITY_RANK[f.severity])
         else:
             findings += run_checks(view, before, resampled=resampled, history=history)
-        if skips := skipped_checks(view):
+        if skips := skipped_checks(view, before, compared=True):
             skipped[group] = skips
         failures.update({f"{group}/{k}": v for k, v in view.errors.items()})
     return Diagnosis(tuple(groups), tuple(findings), failures, skipped)

@@ -136,7 +136,8 @@ def blocked_queue(ctx: CheckContext) -> list[Finding]:
                 "CONSUME_FROM_LAST_OFFSET that can skip its backlog, so set an offset first (mqadmin "
                 f"resetOffsetByTime -g {group} -t <topic> -s <time>) if those messages must be consumed.")
     if any(r.startswith(("not locked", "unlock failed")) for r in reasons):
-        fix += " Orderly queues recover once the old owner unlocks them or its lock expires (60 s)."
+        fix += (" The broker gives an orderly queue's lock to another client only once its holder unlocks "
+                "it or the lock goes 60 s without renewal (mqadmin consumerStatus shows who holds it).")
     return [finding(
         ctx, "BLOCKED_QUEUE", "error",
         f"{n_of(len(rows), 'queue')} of {group} {are(len(rows))} blocked in "

@@ -113,9 +113,20 @@ def test_doctor_document_reads_as_prose() -> None:
                    "group has clients (mqadmin updateTopic -c <cluster> -t TopicTest -r 2 -w 2) or run 1 "
                    "consumer fewer.",
         }],
-        "skipped": [],
+        # one sample: the check that compares two is named as skipped, with the way to run it
+        "skipped": [{"group": "lhy-test-consumerGroup", "code": "LAG_NOT_ADVANCING",
+                     "reason": "needs two samples (one cannot show a consumer offset standing still): use "
+                               "--interval, e.g. --interval 30"}],
         "errors": {},
     }
+
+
+def test_doctor_table_names_a_check_one_sample_cannot_run_and_two_samples_run_it() -> None:
+    once = cli("--emulator", "two-consumers-one-queue", "doctor", "--all", "--fail-on", "never")
+    assert ("skipped LAG_NOT_ADVANCING (lhy-test-consumerGroup): needs two samples (one cannot show a "
+            "consumer offset standing still): use --interval, e.g. --interval 30") in " ".join(once.split())
+    twice = cli("--emulator", "two-consumers-one-queue", "doctor", "--all", "--fail-on", "never", "--interval", "30")
+    assert "skipped" not in twice
 
 
 def test_emulator_run_names_response_codes() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from rmqctl import errors
 from rmqctl.doctor import REBALANCE_WAIT, diagnose
+from rmqctl.doctor.checks import ONE_SAMPLE, POP_TOO_CLOSE
 from rmqctl.model import GroupView, ProcessQueueInfo, SampledMessage, TagSample
 from tests.fake_source import FakeClock, FakeSource
 from tests.unit.doctor_views import NOW, A, B, client, codes, group, one, qs, row, sub
@@ -64,7 +65,10 @@ async def test_one_sample_without_an_interval() -> None:
     started = src.clock.now()
     d = await diagnose(src, ["orders-consumer"])
     assert d.groups == ("orders-consumer",)
-    assert d.findings == () and d.errors == {} and d.skipped == {}
+    assert d.findings == () and d.errors == {}
+    # one sample cannot show an offset standing still: the lag check says so instead of passing
+    assert d.skipped == {"orders-consumer": {"LAG_NOT_ADVANCING": ONE_SAMPLE}}
+    assert "--interval" in ONE_SAMPLE
     assert src.clock.now() == started  # nobody waited
 
 
@@ -75,6 +79,21 @@ async def test_an_interval_takes_two_samples_that_far_apart_for_the_lag_checks()
     assert src.clock.now() - started == 30
     f = one(d.findings, "LAG_NOT_ADVANCING")
     assert f.evidence["queues"][0]["broker_offset"] == [100, 130]
+    assert d.skipped == {}
+
+
+async def test_samples_of_a_pop_group_too_close_together_skip_the_lag_check_and_say_so() -> None:
+    pop = replace(settled(), consume_type="CONSUME_POP")
+    d = await diagnose(source({"orders-consumer": [pop, replace(pop, sampled_at=pop.sampled_at + 10_000)]}),
+                       ["orders-consumer"], interval=10)
+    assert d.skipped["orders-consumer"]["LAG_NOT_ADVANCING"] == POP_TOO_CLOSE
+
+
+async def test_a_broadcasting_group_skips_the_lag_check_with_any_number_of_samples() -> None:
+    bc = replace(settled(), message_model="BROADCASTING")
+    for interval in (None, 30.0):
+        d = await diagnose(source({"orders-consumer": [bc]}), ["orders-consumer"], interval=interval)
+        assert d.skipped["orders-consumer"]["LAG_NOT_ADVANCING"].startswith("does not apply: a BROADCASTING")
 
 
 async def test_a_rebalance_in_progress_is_sampled_again_before_allocation_findings() -> None:
@@ -150,7 +169,8 @@ async def test_checks_without_their_data_are_listed_as_skipped_per_group() -> No
     v = replace(settled(), unavailable={"duplicate_clients": "the dashboard does not list connections"})
     d = await diagnose(source({"orders-consumer": [v]}), ["orders-consumer"])
     assert d.skipped == {"orders-consumer": {
-        "DUPLICATE_CLIENT_ID": "needs duplicate_clients: the dashboard does not list connections"}}
+        "DUPLICATE_CLIENT_ID": "needs duplicate_clients: the dashboard does not list connections",
+        "LAG_NOT_ADVANCING": ONE_SAMPLE}}
 
 
 def conflicting() -> GroupView:
