@@ -32,9 +32,6 @@ ALLOWED_LAG = 0
 RETRY_ALLOWED_LAG = 10
 """The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
 
-RETRY_MIN_STALL_MS = 5 * 60_000
-"""A ``%RETRY%`` queue counts as stuck only once frozen this long (redelivery is paced by delay levels)."""
-
 CONSUME_TIMEOUT_MS = 15 * 60_000
 """The Java push consumer's default ``consumeTimeout``: a concurrently consumed message still unfinished
 after this is sent back by its client, which lets the committed offset move on if the client works."""
@@ -75,18 +72,15 @@ def frozen_between(topic: str, before: tuple[str | None, int, int], after: tuple
             and before[2] > limit and after[2] > limit)
 
 
-def frozen_verdict(topic: str, owner: str | None, owner_subscribes: bool | None, frozen_ms: int,
-                   start_seen: bool) -> str:
-    """The verdict of a queue frozen for ``frozen_ms`` with messages waiting beyond the allowed lag.
+def frozen_verdict(owner: str | None, owner_subscribes: bool | None) -> str:
+    """The verdict of a queue frozen (:func:`frozen_between`) over at least :data:`MIN_SNAPSHOTS` looks.
 
-    ``owner`` is the client holding the queue (None: nobody); ``owner_subscribes`` is False when that
-    client does not subscribe ``topic`` (None: not known). ``start_seen`` is False when the queue was
-    frozen already at the first observation, so that ``frozen_ms`` is only a lower bound. Nothing
-    unknown makes the verdict milder: a ``%RETRY%`` queue gets its :data:`RETRY_MIN_STALL_MS` only
-    when the run's start was seen.
+    ``owner`` is the client holding the queue (None: nobody, as for a topic no client subscribes);
+    ``owner_subscribes`` is False when that client does not subscribe the queue's topic (None: not
+    known). How long the run has lasted and whether its start was seen do not matter: the doctor's two
+    samples never see the start, and the job's longer look must not make the verdict milder, so neither
+    judge waits out a run (a ``%RETRY%`` queue included) before calling it stuck.
     """
     if owner is None or owner_subscribes is False:
         return ORPHANED
-    if is_retry(topic) and start_seen and frozen_ms < RETRY_MIN_STALL_MS:
-        return LAGGING
     return STALLED

@@ -42,8 +42,6 @@ class Thresholds:
     """Lag at or below this counts as caught up (Burrow's ``allowed-lag``)."""
     retry_allowed_lag: int = stuck.RETRY_ALLOWED_LAG
     """The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
-    retry_min_stall_ms: int = stuck.RETRY_MIN_STALL_MS
-    """A ``%RETRY%`` queue is STALLED only once frozen this long (redelivery is paced by delay levels)."""
     run_lookback_ms: int = stuck.RUN_LOOKBACK_MS
     """How far before the window rows are read to find where a frozen run began (only for that)."""
     consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
@@ -79,12 +77,12 @@ def _clock(ts: Column) -> Column:
 RULE_STATUS = {
     "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA, "rewind": stuck.REWOUND,
     "no-new-messages": stuck.IDLE, "caught-up": stuck.OK, "owner-changed": stuck.INSUFFICIENT_DATA,
-    "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "retry-threshold": stuck.LAGGING,
-    "offset-pinned": stuck.STALLED, "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
+    "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "offset-pinned": stuck.STALLED,
+    "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
 }
 """The status each rule gives; the rules are tried in this order and the first that holds fires."""
 
-_ON_RUN = ("no-owner", "owner-not-subscribed", "retry-threshold", "offset-pinned", "frozen")
+_ON_RUN = ("no-owner", "owner-not-subscribed", "offset-pinned", "frozen")
 _ON_SEGMENT = ("owner-changed", "lag-growing", "moving")
 
 
@@ -117,15 +115,13 @@ def judge(th: Thresholds) -> Transform:
             ("min-snapshots", c("last").isNull()),  # the broker failed every round of the window
             ("dlq", c("topic").startswith(stuck.DLQ_PREFIX)),
             ("min-snapshots", c("n_window") < th.min_snapshots),
-            ("rewind", c("co_max") > last["co"]),
+            # a queue frozen since it went back is judged by the stuck rules below, not called REWOUND
+            ("rewind", (c("co_max") > last["co"]) & ~(stuck_shape & (last["lag"] > c("allowed")))),
             ("no-new-messages", (last["bo"] == first["bo"]) & (last["lag"] <= c("allowed"))),
             ("caught-up", last["lag"] <= c("allowed")),
             ("owner-changed", c("seg_n") < th.min_snapshots),
             ("no-owner", stuck_shape & last["owner"].isNull()),
             ("owner-not-subscribed", stuck_shape & (last["subscribed"] == F.lit(False))),
-            # a run frozen already at the first row read may be older than it looks: never the milder verdict
-            ("retry-threshold", stuck_shape & is_retry(c("topic")) & run["seen"]
-             & (c("frozen_ms") < th.retry_min_stall_ms)),
             ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
             ("frozen", stuck_shape),
             ("lag-growing", (c("caught_up_rn").isNull() | (c("caught_up_rn") < seg["rn"]))
@@ -178,9 +174,6 @@ def judge(th: Thresholds) -> Transform:
                 "cannot tell which (a concurrent consumer sends a message back after consumeTimeout %s)",
                 last["co"], since, c("frozen_n"), frozen_for, owner_text,
                 run["pull"], last["pull"], last["lag"], _duration(F.lit(th.consume_timeout_ms))),
-            "retry-threshold": F.format_string(
-                "retry queue frozen at %d for %s (under the %s retry threshold); lag %d",
-                last["co"], _duration(c("frozen_ms")), _duration(F.lit(th.retry_min_stall_ms)), last["lag"]),
             "frozen": F.format_string(
                 "consumer offset frozen at %d since %s (%d snapshots, %s) %s under owner %s%s; "
                 "lag %d -> %d, %s behind",

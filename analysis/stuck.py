@@ -7,13 +7,13 @@ numbers, plus a summary per group:
 
 ``OK``                consumer moving, or caught up
 ``IDLE``              no new messages in the window and nothing left to consume: never stuck
-``LAGGING``           consumer moving but never caught up and lag grew; or a ``%RETRY%`` queue frozen for
-                      less than its 5 minutes
+``LAGGING``           consumer moving but never caught up and lag grew
 ``STALLED``           owner present, committed offset frozen while there was something to consume
                       (the broker offset advanced, or a backlog stayed untouched), whether or not the
-                      owner keeps pulling
-``ORPHANED``          same, but nobody owns the queue or the owner does not subscribe the topic
-``REWOUND``           the committed offset went back and has not caught up again
+                      owner keeps pulling, however recently the run began (``%RETRY%`` queues included)
+``ORPHANED``          same, but nobody owns the queue or the owner does not subscribe the topic (a topic
+                      no client of the group subscribes any more, left with its backlog, included)
+``REWOUND``           the committed offset went back and has not caught up again, still moving
 ``INSUFFICIENT_DATA`` fewer snapshots than ``--min-snapshots`` (in the window, or since the owner changed)
 ``DLQ``               a ``%DLQ%`` queue: reported with its numbers, not judged
 

@@ -71,13 +71,11 @@ WITH answered AS (
 SELECT "group", topic, broker, queue_id, CASE
     WHEN starts_with(topic, '%DLQ%') THEN 'DLQ'
     WHEN n < $min_snapshots THEN 'INSUFFICIENT_DATA'
-    WHEN co_max > l.co THEN 'REWOUND'
+    WHEN co_max > l.co AND NOT (l.rn - l.run.rn + 1 >= $min_snapshots AND l.lag > l.allowed) THEN 'REWOUND'
     WHEN l.bo = first_bo AND l.lag <= l.allowed THEN 'IDLE'
     WHEN l.lag <= l.allowed THEN 'OK'
     WHEN l.rn - l.seg.rn + 1 < $min_snapshots THEN 'INSUFFICIENT_DATA'
     WHEN (l.owner IS NULL OR l.sub = false) AND l.rn - l.run.rn + 1 >= $min_snapshots THEN 'ORPHANED'
-    WHEN l.rn - l.run.rn + 1 >= $min_snapshots AND starts_with(topic, '%RETRY%') AND l.run.rn > 1
-         AND epoch_ms(l.ts) - epoch_ms(l.run.ts) < $retry_min_stall_ms THEN 'LAGGING'
     -- offset-pinned (pulls going on) and frozen are both STALLED; only their explanations differ
     WHEN l.rn - l.run.rn + 1 >= $min_snapshots THEN 'STALLED'
     WHEN (l.cu IS NULL OR l.cu < l.seg.rn) AND l.lag > l.seg.lag THEN 'LAGGING'
@@ -127,7 +125,7 @@ def child_duckdb(args: argparse.Namespace) -> dict[str, Any]:
     rows = con.execute(DUCKDB_SQL, {
         "files": files, "since": args.since.replace("Z", "+00:00"), "until": UNTIL.replace("Z", "+00:00"),
         "allowed": stuck.ALLOWED_LAG, "retry_allowed": stuck.RETRY_ALLOWED_LAG, "min_snapshots": stuck.MIN_SNAPSHOTS,
-        "retry_min_stall_ms": stuck.RETRY_MIN_STALL_MS, "lookback_ms": stuck.RUN_LOOKBACK_MS,
+        "lookback_ms": stuck.RUN_LOOKBACK_MS,
     }).fetchall()
     done = time.perf_counter()
     args.result.write_text(json.dumps({f"{g}|{t}|{b}|{q}": s for g, t, b, q, s in rows}))

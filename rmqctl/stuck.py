@@ -3,12 +3,17 @@
 A queue is *frozen* while its committed offset does not move, its owner stays the same and messages
 wait beyond the allowed lag, whether or not new messages arrive (a backlog nobody consumes is as
 stuck as a growing one); a frozen queue is *stuck* when nobody holds it or its holder does not
-subscribe the topic (``ORPHANED``), or when someone holds it (``STALLED``). A ``%RETRY%`` queue gets
-:data:`RETRY_MIN_STALL_MS` before it counts, because redelivery there is paced by delay levels. A
-verdict says what was seen and never promises what comes next: a committed offset held while the
-owner keeps pulling is one unfinished message or a hung listener, and the offsets cannot tell which,
-so it is stuck like any other. ``docs/snapshots.md`` (the job's rules) and ``docs/findings.md`` (the
-doctor's ``LAG_NOT_ADVANCING``) describe this once, the latter by linking to the former.
+subscribe the topic (``ORPHANED``: a topic no client of the group subscribes any more, left behind with
+its offsets and backlog, is one of these), or when someone holds it (``STALLED``). A ``%RETRY%`` queue
+is frozen like any other once more than :data:`RETRY_ALLOWED_LAG` messages wait: its messages are
+paced before they land there (the broker parks a message sent back in its schedule topic until its
+delay level is due), so what waits in it is due now and gets no minutes of grace. A frozen run that
+began after the committed offset went back (a reset) is stuck like any other; ``REWOUND`` is a queue
+still moving after it went back. A verdict says what was seen and never promises what comes next: a
+committed offset held while the owner keeps pulling is one unfinished message or a hung listener, and
+the offsets cannot tell which, so it is stuck like any other. ``docs/snapshots.md`` (the job's rules)
+and ``docs/findings.md`` (the doctor's ``LAG_NOT_ADVANCING``) describe this once, the latter by
+linking to the former.
 
 This module holds the names, their order and the thresholds, :func:`frozen_between` (what two looks at
 a queue must show for it to count as frozen: the doctor's two samples, each step of the job's frozen run)
@@ -46,9 +51,6 @@ ALLOWED_LAG = 0
 
 RETRY_ALLOWED_LAG = 10
 """The same for ``%RETRY%`` queues: a few redelivered messages waiting is normal there."""
-
-RETRY_MIN_STALL_MS = 5 * 60_000
-"""A ``%RETRY%`` queue counts as stuck only once frozen this long (redelivery is paced by delay levels)."""
 
 CONSUME_TIMEOUT_MS = 15 * 60_000
 """The Java push consumer's default ``consumeTimeout``: a concurrently consumed message still unfinished
@@ -90,18 +92,15 @@ def frozen_between(topic: str, before: tuple[str | None, int, int], after: tuple
             and before[2] > limit and after[2] > limit)
 
 
-def frozen_verdict(topic: str, owner: str | None, owner_subscribes: bool | None, frozen_ms: int,
-                   start_seen: bool) -> str:
-    """The verdict of a queue frozen for ``frozen_ms`` with messages waiting beyond the allowed lag.
+def frozen_verdict(owner: str | None, owner_subscribes: bool | None) -> str:
+    """The verdict of a queue frozen (:func:`frozen_between`) over at least :data:`MIN_SNAPSHOTS` looks.
 
-    ``owner`` is the client holding the queue (None: nobody); ``owner_subscribes`` is False when that
-    client does not subscribe ``topic`` (None: not known). ``start_seen`` is False when the queue was
-    frozen already at the first observation, so that ``frozen_ms`` is only a lower bound. Nothing
-    unknown makes the verdict milder: a ``%RETRY%`` queue gets its :data:`RETRY_MIN_STALL_MS` only
-    when the run's start was seen.
+    ``owner`` is the client holding the queue (None: nobody, as for a topic no client subscribes);
+    ``owner_subscribes`` is False when that client does not subscribe the queue's topic (None: not
+    known). How long the run has lasted and whether its start was seen do not matter: the doctor's two
+    samples never see the start, and the job's longer look must not make the verdict milder, so neither
+    judge waits out a run (a ``%RETRY%`` queue included) before calling it stuck.
     """
     if owner is None or owner_subscribes is False:
         return ORPHANED
-    if is_retry(topic) and start_seen and frozen_ms < RETRY_MIN_STALL_MS:
-        return LAGGING
     return STALLED

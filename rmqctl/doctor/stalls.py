@@ -222,24 +222,22 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
     rows = []
     for p in ctx.view.progress:
         old = before.get(p.queue)
-        # a topic no online client subscribes is ABANDONED_TOPIC_BACKLOG's to report; two samples
-        # closer than the broker may hold a filtered pull prove nothing about a client that
-        # waits on one
-        if old is None or not (p.known and old.known) or not p.subscribed or \
+        # two samples closer than the broker may hold a filtered pull prove nothing about a client
+        # that waits on one; a topic no online client subscribes is judged like any queue nobody
+        # holds (ORPHANED), and ABANDONED_TOPIC_BACKLOG says why nobody does
+        if old is None or not (p.known and old.known) or \
                 filtering_may_explain(ctx.view, p.queue, interval_ms):
             continue
         # frozen as rmqctl.stuck defines it (the evidence analyze stuck needs too): same holder, same
         # committed offset, messages waiting at both samples, new ones or not
         if frozen_between(p.queue.topic, (old.owner, old.consumer_offset, old.diff),
                           (p.owner, p.consumer_offset, p.diff)):
-            # rmqctl.stuck's verdict (STALLED or ORPHANED): two samples never see where the frozen run
-            # began, so a %RETRY% queue is not given its minutes here
+            # rmqctl.stuck's verdict (STALLED or ORPHANED), the same whenever the run began
             subscribes = None if p.owner is None else ctx.view.subscribes(p.owner, p.queue.topic)
-            verdict = frozen_verdict(p.queue.topic, p.owner, subscribes,
-                                     interval_ms, start_seen=False)
             rows.append({**queue_dict(p.queue), "broker_offset": [old.broker_offset, p.broker_offset],
                          "consumer_offset": [old.consumer_offset, p.consumer_offset],
-                         "diff": p.diff, "owner": p.owner, "verdict": verdict})
+                         "diff": p.diff, "owner": p.owner, "verdict": frozen_verdict(p.owner, subscribes),
+                         **({"topic_subscribed": False} if not p.subscribed else {})})
     if not rows:
         return []
     seconds = interval_ms / 1000
@@ -253,6 +251,10 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
         arrived = sum(r["broker_offset"][1] - r["broker_offset"][0] for r in rs)
         waiting = sum(r["diff"] for r in rs)
         who = f"{owner} holds {queues}" if owner else f"no client holds {queues}"
+        left = sorted({r["topic"] for r in rs if r.get("topic_subscribed") is False})
+        if left:
+            who += (f" (no online client subscribes {and_list(left)}: see ABANDONED_TOPIC_BACKLOG)" if owner is None
+                    else " (which no online client subscribes: see ABANDONED_TOPIC_BACKLOG)")
         if arrived:
             parts.append(f"{who}: {n_of(arrived, 'new message')} arrived and none was consumed "
                          f"({n_of(waiting, 'message')} now wait)")
@@ -265,10 +267,14 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
         fixes.append(f"Take a thread dump of {and_list(sorted(owners))} (mqadmin consumerStatus -g {group} "
                      f"-i <client id> -s) to find the listener stuck or failing in consumeMessage (see "
                      f"BLOCKED_QUEUE and CONSUME_FAILURES).")
-    if None in by_owner:
+    if any(r.get("topic_subscribed") is not False for r in by_owner.get(None, [])):
         fixes.append(f"Queues no client holds are consumed by nobody until a rebalance gives them to a "
                      f"client: check that the group's clients are online and subscribe their topics "
                      f"(mqadmin consumerConnection -g {group}; see ORPHANED_QUEUES).")
+    if any(r.get("topic_subscribed") is False for r in rows):
+        fixes.append(f"A topic no online client of {group} subscribes is consumed by nobody until a client of "
+                     f"the group subscribes it again; dropped on purpose, its offsets and backlog stay on the "
+                     f"brokers (see ABANDONED_TOPIC_BACKLOG).")
     return [finding(
         ctx, "LAG_NOT_ADVANCING", "error",
         f"{n_of(len(rows), 'queue')} of {group} "

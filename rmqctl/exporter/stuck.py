@@ -27,8 +27,8 @@ from rmqctl.model import GroupView, MessageQueue
 RULE_STATUS: Mapping[str, str] = {
     "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA, "rewind": stuck.REWOUND,
     "no-new-messages": stuck.IDLE, "caught-up": stuck.OK, "owner-changed": stuck.INSUFFICIENT_DATA,
-    "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "retry-threshold": stuck.LAGGING,
-    "offset-pinned": stuck.STALLED, "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
+    "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "offset-pinned": stuck.STALLED,
+    "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
 }
 #: every status, least to most severe
 STATUSES = tuple(sorted(stuck.STATUS_RANK, key=lambda s: (stuck.STATUS_RANK[s], s)))
@@ -42,7 +42,6 @@ class Thresholds:
     min_snapshots: int = stuck.MIN_SNAPSHOTS
     allowed_lag: int = stuck.ALLOWED_LAG
     retry_allowed_lag: int = stuck.RETRY_ALLOWED_LAG
-    retry_min_stall_ms: int = stuck.RETRY_MIN_STALL_MS
     consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
 
 
@@ -110,7 +109,10 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
             seg = run = i
         elif obs.consumer_offset != prev.consumer_offset or prev.lag <= allowed:
             run = i
-    if max(o.consumer_offset for o in seen) > last.consumer_offset:
+    frozen_n = len(seen) - run
+    # a queue frozen since it went back is judged by the stuck rules below, not called REWOUND
+    if max(o.consumer_offset for o in seen) > last.consumer_offset and not (
+            frozen_n >= th.min_snapshots and last.lag > allowed):
         return verdict("rewind")
     if last.broker_offset == first.broker_offset and last.lag <= allowed:
         return verdict("no-new-messages")
@@ -118,7 +120,6 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
         return verdict("caught-up")
     if len(seen) - seg < th.min_snapshots:
         return verdict("owner-changed")
-    frozen_n = len(seen) - run
     frozen_ms = last.ts_ms - seen[run].ts_ms
     since = seen[run].ts_ms
     if frozen_n >= th.min_snapshots:
@@ -126,8 +127,6 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
             return verdict("no-owner", since)
         if last.subscribed is False:
             return verdict("owner-not-subscribed", since)
-        if stuck.is_retry(queue.topic) and frozen_ms < th.retry_min_stall_ms:
-            return verdict("retry-threshold", since)
         start_pull, last_pull = seen[run].pull_offset, last.pull_offset
         pulled = start_pull is not None and last_pull is not None and last_pull > start_pull
         if pulled and frozen_ms <= th.consume_timeout_ms:

@@ -99,8 +99,8 @@ def plan(directory: Path, window: str = "10m", since: str | None = None, until: 
     out is named through ``warn`` and :class:`JobError` says so."""
     th = thresholds or Thresholds()
     th = Thresholds(min_snapshots=max(1, th.min_snapshots), allowed_lag=th.allowed_lag,
-                    retry_allowed_lag=th.retry_allowed_lag, retry_min_stall_ms=th.retry_min_stall_ms,
-                    run_lookback_ms=th.run_lookback_ms, consume_timeout_ms=th.consume_timeout_ms)
+                    retry_allowed_lag=th.retry_allowed_lag, run_lookback_ms=th.run_lookback_ms,
+                    consume_timeout_ms=th.consume_timeout_ms)
     window_ms = parse_duration_ms(window)
     until_ms = _checked_time_ms(until) if until else None
     since_ms = _checked_time_ms(since) if since else None

@@ -48,12 +48,12 @@ TIMESTAMP_COLUMNS = frozenset({"ts", "last_consumed_ts", "broker_last_ts"})
 RULE_STATUS = {
     "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA, "rewind": stuck.REWOUND,
     "no-new-messages": stuck.IDLE, "caught-up": stuck.OK, "owner-changed": stuck.INSUFFICIENT_DATA,
-    "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "retry-threshold": stuck.LAGGING,
-    "offset-pinned": stuck.STALLED, "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
+    "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "offset-pinned": stuck.STALLED,
+    "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
 }
 """The status each rule gives (the job's table, in its order)."""
 
-_ON_RUN = frozenset({"no-owner", "owner-not-subscribed", "retry-threshold", "offset-pinned", "frozen"})
+_ON_RUN = frozenset({"no-owner", "owner-not-subscribed", "offset-pinned", "frozen"})
 _ON_SEGMENT = frozenset({"owner-changed", "lag-growing", "moving"})
 
 
@@ -64,7 +64,6 @@ class Thresholds:
     min_snapshots: int = stuck.MIN_SNAPSHOTS
     allowed_lag: int = stuck.ALLOWED_LAG
     retry_allowed_lag: int = stuck.RETRY_ALLOWED_LAG
-    retry_min_stall_ms: int = stuck.RETRY_MIN_STALL_MS
     run_lookback_ms: int = stuck.RUN_LOOKBACK_MS
     consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
 
@@ -317,7 +316,6 @@ def _judge(key: tuple[Any, ...], fact: dict[str, Any], first: dict[str, Any] | N
     n_window = int(fact["n_window"] or 0)
     n_missing, last_error = (gap[0], gap[2]) if gap else (0, None)
     allowed = th.retry_allowed_lag if topic.startswith(stuck.RETRY_PREFIX) else th.allowed_lag
-    retry = topic.startswith(stuck.RETRY_PREFIX)
 
     def of(row: dict[str, Any] | None, name: str) -> Any:
         return None if row is None else row[name]
@@ -345,6 +343,9 @@ def _judge(key: tuple[Any, ...], fact: dict[str, Any], first: dict[str, Any] | N
     def le(a: Any, b: Any) -> bool | None:
         return None if a is None or b is None else a <= b
 
+    def negated(value: bool | None) -> bool | None:
+        return None if value is None else not value
+
     def both(*values: bool | None) -> bool | None:
         # SQL's AND: false wins, then null
         if any(v is False for v in values):
@@ -359,15 +360,14 @@ def _judge(key: tuple[Any, ...], fact: dict[str, Any], first: dict[str, Any] | N
         ("min-snapshots", last is None),
         ("dlq", topic.startswith(stuck.DLQ_PREFIX)),
         ("min-snapshots", n_window < th.min_snapshots),
-        ("rewind", gt(co_max, of(last, "consumer_offset"))),
+        # a queue frozen since it went back is judged by the stuck rules below, not called REWOUND
+        ("rewind", both(gt(co_max, of(last, "consumer_offset")), negated(both(stuck_shape, gt(last_lag, allowed))))),
         ("no-new-messages", both(None if last is None or first is None else
                                  last["broker_offset"] == first["broker_offset"], le(last_lag, allowed))),
         ("caught-up", le(last_lag, allowed)),
         ("owner-changed", None if seg_n is None else seg_n < th.min_snapshots),
         ("no-owner", both(stuck_shape, last is not None and last["owner"] is None)),
         ("owner-not-subscribed", both(stuck_shape, None if subscribed is None else subscribed is False)),
-        ("retry-threshold", both(stuck_shape, retry, run_seen,
-                                 None if frozen_ms is None else frozen_ms < th.retry_min_stall_ms)),
         ("offset-pinned", both(stuck_shape, pulled_while_frozen,
                                None if frozen_ms is None else frozen_ms <= th.consume_timeout_ms)),
         ("frozen", stuck_shape),
@@ -465,9 +465,6 @@ def _reason(rule: str, topic: str, th: Thresholds, allowed: int, n_window: int, 
                 f"{_j(last['pull_offset'])}); lag {llag}: one unfinished message or a hung listener, the offsets "
                 f"cannot tell which (a concurrent consumer sends a message back after consumeTimeout "
                 f"{duration(th.consume_timeout_ms)})")
-    if rule == "retry-threshold":
-        return (f"retry queue frozen at {lco} for {duration(frozen_ms)} (under the "
-                f"{duration(th.retry_min_stall_ms)} retry threshold); lag {llag}")
     if rule == "frozen":
         return (f"consumer offset frozen at {lco} since {since} ({_j(frozen_n)} snapshots, {frozen_for}) {work} "
                 f"under owner {owner_text}{owner_moved}; lag {_j(r.get('lag'))} -> {llag}, {behind} behind")

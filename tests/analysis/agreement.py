@@ -12,7 +12,7 @@ Both answers are reduced to the verdict per queue: ``STALLED`` or ``ORPHANED`` w
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from analysis.files import check_files, list_snapshot_files, read_snapshots
 from rmqctl.connect import Target, open_source
 from rmqctl.doctor import run_checks
 from rmqctl.snapshot.export import SnapshotSink
+from rmqctl.source import Opened
 from rmqctl.stuck import STUCK_STATUSES
 from rmqctl.watch import Round, Watcher
 from tests.analysis.engines import diagnose
@@ -60,9 +61,11 @@ def doctor_stuck(rnd: Round) -> dict[Key, str]:
     return found
 
 
-async def record(scenario: str | Path, out: Path, rounds: int, judge_at: Iterable[int] = ()) -> Recording:
+async def record(scenario: str | Path, out: Path, rounds: int, judge_at: Iterable[int] = (),
+                 after: Mapping[int, Callable[[Opened], Awaitable[None]]] | None = None) -> Recording:
     """Record ``rounds`` rounds of ``scenario`` (after its warm-up) into ``out``; the doctor judges at the
-    rounds in ``judge_at`` (1-based; negative counts from the end) and always at the last."""
+    rounds in ``judge_at`` (1-based; negative counts from the end) and always at the last. ``after`` maps a
+    round number to what an operator does once that round is taken (a reset, say), on the same cluster."""
     wanted = {r if r > 0 else rounds + 1 + r for r in judge_at} | {rounds}
     rec = Recording(out)
     async with open_source(Target(emulator=scenario)) as opened:
@@ -79,6 +82,8 @@ async def record(scenario: str | Path, out: Path, rounds: int, judge_at: Iterabl
                         (group, p.queue.topic, p.queue.broker_name, p.queue.queue_id)
                         for group, view in rnd.current.views.items() for p in view.progress
                         if (view.message_model or "").upper() != "BROADCASTING"}
+                if after and rnd.number in after:
+                    await after[rnd.number](opened)
         finally:
             sink.close()
     return rec

@@ -98,6 +98,176 @@ async def test_two_snapshots_are_evidence_enough_for_both_and_one_is_not_enough_
     assert rec.doctor[1] == {}
 
 
+# One client of group g fails every message (RECONSUME_LATER): each goes back to the broker, which parks
+# it in its schedule topic for delay level 3 + reconsume times (10 s, 30 s …) before it lands in
+# %RETRY%g. The 30 messages of 5 s land there at 15 s and are failed again at once; the 30 copies that
+# land at 45 s find the listener hanging (from 40 s) and wait in %RETRY%g queue 0, consumed by nobody.
+# Rounds every 30 s from 30 s: the retry queue is caught up at the first and frozen from the second (60 s),
+# 2 minutes before the last round (180 s), less than 5.
+RETRY_FROZEN = """
+name = "retry-frozen"
+description = "every message fails; the listener hangs while 30 copies are on their way to the retry topic"
+duration = 30
+
+[[brokers]]
+name = "broker-a"
+
+[[topics]]
+name = "T"
+queues = 2
+
+[[consumers]]
+group = "g"
+client_id = "10.0.0.1@c1"
+subscriptions = { T = "*" }
+consume_result = "RECONSUME_LATER"
+stall = 40.0
+
+[[produce]]
+at = 5.0
+topic = "T"
+count = 30
+"""
+
+
+async def test_a_retry_queue_frozen_for_less_than_five_minutes_is_stalled_for_both(
+        spark: Any, tmp_path: Path) -> None:
+    # what waits in %RETRY% is due (the broker delayed it before it landed): a retry queue frozen past its
+    # allowance of 10 is stalled however recently its run began, as the doctor's two samples must say
+    scenario = tmp_path / "retry-frozen.toml"
+    scenario.write_text(RETRY_FROZEN, encoding="utf-8")
+    rec = await record(scenario, tmp_path / "snaps", 6)
+    judged = job_verdicts(spark, rec.out, last_ms(rec))
+    retry = ("g", "%RETRY%g", "broker-a", 0)
+    assert (judged[retry]["lag_end"], judged[retry]["frozen_start_seen"]) == (30, True)
+    assert judged[retry]["frozen_ms"] < 5 * 60_000
+    assert job_stuck(judged) == {retry: "STALLED"}
+    assert rec.doctor[6] == {retry: "STALLED"}
+    assert rec.warnings == []
+
+
+# One client of group g consumes the 20 messages of 5 s (offset 10 on each of T's two queues) and hangs at
+# 40 s; after the second round an operator resets the group to the earliest offset (server-side reset, as
+# mqadmin resetOffsetByTime does on 5.x): the committed offsets go back to 0 and stay there, 10 messages
+# waiting on each queue under the hung client.
+REWOUND_FROZEN = """
+name = "rewound-frozen"
+description = "a group reset to its earliest offset while its only client hangs"
+duration = 60
+
+[[brokers]]
+name = "broker-a"
+
+[[topics]]
+name = "T"
+queues = 2
+
+[[groups]]
+name = "g"
+
+[[consumers]]
+group = "g"
+client_id = "10.0.0.1@c1"
+subscriptions = { T = "*" }
+stall = 40.0
+
+[[produce]]
+at = 5.0
+topic = "T"
+count = 20
+"""
+
+
+async def test_a_queue_frozen_since_its_offset_was_reset_is_stalled_for_both(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rmqctl.actions.permission import Writer
+    from rmqctl.actions.plan import ResetTarget
+    from rmqctl.actions.reset import apply_reset, plan_reset
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+    async def reset(opened: Any) -> None:
+        plan = await plan_reset(opened.source, "g", ResetTarget("earliest"), cluster="c")
+        outcome = await apply_reset(opened.source, plan, Writer("tester", None, None), wait_s=0)
+        assert outcome.all_applied
+
+    scenario = tmp_path / "rewound-frozen.toml"
+    scenario.write_text(REWOUND_FROZEN, encoding="utf-8")
+    rec = await record(scenario, tmp_path / "snaps", 6, judge_at=(2,), after={2: reset})
+    judged = job_verdicts(spark, rec.out, last_ms(rec))
+    frozen = {("g", "T", "broker-a", q): "STALLED" for q in (0, 1)}
+    # the window holds the committed offset before the reset (10) and after it (0, frozen there)
+    assert {k: (v["consumer_offset_end"], v["lag_end"]) for k, v in judged.items() if k in frozen} == {
+        k: (0, 10) for k in frozen}
+    assert job_stuck(judged) == frozen
+    assert rec.doctor[6] == frozen
+    # before the reset nothing waited: neither judge called anything stuck
+    assert rec.doctor[2] == {} and job_stuck(job_verdicts(spark, rec.out, rec.round_ms[2])) == {}
+    assert rec.warnings == []
+
+
+# A topic left behind (tests/emulator/test_topic_left_behind.py): c2, the only client subscribing topicB,
+# consumes its first 10 messages and stops at 20 s; c1 (topicA only) starts at 25 s; 65 more messages go to
+# topicB at 30 s. Its offsets stay in the offset table, and 33 + 32 messages wait that nobody consumes.
+LEFT_BEHIND = """
+name = "topic-left-behind"
+duration = 60
+
+[[brokers]]
+name = "broker-a"
+
+[[topics]]
+name = "topicA"
+queues = 2
+
+[[topics]]
+name = "topicB"
+queues = 2
+
+[[consumers]]
+group = "g"
+client_id = "10.0.0.1@c1"
+subscriptions = { topicA = "*" }
+start = 25.0
+
+[[consumers]]
+group = "g"
+client_id = "10.0.0.2@c2"
+subscriptions = { topicA = "*", topicB = "*" }
+stop = 20.0
+
+[[produce]]
+at = 5.0
+topic = "topicB"
+count = 10
+
+[[produce]]
+at = 30.0
+topic = "topicB"
+count = 65
+
+[[produce]]
+at = 30.0
+topic = "topicA"
+count = 8
+"""
+
+
+async def test_a_topic_left_behind_with_its_backlog_is_orphaned_for_both(spark: Any, tmp_path: Path) -> None:
+    # nobody subscribes topicB, so nobody holds its queues: stuck (ORPHANED) for the job and for the
+    # doctor's LAG_NOT_ADVANCING, whose finding sends to ABANDONED_TOPIC_BACKLOG for why
+    scenario = tmp_path / "left.toml"
+    scenario.write_text(LEFT_BEHIND, encoding="utf-8")
+    rec = await record(scenario, tmp_path / "snaps", 4)
+    left = {("g", "topicB", "broker-a", 0): "ORPHANED", ("g", "topicB", "broker-a", 1): "ORPHANED"}
+    judged = job_verdicts(spark, rec.out, last_ms(rec))
+    assert {k: (v["lag_end"], v["owner"]) for k, v in judged.items() if k in left} == {
+        ("g", "topicB", "broker-a", 0): (33, None), ("g", "topicB", "broker-a", 1): (32, None)}
+    assert job_stuck(judged) == left
+    assert rec.doctor[4] == left
+    assert rec.warnings == []
+
+
 # Every built-in scenario where offsets move: rounds recorded after its warm-up, and the rounds at
 # which both judge (besides the last). stall-and-leave: pay-2 hangs at 7 min (round 11 is 7 min in:
 # the warm-up is 2 min), pay-4 leaves at 17 min (round 31), after which pay-2 holds two more queues:

@@ -26,6 +26,9 @@ Deliberate differences from Burrow (also in docs/snapshots.md, "How the verdicts
 - case 4: Burrow is OK because lag was zero at the first commit. A consumer that stopped right after
   catching up is STALLED here once it has been behind for ``min-snapshots`` snapshots.
 - case 7 is not REWOUND either: the rewind recovered (3000 -> 2000 -> 4000).
+- case 15: Burrow is REWIND. After the rewind (1250 -> 800) the committed offset stands at 800 for the rest
+  of the window while messages wait: a frozen run that began at the rewind, which the doctor's two samples
+  see as frozen too. STALLED; REWOUND is a rewound consumer that still moves (test_rules.py).
 - Not a case of Burrow's but the root of its best-known false alarm: an idle queue (no new messages,
   nothing to consume) is IDLE, never stuck, however old its last commit (test_stuck_traps.py).
 """
@@ -142,7 +145,7 @@ def test_burrow_cases_as_snapshots(spark: SparkSession, tmp_path: Path) -> None:
         ("case-09", "STALLED", "frozen", 0),      # Burrow STOP (#290)
         ("case-10", "OK", "moving", 0),           # Burrow OK (#303: caught up until the last snapshot)
         ("case-11", "OK", "moving", 5),           # Burrow OK; nil lags are gaps, not zeros
-        ("case-15", "REWOUND", "rewind", 0),      # Burrow REWIND
+        ("case-15", "STALLED", "frozen", 0),      # Burrow REWIND (difference: frozen since the rewind)
     ], "topic string, status string, rule string, missing_snapshots int")
     assertDataFrameEqual(_statuses(spark, root, Thresholds()), expected)
 

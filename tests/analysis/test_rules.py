@@ -4,7 +4,7 @@ Each row of :data:`CASES` is one queue (its group names the case in words), with
 make it and the verdict ``docs/snapshots.md`` gives it: status and rule from the rules table there,
 the sentence and the span written out by hand. Snapshots are every 30 s from 12:00:00 UTC
 (``at(i)``) under the default thresholds (``--min-snapshots`` 2, allowed lag 0, ``%RETRY%`` allowed
-lag 10 and 5 minutes, ``consumeTimeout`` 15 minutes). All queues are judged together and compared as
+lag 10, ``consumeTimeout`` 15 minutes). All queues are judged together and compared as
 whole frames on the shared local[1] session.
 """
 
@@ -78,6 +78,16 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
     ("rewound below its high", offsets([300] * 3, [100, 200, 150]),
      ("REWOUND", "rewind", "consumer offset went back from 200 to 150 at 12:01:00 and has not caught up "
       "(now 150, was 200)", 3, 0, 200, 150, None)),
+    # went back, then froze there: stuck like any frozen queue (the doctor's two samples see it so)
+    ("rewound, then frozen", offsets([300] * 4, [200, 150, 150, 150]),
+     ("STALLED", "frozen", "consumer offset frozen at 150 since 12:00:30 (3 snapshots, 1m00s) with a backlog of "
+      "150 and no new messages under owner c1; lag 150 -> 150, unknown behind", 3, 1, 150, 150, None)),
+    ("rewound, then frozen by nobody", offsets([300] * 4, [200, 150, 150, 150], owner=None),
+     ("ORPHANED", "no-owner", "no owner: consumer offset frozen at 150 since 12:00:30 (3 snapshots) with a backlog "
+      "of 150 and no new messages; lag 150 -> 150, unknown behind", 3, 1, 150, 150, None)),
+    ("rewound at the last snapshot", offsets([300] * 3, [200, 200, 150]),
+     ("REWOUND", "rewind", "consumer offset went back from 200 to 150 at 12:01:00 and has not caught up "
+      "(now 150, was 200)", 3, 0, 100, 150, None)),
     ("rewound and back at its high", offsets([300] * 4, [100, 200, 150, 200]),
      ("OK", "moving", "consumer moving: offset 100 -> 200, lag 200 -> 100", 4, 0, 200, 100, None)),
     # no-new-messages
@@ -90,13 +100,13 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
     ("retry queue, no new messages, ten left", offsets([50] * 3, [40] * 3, topic="%RETRY%g"),
      ("IDLE", "no-new-messages", "no new messages: broker offset stayed at 50 over 3 snapshots; lag 10",
       3, 0, 10, 10, None)),
-    # frozen since the first snapshot read: maybe for longer than the retry threshold, so never the milder verdict
+    # past the allowance of 10, a retry queue is frozen like any other: what waits there is due now
     ("retry queue, no new messages, eleven left", offsets([51] * 3, [40] * 3, topic="%RETRY%g"),
      ("STALLED", "frozen", "consumer offset frozen at 40 since 12:00:00 or earlier (3 snapshots, at least 1m00s) "
       "with a backlog of 11 and no new messages under owner c1; lag 11 -> 11, unknown behind", 3, 0, 11, 11, None)),
     ("retry queue, eleven left after one more message", offsets([50, 51, 51, 51], [40] * 4, topic="%RETRY%g"),
-     ("LAGGING", "retry-threshold", "retry queue frozen at 40 for 1m00s (under the 5m00s retry threshold); lag 11",
-      3, 1, 11, 11, None)),
+     ("STALLED", "frozen", "consumer offset frozen at 40 since 12:00:30 (3 snapshots, 1m00s) with a backlog of 11 "
+      "and no new messages under owner c1; lag 11 -> 11, unknown behind", 3, 1, 11, 11, None)),
     # caught-up
     ("one new message, consumed", offsets([500, 500, 501], [500, 500, 501]),
      ("OK", "caught-up", "caught up: lag 0 <= 0 at the last snapshot; consumer offset 500 -> 501", 3, 0, 0, 0, 0)),
@@ -140,18 +150,21 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
      ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 or earlier (32 snapshots, at least 15m30s) "
       "while broker offset rose 110 -> 420 under owner c1; lag 10 -> 320, unknown behind", 32, 0, 10, 320, None)),
     ("pull offset not moving", frozen(3, pull_offset=100), ("STALLED", "frozen", FROZEN_3, 3, 0, 10, 30, None)),
-    # retry-threshold (before offset-pinned: a retry queue gets its 5 minutes whether pulls go on or not)
+    # a retry queue gets no minutes of grace: the broker parks a message sent back until its delay level is
+    # due, so what waits in %RETRY% is due now (pinned while pulls go on, frozen otherwise, as any queue)
     ("retry queue pulling, frozen 4m00s", pinned(10, topic="%RETRY%g"),
-     ("LAGGING", "retry-threshold", "retry queue frozen at 100 for 4m00s (under the 5m00s retry threshold); lag 100",
+     ("STALLED", "offset-pinned", "committed offset held at 100 since 12:00:30 (9 snapshots, 4m00s) while its owner "
+      "c1 keeps pulling (pull offset 101 -> 109); lag 100: one unfinished message or a hung listener, the offsets "
+      "cannot tell which (a concurrent consumer sends a message back after consumeTimeout 15m00s)",
       9, 1, 20, 100, None)),
     # (lag 10 at the first snapshot, within the retry allowance; 20 from the second: the frozen run starts there)
     ("retry queue frozen 4m30s", offsets(RISING[:11], FIXED[:11], topic="%RETRY%g"),
-     ("LAGGING", "retry-threshold", "retry queue frozen at 100 for 4m30s (under the 5m00s retry threshold); lag 110",
-      10, 1, 20, 110, None)),
+     ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:30 (10 snapshots, 4m30s) while broker offset "
+      "rose 120 -> 210 under owner c1; lag 20 -> 110, unknown behind", 10, 1, 20, 110, None)),
     ("retry queue frozen 5m", offsets(RISING[:12], FIXED[:12], topic="%RETRY%g"),
      ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:30 (11 snapshots, 5m00s) while broker offset "
       "rose 120 -> 220 under owner c1; lag 20 -> 120, unknown behind", 11, 1, 20, 120, None)),
-    # (lag 20 from the first snapshot read: frozen then or earlier, maybe past the threshold: not the milder verdict)
+    # (lag 20 from the first snapshot read: frozen then or earlier)
     ("retry queue frozen 4m30s since the first snapshot read", offsets(RISING[1:11], FIXED[:10], topic="%RETRY%g"),
      ("STALLED", "frozen", "consumer offset frozen at 100 since 12:00:00 or earlier (10 snapshots, at least 4m30s) "
       "while broker offset rose 120 -> 210 under owner c1; lag 20 -> 110, unknown behind", 10, 0, 20, 110, None)),
@@ -236,7 +249,7 @@ def test_the_numbers_behind_each_kind_of_span(spark: SparkSession, verdicts: Dat
 
 def test_thresholds_default_to_the_documented_values() -> None:
     assert Thresholds() == Thresholds(min_snapshots=2, allowed_lag=0, retry_allowed_lag=10,
-                                      retry_min_stall_ms=300_000, consume_timeout_ms=900_000)
+                                      consume_timeout_ms=900_000)
 
 
 def test_rules_give_the_documented_statuses() -> None:
@@ -244,7 +257,7 @@ def test_rules_give_the_documented_statuses() -> None:
     assert RULE_STATUS == {
         "min-snapshots": "INSUFFICIENT_DATA", "dlq": "DLQ", "rewind": "REWOUND", "no-new-messages": "IDLE",
         "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
-        "owner-not-subscribed": "ORPHANED", "retry-threshold": "LAGGING", "offset-pinned": "STALLED",
+        "owner-not-subscribed": "ORPHANED", "offset-pinned": "STALLED",
         "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
     }
     assert STUCK_STATUSES == ("STALLED", "ORPHANED")

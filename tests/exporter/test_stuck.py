@@ -58,10 +58,19 @@ def test_an_owner_change_restarts_the_count() -> None:
     assert (judge(Q, rows).status, judge(Q, rows).rule) == ("INSUFFICIENT_DATA", "owner-changed")
 
 
-def test_a_retry_queue_frozen_under_five_minutes_is_only_lagging() -> None:
-    rows = [obs(t, 100 + t, 5, pull=10 + t) for t in (0, 60, 120)]  # before offset-pinned
-    assert (judge(RETRY, rows).status, judge(RETRY, rows).rule) == ("LAGGING", "retry-threshold")
-    assert judge(RETRY, [obs(t, 100 + t, 5) for t in (0, 200, 400)]).rule == "frozen"
+def test_a_retry_queue_frozen_past_its_allowance_is_stalled_at_once() -> None:
+    # what waits in %RETRY% is due (the broker delayed it before it landed): no minutes of grace
+    rows = [obs(t, 100 + t, 5, pull=10 + t) for t in (0, 60, 120)]
+    assert (judge(RETRY, rows).status, judge(RETRY, rows).rule) == ("STALLED", "offset-pinned")
+    assert judge(RETRY, [obs(t, 100 + t, 5) for t in (0, 30)]).rule == "frozen"
+    assert judge(RETRY, [obs(t, 15, 5) for t in (0, 30)]).rule == "no-new-messages"  # within its allowance
+
+
+def test_a_queue_frozen_since_it_was_rewound_is_stalled_not_rewound() -> None:
+    assert (judge(Q, [obs(0, 300, 200), obs(30, 300, 150), obs(60, 300, 150)]).status) == "STALLED"
+    assert judge(Q, [obs(0, 300, 200), obs(30, 300, 150), obs(60, 300, 150)]).rule == "frozen"
+    assert judge(Q, [obs(0, 300, 200), obs(30, 300, 200), obs(60, 300, 150)]).rule == "rewind"
+    assert judge(Q, [obs(0, 300, 200), obs(30, 300, 150), obs(60, 300, 170)]).rule == "rewind"
 
 
 def view_at(ts: int, bo: int, co: int, known: bool = True) -> GroupView:

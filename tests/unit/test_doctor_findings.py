@@ -453,7 +453,7 @@ def retry_sampled(broker: int, consumer: int, *, at: int = NOW) -> GroupView:
 def test_lag_not_advancing_gives_each_queue_the_shared_verdict() -> None:
     # rmqctl.stuck: frozen under an owner is STALLED, under nobody or a client not subscribing the topic
     # ORPHANED; a %RETRY% queue within its allowance of 10 is caught up, past it at both samples STALLED at once
-    # (two samples cannot see how long it has been frozen, so it does not get the job's five minutes)
+    # (the job says the same whenever the run began: no retry queue waits out a grace period)
     def verdicts(after: GroupView, before: GroupView) -> list[Any]:
         found = [f for f in run_checks(after, before) if f.code == "LAG_NOT_ADVANCING"]
         return [q["verdict"] for f in found for q in f.evidence["queues"]]
@@ -925,11 +925,34 @@ def test_lag_not_advancing_waits_out_a_broker_filtered_pull(c: Case) -> None:
     check("LAG_NOT_ADVANCING", c)
 
 
-def test_lag_not_advancing_leaves_a_topic_left_behind_to_its_own_finding() -> None:
+def test_a_topic_left_behind_is_orphaned_as_analyze_stuck_says_and_sends_to_its_own_finding() -> None:
+    # nobody subscribes U, so nobody holds its queues: frozen with a backlog, stuck (ORPHANED) as the
+    # job judges the same snapshots; ABANDONED_TOPIC_BACKLOG says why
     before = left_behind((30, 5), (30, 5))
-    after = replace(left_behind((38, 5), (37, 5)), sampled_at=NOW + 10_000)
-    found = codes(run_checks(after, before))
-    assert "LAG_NOT_ADVANCING" not in found and "ABANDONED_TOPIC_BACKLOG" in found
+    after = replace(left_behind((38, 5), (37, 5)), sampled_at=NOW + 30_000)
+    findings = run_checks(after, before)
+    assert "ABANDONED_TOPIC_BACKLOG" in codes(findings)
+    f = one(findings, "LAG_NOT_ADVANCING")
+    assert [(q["queue_id"], q["owner"], q["verdict"], q["topic_subscribed"]) for q in f.evidence["queues"]] == [
+        (0, None, "ORPHANED", False), (1, None, "ORPHANED", False)]
+    assert f.detail == ("Between two samples 30 s apart, no client holds U@broker-a queues 0 and 1 (no online "
+                        "client subscribes U: see ABANDONED_TOPIC_BACKLOG): 15 new messages arrived and none "
+                        "was consumed (65 messages now wait).")
+    assert f.fix == ("A topic no online client of orders-consumer subscribes is consumed by nobody until a client "
+                     "of the group subscribes it again; dropped on purpose, its offsets and backlog stay on the "
+                     "brokers (see ABANDONED_TOPIC_BACKLOG).")
+
+
+def test_a_retry_queue_frozen_past_its_allowance_is_stalled_by_two_samples() -> None:
+    r = MessageQueue("%RETRY%orders-consumer", "broker-a", 0)
+
+    def retry(broker: int, at: int) -> GroupView:
+        # a push consumer subscribes its group's retry topic itself
+        return group([client(A, [S, sub(r.topic)], [r])], {"T": T}, sampled_at=at, progress=[row(r, broker, 100, A)])
+
+    f = one(run_checks(retry(111, NOW + 30_000), retry(111, NOW)), "LAG_NOT_ADVANCING")
+    assert [q["verdict"] for q in f.evidence["queues"]] == ["STALLED"]
+    assert "LAG_NOT_ADVANCING" not in codes(run_checks(retry(110, NOW + 30_000), retry(110, NOW)))
 
 
 def test_lag_not_advancing_with_one_message_waiting() -> None:
