@@ -129,6 +129,9 @@ class ClusterService:
         self._config_tables: dict[str, tuple[float, Mapping[str, SubscriptionGroupConfig]]] = {}
         #: each master's release, read once per service (only for a group nobody lists)
         self._versions: dict[str, str] | None = None
+        #: 5.5 groups the brokers' configs bind to a LITE topic (group → topic), as the last
+        #: group list read them
+        self._lite_groups: dict[str, str] = {}
 
     @property
     def clock(self) -> Clock:
@@ -225,6 +228,8 @@ class ClusterService:
             failures.update(broker_failures)
             for table in configs.values():
                 names.update(table)
+            self._lite_groups = {name: cfg.lite_bind_topic for _, table in sorted(configs.items())
+                                 for name, cfg in table.items() if cfg.lite_bind_topic}
         names.update(retry_topic_groups(topics, configured=names))
         if not include_system:
             names -= SYSTEM_GROUPS
@@ -250,6 +255,14 @@ class ClusterService:
         for summary in rows:
             if summary.error:
                 failures[f"group:{summary.group}"] = errors.RmqctlError(summary.error)
+        lite = {g: t for g, t in self._lite_groups.items() if g in listed.value}
+        if lite:
+            # a lite group's offsets live in its lite topics' queues, which consume stats leave out
+            rows = [dataclasses.replace(r, total_diff=None) if r.group in lite else r for r in rows]
+            bound = ", ".join(f"{g} to {t}" for g, t in sorted(lite.items()))
+            return Partial(list(rows), failures, {"lite_topics": (
+                f"groups bound to a LITE topic ({bound}) keep their progress per lite topic, in light "
+                "message queues rmqctl does not read: their total_diff is unknown")})
         return Partial(list(rows), failures)
 
     async def _offset_tables(self, masters: Mapping[str, str]) -> dict[str, Mapping[str, frozenset[str]]]:

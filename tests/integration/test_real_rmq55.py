@@ -287,6 +287,10 @@ def test_a_lite_group_is_reported_as_not_read_never_as_caught_up(setup: Setup) -
     assert table.returncode == 0 and "Total diff: unknown (lite topics unavailable)" in table.stdout
     assert "lite_topics: unavailable" in table.stdout
 
+    listed = rmqctl_json(cluster, "group", "list")
+    (row,) = [g for g in listed["groups"] if g["group"] == LITE_GROUP]
+    assert row["total_diff"] is None and f"{LITE_GROUP} to {LITE_TOPIC}" in listed["unavailable"]["lite_topics"]
+
     doctor = rmqctl_json(cluster, "doctor", LITE_GROUP)
     assert doctor["findings"] == []
     skipped = {s["code"]: s["reason"] for s in doctor["skipped"] if s["group"] == LITE_GROUP}

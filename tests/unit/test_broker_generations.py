@@ -121,3 +121,17 @@ def test_group_progress_calls_a_lite_groups_totals_unknown_not_zero() -> None:
     assert shown.document["total_inflight"] is None
     assert "Total diff: unknown (lite topics unavailable)" in shown.footer
     assert "Total inflight: unavailable" in shown.footer
+
+
+def test_group_list_calls_a_lite_groups_total_diff_unknown() -> None:
+    backend = TwoBrokers()
+    backend.configs[A] = {G: SubscriptionGroupConfig(G, lite_bind_topic="L55")}
+    listed = asyncio.run(ClusterService(backend, FakeClock()).group_summaries())
+    (summary,) = listed.value
+    # the consume stats of the fake say 12; a lite group's own offsets are not among them
+    assert (summary.group, summary.clients, summary.total_diff) == (G, 1, None)
+    assert f"{G} to L55" in listed.unavailable["lite_topics"]
+    plain = TwoBrokers()
+    plain.configs[A] = {G: SubscriptionGroupConfig(G)}
+    listed = asyncio.run(ClusterService(plain, FakeClock()).group_summaries())
+    assert listed.value[0].total_diff == 12 and "lite_topics" not in listed.unavailable
