@@ -1,4 +1,4 @@
-"""The stuck-queue job on Spark against the same rules as one DuckDB query, on the same snapshot files.
+"""The stuck-queue job on Spark and on the local engine against the same rules as one DuckDB query, same files.
 
 ``python bench/bench_stuck.py DIR [--master local[2]] [--driver-memory 2g]`` (DIR from
 ``bench/gen_snapshots.py``) runs, each in its own child process and over the whole dataset:
@@ -8,7 +8,11 @@
   child reports the session start-up and the job separately;
 - **spark-before**: the same on the session as it was built before that tuning (8 shuffle partitions, the
   JVM's defaults), for a before/after in one run;
-- **duckdb**: :data:`DUCKDB_SQL`, the same rules (statuses only, no explanations) over ``read_parquet``.
+- **duckdb**: :data:`DUCKDB_SQL`, the same rules (statuses only, no explanations) over ``read_parquet``;
+- **local**: the local engine (``rmqctl.localjob``: ``plan`` + ``run``, the whole document with every
+  explanation), start-up being the import of pyarrow and the engine;
+- **command**: ``rmqctl analyze stuck DIR -o json --out FILE`` as a user runs it (``--engine auto``: the engine
+  it picks for the input), from command to verdict; its start-up is not told apart.
 
 For each it reports whole-process wall time, the CPU time of the whole process tree (the JVM included: a
 loaded machine stretches wall time, CPU time much less), time without start-up, rows per second and the peak
@@ -112,6 +116,31 @@ def child_spark(args: argparse.Namespace) -> dict[str, Any]:
     return {"startup_s": ready - started, "job_s": done - ready, "exit": code}
 
 
+def child_local(args: argparse.Namespace) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    started = time.perf_counter()
+    from rmqctl.localjob import job
+
+    ready = time.perf_counter()
+    code, document = job.run(job.plan(args.directory, since=args.since, until=UNTIL), lambda _: None)
+    done = time.perf_counter()
+    args.result.write_text(json.dumps({_key(q): q["status"] for q in document["queues"]}))
+    return {"startup_s": ready - started, "job_s": done - ready, "exit": code}
+
+
+def child_command(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    out = args.result.with_suffix(".command.json")
+    proc = subprocess.run([sys.executable, "-m", "rmqctl", "analyze", "stuck", str(args.directory), "--since",
+                           args.since, "--until", UNTIL, "-o", "json", "--out", str(out)], cwd=ROOT)
+    done = time.perf_counter()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"rmqctl analyze stuck exited {proc.returncode}")
+    document = json.loads(out.read_text())
+    args.result.write_text(json.dumps({_key(q): q["status"] for q in document["queues"]}))
+    return {"startup_s": 0.0, "job_s": done - started, "exit": proc.returncode, "engine": document["engine"]}
+
+
 def child_duckdb(args: argparse.Namespace) -> dict[str, Any]:
     import duckdb
 
@@ -193,8 +222,9 @@ def measure(engine: str, args: argparse.Namespace, result: Path) -> dict[str, An
     if proc.returncode != 0:
         raise SystemExit(f"{engine} child failed with exit {proc.returncode}")
     report = json.loads(out.strip().splitlines()[-1])
-    return {"engine": engine, "wall_s": wall, "cpu_s": sum(cpu.values()), "startup_s": report["startup_s"],
-            "job_s": report["job_s"], "peak_rss_mib": peak / 1024, "job_exit": report["exit"]}
+    return {"engine": engine + (f" ({report['engine']})" if "engine" in report else ""), "wall_s": wall,
+            "cpu_s": sum(cpu.values()), "startup_s": report["startup_s"], "job_s": report["job_s"],
+            "peak_rss_mib": peak / 1024, "job_exit": report["exit"]}
 
 
 def count_rows(directory: Path) -> int:
@@ -211,14 +241,16 @@ def main() -> None:
     parser.add_argument("--shuffle-partitions", type=int, default=None,
                         help="for spark (default: the job's, the local cores); spark-before always has 8")
     parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
-    parser.add_argument("--engines", default="duckdb,spark-before,spark")
+    parser.add_argument("--engines", default="duckdb,spark-before,spark,local,command")
     parser.add_argument("--since", default=SINCE, help="window start (default: the whole dataset); a later start "
                         "judges frozen runs begun before it, and skips the check against expected.json")
-    parser.add_argument("--child", choices=["spark", "spark-before", "duckdb"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["spark", "spark-before", "duckdb", "local", "command"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        report = child_duckdb(args) if args.child == "duckdb" else child_spark(args)
+        children = {"duckdb": child_duckdb, "local": child_local, "command": child_command}
+        report = children.get(args.child, child_spark)(args)
         print(json.dumps(report))
         return
 
@@ -233,7 +265,7 @@ def main() -> None:
         measured["rows_per_s_job"] = rows / measured["job_s"]
         measured["rows_per_s_wall"] = rows / measured["wall_s"]
         results.append(measured)
-        verdicts[engine] = json.loads(result.read_text())
+        verdicts[measured["engine"]] = json.loads(result.read_text())
     load_after = os.getloadavg()
 
     expected = json.loads((args.directory / "expected.json").read_text()) if args.since == SINCE else {}
@@ -241,15 +273,15 @@ def main() -> None:
     same = all(v == next(iter(verdicts.values())) for v in verdicts.values())
     print(f"{rows:,} rows, {len(expected):,} queues, load average {load_before[0]:.1f} before / "
           f"{load_after[0]:.1f} after")
-    print(f"{'engine':12} {'wall s':>8} {'cpu s':>7} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} "
+    print(f"{'engine':16} {'wall s':>8} {'cpu s':>7} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} "
           f"{'Mrows/s wall':>13} {'peak MiB':>9}  expected")
     for r in results:
-        print(f"{r['engine']:12} {r['wall_s']:8.1f} {r['cpu_s']:7.1f} {r['startup_s']:8.1f} {r['job_s']:8.1f} "
+        print(f"{r['engine']:16} {r['wall_s']:8.1f} {r['cpu_s']:7.1f} {r['startup_s']:8.1f} {r['job_s']:8.1f} "
               f"{r['rows_per_s_job'] / 1e6:12.2f} {r['rows_per_s_wall'] / 1e6:13.2f} {r['peak_rss_mib']:9.0f}  "
               f"{agree[r['engine']]}/{len(expected)}")
     by_engine = {r["engine"]: r for r in results}
-    for name in ("spark-before", "spark"):
-        if name in by_engine and "duckdb" in by_engine:
+    for name in by_engine:
+        if name != "duckdb" and "duckdb" in by_engine:
             spark, duck = by_engine[name], by_engine["duckdb"]
             print(f"{name} / duckdb: wall {spark['wall_s'] / duck['wall_s']:.2f}x, "
                   f"cpu {spark['cpu_s'] / duck['cpu_s']:.2f}x, without start-up {spark['job_s'] / duck['job_s']:.2f}x")

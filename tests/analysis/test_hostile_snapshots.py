@@ -7,14 +7,12 @@ Runs the job's plan + run on the shared local[1] session, and the command for th
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from analysis import stuck
 from tests.analysis.conftest import (
     ARROW_SCHEMA,
     INCIDENT_VERDICTS,
@@ -26,17 +24,18 @@ from tests.analysis.conftest import (
     verdict_tuples,
     write_snapshots,
 )
+from tests.analysis.engines import run_both
 
 NOW = ms(T0 + dt.timedelta(minutes=30))  # the job's clock in these tests: half an hour after the incident
 
 
 def run_job(spark: SparkSession, root: Path, tmp_path: Path, *argv: str) -> tuple[int, list[str], dict]:
+    """The job's plan + run, and the local engine on the same options (the same warnings and document)."""
     out = tmp_path / "result.json"
-    job = stuck.plan(stuck.build_parser().parse_args([str(root), "-o", "json", "--out", str(out), *argv]),
-                     now_ms=NOW)
     warnings: list[str] = []
-    code = stuck.run(spark, job, warnings.append)
-    return code, warnings, json.loads(out.read_text())
+    code, document = run_both(spark, [str(root), "-o", "json", "--out", str(out), *argv], now_ms=NOW,
+                              on_warning=warnings.append)
+    return code, warnings, document
 
 
 def incident(tmp_path: Path) -> Path:
