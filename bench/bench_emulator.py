@@ -20,12 +20,14 @@ revision, read with ``git archive`` into a temporary directory; default ``main``
 
 ``--list`` runs ``group list`` (``ClusterService.group_summaries()``, in a fresh process each
 time) over one emulator served from this tree, with this tree's client and with ``--baseline``'s,
-alternating, and prints each run's wall and CPU seconds, the server's CPU seconds and a digest of
-the rows (the two builds must print the same rows).
+alternating, and prints each run's wall and CPU seconds, the server's CPU seconds, a digest of
+the rows (the two builds must print the same rows) and the requests the run sent, by request code.
+``--at`` serves the scenario at a later virtual time (its clients have committed by then);
+``--concurrency`` sets the admin client's limit of requests in flight.
 
 Usage: ``python bench/bench_emulator.py [--groups 2000 --queues 16 --brokers 2 --clients 5000]``,
 ``python bench/bench_emulator.py --load [--baseline main] [--rounds 2] [--connections 200]`` or
-``python bench/bench_emulator.py --list [--baseline main] [--rounds 3]``.
+``python bench/bench_emulator.py --list [--baseline main] [--rounds 3] [--at 5] [--concurrency 16]``.
 """
 
 from __future__ import annotations
@@ -181,10 +183,10 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def serve(scenario: str, tree: Path) -> tuple[subprocess.Popen[str], dict[str, object]]:
+def serve(scenario: str, tree: Path, at: float = 5.0) -> tuple[subprocess.Popen[str], dict[str, object]]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(tree)}
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "serve", "--scenario", scenario, "--clock", "virtual", "--at", "5",
+        [sys.executable, "-c", SERVE, "serve", "--scenario", scenario, "--clock", "virtual", "--at", f"{at:g}",
          "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tree, env=env, text=True)
     assert server.stdout is not None
     line = server.stdout.readline()
@@ -255,7 +257,8 @@ async def counted(self, address, code, *args, **kw):
 AdminClient.fetch = counted
 
 async def main():
-    source = ClusterService(RemotingBackend(AdminClient([sys.argv[1]], timeout=60)))
+    admin = AdminClient([sys.argv[1]], timeout=60, concurrency=int(sys.argv[2]))
+    source = ClusterService(RemotingBackend(admin))
     try:
         wall, cpu = time.perf_counter(), time.process_time()
         result = await source.group_summaries()
@@ -280,17 +283,17 @@ def list_main(args: argparse.Namespace) -> None:
     base = baseline_tree(args.baseline) if args.baseline else None
     if base is not None:
         builds.insert(0, (f"baseline {args.baseline}", base))
-    print(f"group list over {scenario} (served by this tree, virtual clock at 5 s); load average before "
+    print(f"group list over {scenario} (served by this tree, virtual clock at {args.at:g} s); load average before "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    server, served = serve(scenario, ROOT)
+    server, served = serve(scenario, ROOT, args.at)
     runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in builds}
     try:
         for _ in range(args.rounds):
             for label, tree in builds:
                 before = proc_cpu(server.pid)
                 env = {**os.environ, "PYTHONPATH": str(tree)}
-                out = subprocess.run([sys.executable, "-c", LIST, str(served["namesrv"])], capture_output=True,
-                                     text=True, cwd=tree, env=env, check=True).stdout
+                command = [sys.executable, "-c", LIST, str(served["namesrv"]), str(args.concurrency)]
+                out = subprocess.run(command, capture_output=True, text=True, cwd=tree, env=env, check=True).stdout
                 figures = json.loads(out)
                 figures["server_cpu"] = proc_cpu(server.pid) - before
                 runs[label].append(figures)
@@ -359,6 +362,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--baseline", default="main", help="git revision to compare with ('' for none)")
+    parser.add_argument("--at", type=float, default=5.0,
+                        help="--list: the virtual time the scenario is served at (later: the clients have committed)")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="--list: requests in flight per group list (the admin client's limit)")
     args = parser.parse_args()
     if args.load:
         load_main(args)

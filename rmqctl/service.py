@@ -245,12 +245,20 @@ class ClusterService:
             return Partial(summaries, failures, {"uncommitted_topics": UNCOMMITTED_NOT_COUNTED})
         listed = await self.groups(include_system=include_system)
         masters = await self.masters()
-        tables, bulk = await asyncio.gather(self._offset_tables(masters), self.broker_consume_stats(masters))
-        # groups subscribing one topic share its stats: each broker is asked once per topic
-        shared: dict[tuple[str, str], asyncio.Future[TopicStats]] = {}
-        rows = await asyncio.gather(
-            *(self._summarize_group(masters, group, tables, shared, bulk) for group in listed.value)
-        )
+        # the broker-wide consume stats (a broker may take a while to gather them) stay in
+        # flight while each group's other reads go out; only its consume stats wait for them
+        bulk = self.broker_consume_stats(masters)
+        try:
+            tables = await self._offset_tables(masters)
+            # groups subscribing one topic share its stats: each broker is asked once per topic
+            shared: dict[tuple[str, str], asyncio.Future[TopicStats]] = {}
+            rows = await asyncio.gather(
+                *(self._summarize_group(masters, group, tables, shared, bulk) for group in listed.value)
+            )
+        finally:
+            for read in bulk.values():
+                read.cancel()  # only still running when something above failed
+            await asyncio.gather(*bulk.values(), return_exceptions=True)
         failures = dict(listed.errors)
         for summary in rows:
             if summary.error:
@@ -274,23 +282,32 @@ class ClusterService:
         tables, _ = await self._fan_out(masters, self.backend.offset_topics)
         return tables
 
-    async def broker_consume_stats(self, masters: Mapping[str, str]) -> dict[str, Mapping[str, ConsumeStats]]:
-        """Every broker's consume stats of many groups in one read per broker, by address then
-        group, where the back end can. A broker whose read failed is left out, as is a group
-        its answer leaves out: :meth:`consume_stats_of` then asks for that group alone."""
+    def broker_consume_stats(self, masters: Mapping[str, str]) -> dict[str, asyncio.Future[Mapping[str, ConsumeStats]]]:
+        """Every broker's consume stats of many groups, one read per broker started now, by
+        address, where the back end can (else none). A group such a read leaves out, or every
+        group when it failed, is read alone by :meth:`consume_stats_of`. The caller awaits or
+        cancels what it started."""
         if not self.backend.capabilities.broker_consume_stats:
             return {}
-        tables, _ = await self._fan_out(masters, self.backend.broker_consume_stats)
-        return {masters[b]: table for b, table in tables.items() if b in masters}
+        return {addr: asyncio.ensure_future(self.backend.broker_consume_stats(addr)) for addr in masters.values()}
 
-    def consume_stats_of(self, group: str, bulk: Mapping[str, Mapping[str, ConsumeStats]] | None
+    def consume_stats_of(self, group: str, bulk: Mapping[str, asyncio.Future[Mapping[str, ConsumeStats]]] | None
                          ) -> Callable[[str], Awaitable[ConsumeStats]]:
-        """One group's consume stats on a broker (by address): from ``bulk``
-        (:meth:`broker_consume_stats`) where it holds the group, else read alone."""
+        """One group's consume stats on a broker (by address): from the broker's read in
+        ``bulk`` (:meth:`broker_consume_stats`) where it holds the group, else read alone."""
         backend = self.backend
 
         async def read(addr: str) -> ConsumeStats:
-            found = (bulk or {}).get(addr, {}).get(group)
+            pending = (bulk or {}).get(addr)
+            found = None
+            if pending is not None:
+                try:
+                    # shielded: one group giving up must not cancel the read the others share
+                    found = (await asyncio.shield(pending)).get(group)
+                except errors.RmqctlError as exc:
+                    fatal = backend.capabilities.fatal
+                    if fatal and isinstance(exc, fatal):
+                        raise
             return found if found is not None else await backend.consume_stats(addr, group)
 
         return read
@@ -299,7 +316,7 @@ class ClusterService:
         self, masters: Mapping[str, str], group: str,
         tables: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
         shared: dict[tuple[str, str], asyncio.Future[TopicStats]] | None = None,
-        bulk: Mapping[str, Mapping[str, ConsumeStats]] | None = None,
+        bulk: Mapping[str, asyncio.Future[Mapping[str, ConsumeStats]]] | None = None,
     ) -> GroupSummary:
         """One ``group list`` row: connections and total lag, never raising for one bad group.
 

@@ -81,3 +81,25 @@ def test_without_the_broker_wide_read_each_group_asks_each_broker() -> None:
     assert rows == [(G, 12, ()), (G2, 12, ())]
     assert calls == Counter(subscription_groups=2, consumer_connection=4, consume_stats=4,
                             topics_by_consumer=4, topic_stats=2)
+
+
+def test_the_groups_other_reads_go_out_while_the_broker_wide_read_is_in_flight() -> None:
+    """A broker that takes its time over the broker-wide answer does not hold back the groups'
+    connection lists: the answer here comes only after a connection list was asked."""
+    backend = two_groups(7, 7)
+    asked = asyncio.Event()
+    broker_wide, connection = backend.broker_consume_stats, backend.consumer_connection
+
+    async def slow(address: str):  # type: ignore[no-untyped-def]
+        await asyncio.wait_for(asked.wait(), 10)
+        return await broker_wide(address)
+
+    async def connections(address: str, group: str):  # type: ignore[no-untyped-def]
+        asked.set()
+        return await connection(address, group)
+
+    backend.broker_consume_stats = slow  # type: ignore[method-assign]
+    backend.consumer_connection = connections  # type: ignore[method-assign]
+    rows, calls = listed(backend)
+    assert rows == [(G, 12, ()), (G2, 12, ())]
+    assert calls["broker_consume_stats"] == 2 and calls["consume_stats"] == 0
