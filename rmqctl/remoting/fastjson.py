@@ -108,13 +108,18 @@ class _Parser:
     before stopping are charged to :attr:`budget`, so however the keys are placed, at most about
     the body's length is read twice before the rest is walked here alone (linear time)."""
 
-    __slots__ = ("text", "pos", "depth", "key_depth", "budget")
+    __slots__ = ("text", "pos", "depth", "key_depth", "budget", "walked")
 
     def __init__(self, text: str, key_depth: int = 0) -> None:
         self.text = text
         self.pos = 0
         self.depth = 0
         self.budget = len(text) + 64
+        #: nesting levels at which a container held what the C decoder cannot read: later
+        #: containers at that level are walked here at once. The C decoder's error costs time
+        #: in proportion to its offset in the body (it counts the lines before it), so failing
+        #: again on each of thousands of sibling containers would cost the square of the body.
+        self.walked: set[int] = set()
         #: how many map keys that are objects or arrays enclose the current position
         self.key_depth = key_depth
 
@@ -135,13 +140,14 @@ class _Parser:
             raise self.fail("unexpected end of body")
         ch = self.text[self.pos]
         if ch == "{" or ch == "[":
-            if self.budget > 0:
+            if self.budget > 0 and self.depth + 1 not in self.walked:
                 start = self.pos
                 try:
                     value, self.pos = _scan_once(self.text, start)
                     return value
                 except _json_decoder.JSONDecodeError as exc:
                     self.budget -= exc.pos - start + 1
+                    self.walked.add(self.depth + 1)
                 except (StopIteration, RecursionError, ValueError, ProtocolError):
                     self.budget = 0  # not the C decoder's to judge: walked here, errors named here
             return self.obj() if ch == "{" else self.arr()
@@ -264,12 +270,19 @@ class _Parser:
                         break
                     key, end = int(number.group(1)), number.end() - 1
                 start = end + 1
-                value, end = scan(text, start)
+                if self.depth + 1 in self.walked and text.startswith(("{", "["), start):
+                    # a container at a level where one held what the C decoder cannot read
+                    self.pos = start
+                    value = self.obj() if text.startswith("{", start) else self.arr()
+                    end = self.pos
+                else:
+                    value, end = scan(text, start)
             except _json_decoder.JSONDecodeError as exc:
                 if start < 0 or not text.startswith(("{", "["), start):
                     break
                 # the value holds what the C decoder cannot read: walk it here, once
                 self.budget -= exc.pos - start
+                self.walked.add(self.depth + 1)
                 self.pos = start
                 value = self.obj() if text.startswith("{", start) else self.arr()
                 end = self.pos
