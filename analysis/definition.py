@@ -15,11 +15,32 @@ REWOUND = "REWOUND"
 ORPHANED = "ORPHANED"
 STALLED = "STALLED"
 
-STATUS_RANK = {OK: 0, DLQ: 0, IDLE: 1, INSUFFICIENT_DATA: 2, LAGGING: 3, REWOUND: 4, ORPHANED: 5, STALLED: 6}
+REDELIVERING = "REDELIVERING"
+DEAD_LETTERING = "DEAD_LETTERING"
+
+STATUS_RANK = {OK: 0, DLQ: 0, IDLE: 1, INSUFFICIENT_DATA: 2, LAGGING: 3, REDELIVERING: 3, REWOUND: 4,
+               DEAD_LETTERING: 4, ORPHANED: 5, STALLED: 6}
 """Severity of each verdict; a group's verdict is its worst queue's."""
 
 STUCK_STATUSES = (STALLED, ORPHANED)
 """The verdicts of a stuck queue: ``analyze stuck`` exits 1 on them, the doctor reports them as errors."""
+
+POP_STATUSES = (REDELIVERING, DEAD_LETTERING)
+"""The verdicts of a POP group's retry and dead-letter queues: messages failed again and again, or lost to
+the DLQ. ``analyze stuck`` exits 1 on them too."""
+
+MIN_DELIVERIES = 3
+"""A message delivered this often (the first delivery and two redeliveries) is coming back "again and
+again": one redelivery happens to healthy groups now and then (a client that stopped with messages in
+hand), two in a row to the same message does not."""
+
+DEFAULT_MAX_DELIVERIES = 17
+"""The broker's default maximum of deliveries of a POP message (``retryMaxTimes`` 16, plus the first)."""
+
+POP_COMMIT_GRACE_MS = 30_000
+"""POP moves a group's consumer offset when messages are popped, and the commit may trail the last message
+by several seconds (seen: one message for 5-9 s on 5.3.3): a POP queue frozen for less than this says
+nothing."""
 
 MIN_SNAPSHOTS = 2
 """Answered snapshots a verdict needs (in the window, or since the owner changed); fewer: INSUFFICIENT_DATA.
@@ -48,6 +69,23 @@ RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 
 
+def redelivery_verdict(copies_written: int, deliveries: int | None) -> str | None:
+    """The verdict of a POP group's retry queue from what one look (the doctor) or a window (the job) saw.
+
+    ``copies_written`` is how many copies reached the queue (its broker offset's growth); ``deliveries``
+    the most deliveries among the newest copies read back there (None: none read). ``REDELIVERING`` when
+    copies keep coming and, where copies were read, one of them was delivered :data:`MIN_DELIVERIES`
+    times or more; None when the queue says nothing of redelivery (no copy written, or only copies of
+    messages delivered once or twice), so the usual rules judge it. Nothing unread makes it milder:
+    growth without a sample is redelivery.
+    """
+    if copies_written <= 0:
+        return None
+    if deliveries is not None and deliveries < MIN_DELIVERIES:
+        return None
+    return REDELIVERING
+
+
 def is_retry(topic: str) -> bool:
     """``%RETRY%<group>`` queues: redelivery waits there by design, so they get their own thresholds."""
     return topic.startswith(RETRY_PREFIX)
@@ -72,15 +110,18 @@ def frozen_between(topic: str, before: tuple[str | None, int, int], after: tuple
             and before[2] > limit and after[2] > limit)
 
 
-def frozen_verdict(owner: str | None, owner_subscribes: bool | None) -> str:
+def frozen_verdict(owner: str | None, owner_subscribes: bool | None, pop: bool = False) -> str:
     """The verdict of a queue frozen (:func:`frozen_between`) over at least :data:`MIN_SNAPSHOTS` looks.
 
     ``owner`` is the client holding the queue (None: nobody, as for a topic no client subscribes);
     ``owner_subscribes`` is False when that client does not subscribe the queue's topic (None: not
     known). How long the run has lasted and whether its start was seen do not matter: the doctor's two
     samples never see the start, and the job's longer look must not make the verdict milder, so neither
-    judge waits out a run (a ``%RETRY%`` queue included) before calling it stuck.
+    judge waits out a run (a ``%RETRY%`` queue included) before calling it stuck. A queue of a POP group
+    (``pop``) has no owner by design: it is ``STALLED`` (nobody pops it), never ``ORPHANED``.
     """
+    if pop:
+        return STALLED
     if owner is None or owner_subscribes is False:
         return ORPHANED
     return STALLED

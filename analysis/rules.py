@@ -30,7 +30,10 @@ STATUS_RANK = stuck.STATUS_RANK
 """Severity of each status; a group's status is its worst queue's."""
 
 STUCK_STATUSES = stuck.STUCK_STATUSES
-"""Statuses that make the command exit 1."""
+"""Statuses of a stuck queue (the command exits 1 on them)."""
+
+POP_STATUSES = stuck.POP_STATUSES
+"""Statuses of a POP group's retry and dead-letter queues (the command exits 1 on them too)."""
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -47,6 +50,11 @@ class Thresholds:
     consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
     """The client's ``consumeTimeout``: up to this, a committed offset held while pulls go on may be one
     unfinished message; past it the client would have sent that message back."""
+    pop_commit_grace_ms: int = stuck.POP_COMMIT_GRACE_MS
+    """A POP queue frozen for less than this says nothing yet (POP's commit trails the last message)."""
+    min_deliveries: int = stuck.MIN_DELIVERIES
+    """A POP retry queue that grew is REDELIVERING when a copy read back was delivered this often (or none was
+    read); the doctor's REPEATED_REDELIVERY threshold."""
 
 
 def is_retry(topic: Column) -> Column:
@@ -75,14 +83,16 @@ def _clock(ts: Column) -> Column:
 
 
 RULE_STATUS = {
-    "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA, "rewind": stuck.REWOUND,
+    "dlq-growing": stuck.DEAD_LETTERING, "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA,
+    "retry-growing": stuck.REDELIVERING, "rewind": stuck.REWOUND,
     "no-new-messages": stuck.IDLE, "caught-up": stuck.OK, "owner-changed": stuck.INSUFFICIENT_DATA,
+    "pop-grace": stuck.INSUFFICIENT_DATA, "not-popped": stuck.STALLED,
     "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "offset-pinned": stuck.STALLED,
     "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
 }
 """The status each rule gives; the rules are tried in this order and the first that holds fires."""
 
-_ON_RUN = ("no-owner", "owner-not-subscribed", "offset-pinned", "frozen")
+_ON_RUN = ("pop-grace", "not-popped", "no-owner", "owner-not-subscribed", "offset-pinned", "frozen")
 _ON_SEGMENT = ("owner-changed", "lag-growing", "moving")
 
 
@@ -98,6 +108,7 @@ def judge(th: Thresholds) -> Transform:
         seg, run = F.col("seg_start"), F.col("run_start")
         facts = df.select(
             *QUEUE_KEY, "first", "last", "seg_start", "run_start", "caught_up_rn", "co_max", "rewind", "last_error",
+            "retry_deliveries",
             F.coalesce(F.col("n_window"), F.lit(0)).cast(IntegerType()).alias("n_window"),
             F.coalesce(F.col("n_missing"), F.lit(0)).cast(IntegerType()).alias("n_missing"),
             (last["rn"] - seg["rn"] + 1).alias("seg_n"),
@@ -111,15 +122,24 @@ def judge(th: Thresholds) -> Transform:
         c = F.col
         stuck_shape = c("frozen_n") >= th.min_snapshots
         pulled_while_frozen = F.coalesce(last["pull"] > run["pull"], F.lit(False))
+        pop = last["pop"]
+        grew = last["bo"] > first["bo"]
         rules: list[tuple[str, Column]] = [
             ("min-snapshots", c("last").isNull()),  # the broker failed every round of the window
+            # a POP group's failures show in its retry and dead-letter queues, not in ownership
+            ("dlq-growing", c("topic").startswith(stuck.DLQ_PREFIX) & pop & grew),
             ("dlq", c("topic").startswith(stuck.DLQ_PREFIX)),
             ("min-snapshots", c("n_window") < th.min_snapshots),
+            ("retry-growing", pop & is_retry(c("topic")) & grew
+             & (c("retry_deliveries").isNull() | (c("retry_deliveries") >= th.min_deliveries))),
             # a queue frozen since it went back is judged by the stuck rules below, not called REWOUND
             ("rewind", (c("co_max") > last["co"]) & ~(stuck_shape & (last["lag"] > c("allowed")))),
             ("no-new-messages", (last["bo"] == first["bo"]) & (last["lag"] <= c("allowed"))),
             ("caught-up", last["lag"] <= c("allowed")),
             ("owner-changed", c("seg_n") < th.min_snapshots),
+            # no client owns a POP queue: frozen is nobody popping it, once past POP's lazy commit
+            ("pop-grace", stuck_shape & pop & run["seen"] & (c("frozen_ms") < th.pop_commit_grace_ms)),
+            ("not-popped", stuck_shape & pop),
             ("no-owner", stuck_shape & last["owner"].isNull()),
             ("owner-not-subscribed", stuck_shape & (last["subscribed"] == F.lit(False))),
             ("offset-pinned", stuck_shape & pulled_while_frozen & (c("frozen_ms") <= th.consume_timeout_ms)),
@@ -145,6 +165,23 @@ def judge(th: Thresholds) -> Transform:
             seg["changed"], F.format_string(" (moved there at %s)", _clock(seg["ts"]))
         ).otherwise(F.lit(""))
         reasons: dict[str, Column] = {
+            "dlq-growing": F.format_string(
+                "%d message(s) of this POP group reached its dead-letter queue in the window: broker offset "
+                "%d -> %d; %d not consumed", last["bo"] - first["bo"], first["bo"], last["bo"], last["lag"]),
+            "retry-growing": F.format_string(
+                "%d copies written to this POP retry queue in the window (broker offset %d -> %d): messages "
+                "failed or not ACKed come back again and again; %s", last["bo"] - first["bo"], first["bo"],
+                last["bo"], F.when(c("retry_deliveries").isNull(), F.lit(
+                    "no copy was read back, so how often each was delivered is unknown")).otherwise(
+                    F.format_string("copies read back were delivered up to %d times (%d or more is redelivery)",
+                                    c("retry_deliveries"), F.lit(th.min_deliveries)))),
+            "pop-grace": F.format_string(
+                "POP queue: consumer offset at %d for %s, under the %s POP commit grace; lag %d",
+                last["co"], _duration(c("frozen_ms")), _duration(F.lit(th.pop_commit_grace_ms)), last["lag"]),
+            "not-popped": F.format_string(
+                "POP queue: consumer offset frozen at %d since %s (%d snapshots, %s) %s and no client popped a "
+                "message; lag %d -> %d, %s behind",
+                last["co"], since, c("frozen_n"), frozen_for, work, run["lag"], last["lag"], behind),
             "dlq": F.format_string(
                 "dead-letter queue, reported not judged: %d message(s) not consumed, broker offset %d -> %d",
                 last["lag"], first["bo"], last["bo"]),

@@ -1,4 +1,4 @@
-"""The offset-snapshot contract (schema version 2) as an explicit Spark schema.
+"""The offset-snapshot contract (schema version 3) as an explicit Spark schema.
 
 Snapshots are Parquet files under ``DIR/date=YYYY-MM-DD/*.parquet`` (the UTC date of ``ts``), one row
 per (snapshot time, group, topic, broker, queue). ``docs/snapshots.md`` is the public description;
@@ -22,7 +22,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The newest snapshot schema version this job understands."""
 
 SCHEMA_VERSION_KEY = "rmqctl.schema_version"
@@ -52,8 +52,12 @@ SNAPSHOT_SCHEMA = StructType([
     StructField("owner_expression", StringType(), nullable=True),
     StructField("owner_expression_type", StringType(), nullable=True),
     StructField("owner_expression_version", LongType(), nullable=True),
+    # version 3: a POP group's rows (files of older versions read these as null: not known to be POP)
+    StructField("pop", BooleanType(), nullable=True),
+    StructField("max_deliveries", IntegerType(), nullable=True),
+    StructField("retry_deliveries", IntegerType(), nullable=True),
 ])
-"""Schema version 2 of the snapshot files, column by column as in docs/snapshots.md."""
+"""Schema version 3 of the snapshot files, column by column as in docs/snapshots.md."""
 
 QUEUE_KEY = ("cluster", "group", "topic", "broker", "queue_id")
 """Columns that name one queue of one consumer group."""

@@ -16,6 +16,9 @@ numbers, plus a summary per group:
 ``REWOUND``           the committed offset went back and has not caught up again, still moving
 ``INSUFFICIENT_DATA`` fewer snapshots than ``--min-snapshots`` (in the window, or since the owner changed)
 ``DLQ``               a ``%DLQ%`` queue: reported with its numbers, not judged
+``REDELIVERING``      a POP group's retry queue that received copies in the window, whose copies read back
+                      were delivered 3 times or more (or none was read)
+``DEAD_LETTERING``    a POP group's ``%DLQ%`` queue that received messages in the window
 
 The job is cut in three: :mod:`analysis.rules` (the verdicts), :mod:`analysis.transforms` (the
 ``DataFrame -> DataFrame`` steps from snapshot rows to verdicts) and :mod:`analysis.files` (which files,
@@ -58,7 +61,7 @@ from analysis.files import (  # noqa: E402
     list_snapshot_files,
     read_snapshots,
 )
-from analysis.rules import STUCK_STATUSES, Thresholds  # noqa: E402
+from analysis.rules import POP_STATUSES, STUCK_STATUSES, Thresholds  # noqa: E402
 from analysis.schema import QUEUE_KEY  # noqa: E402
 from analysis.transforms import diagnose, for_output, summarize_groups  # noqa: E402
 
@@ -307,7 +310,8 @@ def plan(args: argparse.Namespace, now_ms: int | None = None) -> Plan:
 
 
 def run(spark: SparkSession, job: Plan, on_warning: Callable[[str], None] | None = None) -> int:
-    """Check the files, read, judge and write; 1 when a queue is STALLED or ORPHANED, else 0.
+    """Check the files, read, judge and write; 1 when a queue is STALLED, ORPHANED, REDELIVERING or
+    DEAD_LETTERING, else 0.
 
     Files that are not whole Parquet files are named through ``on_warning`` (default: :func:`warn`).
     """
@@ -348,7 +352,7 @@ def run(spark: SparkSession, job: Plan, on_warning: Callable[[str], None] | None
         raise JobError(f"no snapshots under {job.root} between {_iso(since_ms)} and {_iso(until_ms)}")
     if document is not None:
         _write_text(job.out, render(document, job.output))
-    return 1 if statuses & set(STUCK_STATUSES) else 0
+    return 1 if statuses & {*STUCK_STATUSES, *POP_STATUSES} else 0
 
 
 def warn(message: str) -> None:

@@ -18,7 +18,7 @@ from analysis.rules import STATUS_RANK, STUCK_STATUSES, Thresholds, Transform, a
 from analysis.schema import QUEUE_KEY
 
 COLUMNS_READ = ("ts", *QUEUE_KEY, "broker_offset", "consumer_offset", "pull_offset", "last_consumed_ts",
-                "broker_last_ts", "owner", "owner_subscribed", "message_model", "error")
+                "broker_last_ts", "owner", "owner_subscribed", "message_model", "error", "pop", "retry_deliveries")
 """The only snapshot columns the job reads (Parquet column pruning)."""
 
 
@@ -92,7 +92,8 @@ def summarize_queues(df: DataFrame) -> DataFrame:
     """One row per queue with a snapshot in the window: its first and last snapshot there, the start of the last
     owner segment and of the last frozen run (the latest boundary rows; a run may have begun before the window,
     and ``run_start.seen`` is false when it was frozen already at the first row read), the last caught-up
-    position, the highest consumer offset and the last rewind in the window."""
+    position, the highest consumer offset, the last rewind and the most deliveries retry copies showed in the
+window."""
     first = F.struct(
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"), F.col("lag"),
     )
@@ -100,6 +101,8 @@ def summarize_queues(df: DataFrame) -> DataFrame:
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
         F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), F.col("owner"),
         F.col("owner_subscribed").alias("subscribed"), F.col("last_consumed_ts"), F.col("broker_last_ts"),
+        # older snapshot files do not say: not known to be POP, judged as before
+        F.coalesce(F.col("pop"), F.lit(False)).alias("pop"),
     )
     seg_start = F.struct(
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
@@ -120,6 +123,8 @@ def summarize_queues(df: DataFrame) -> DataFrame:
         F.max(F.when(F.col("caught_up"), F.col("rn"))).alias("caught_up_rn"),
         F.max(F.when(F.col("in_window"), F.col("consumer_offset"))).alias("co_max"),
         F.max("rewind").alias("rewind"),
+        # the most deliveries the retry copies read back in the window showed (null: none read)
+        F.max(F.when(F.col("in_window"), F.col("retry_deliveries"))).alias("retry_deliveries"),
     ).where(F.col("n_window") > 0)
 
 

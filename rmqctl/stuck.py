@@ -15,6 +15,14 @@ the offsets cannot tell which, so it is stuck like any other. ``docs/snapshots.m
 and ``docs/findings.md`` (the doctor's ``LAG_NOT_ADVANCING``) describe this once, the latter by
 linking to the former.
 
+A POP group's queues have no owner (the broker hands each message to whichever client pops next), so
+ownership says nothing about them: a frozen POP queue is ``STALLED`` (nobody pops it), never
+``ORPHANED``, and only once frozen longer than :data:`POP_COMMIT_GRACE_MS`. What goes wrong under POP
+shows in its retry and dead-letter queues instead: copies written to its POP retry topic while the
+newest copies read back have been delivered :data:`MIN_DELIVERIES` times or more (``REDELIVERING``,
+the doctor's ``REPEATED_REDELIVERY``; :func:`redelivery_verdict`), and messages reaching its
+``%DLQ%`` queue (``DEAD_LETTERING``).
+
 This module holds the names, their order and the thresholds, :func:`frozen_between` (what two looks at
 a queue must show for it to count as frozen: the doctor's two samples, each step of the job's frozen run)
 and :func:`frozen_verdict`, the verdict of one frozen queue as the doctor computes it;
@@ -35,11 +43,32 @@ REWOUND = "REWOUND"
 ORPHANED = "ORPHANED"
 STALLED = "STALLED"
 
-STATUS_RANK = {OK: 0, DLQ: 0, IDLE: 1, INSUFFICIENT_DATA: 2, LAGGING: 3, REWOUND: 4, ORPHANED: 5, STALLED: 6}
+REDELIVERING = "REDELIVERING"
+DEAD_LETTERING = "DEAD_LETTERING"
+
+STATUS_RANK = {OK: 0, DLQ: 0, IDLE: 1, INSUFFICIENT_DATA: 2, LAGGING: 3, REDELIVERING: 3, REWOUND: 4,
+               DEAD_LETTERING: 4, ORPHANED: 5, STALLED: 6}
 """Severity of each verdict; a group's verdict is its worst queue's."""
 
 STUCK_STATUSES = (STALLED, ORPHANED)
 """The verdicts of a stuck queue: ``analyze stuck`` exits 1 on them, the doctor reports them as errors."""
+
+POP_STATUSES = (REDELIVERING, DEAD_LETTERING)
+"""The verdicts of a POP group's retry and dead-letter queues: messages failed again and again, or lost to
+the DLQ. ``analyze stuck`` exits 1 on them too."""
+
+MIN_DELIVERIES = 3
+"""A message delivered this often (the first delivery and two redeliveries) is coming back "again and
+again": one redelivery happens to healthy groups now and then (a client that stopped with messages in
+hand), two in a row to the same message does not."""
+
+DEFAULT_MAX_DELIVERIES = 17
+"""The broker's default maximum of deliveries of a POP message (``retryMaxTimes`` 16, plus the first)."""
+
+POP_COMMIT_GRACE_MS = 30_000
+"""POP moves a group's consumer offset when messages are popped, and the commit may trail the last message
+by several seconds (seen: one message for 5-9 s on 5.3.3): a POP queue frozen for less than this says
+nothing."""
 
 MIN_SNAPSHOTS = 2
 """Answered snapshots a verdict needs (in the window, or since the owner changed); fewer: INSUFFICIENT_DATA.
@@ -68,6 +97,23 @@ RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 
 
+def redelivery_verdict(copies_written: int, deliveries: int | None) -> str | None:
+    """The verdict of a POP group's retry queue from what one look (the doctor) or a window (the job) saw.
+
+    ``copies_written`` is how many copies reached the queue (its broker offset's growth); ``deliveries``
+    the most deliveries among the newest copies read back there (None: none read). ``REDELIVERING`` when
+    copies keep coming and, where copies were read, one of them was delivered :data:`MIN_DELIVERIES`
+    times or more; None when the queue says nothing of redelivery (no copy written, or only copies of
+    messages delivered once or twice), so the usual rules judge it. Nothing unread makes it milder:
+    growth without a sample is redelivery.
+    """
+    if copies_written <= 0:
+        return None
+    if deliveries is not None and deliveries < MIN_DELIVERIES:
+        return None
+    return REDELIVERING
+
+
 def is_retry(topic: str) -> bool:
     """``%RETRY%<group>`` queues: redelivery waits there by design, so they get their own thresholds."""
     return topic.startswith(RETRY_PREFIX)
@@ -92,15 +138,18 @@ def frozen_between(topic: str, before: tuple[str | None, int, int], after: tuple
             and before[2] > limit and after[2] > limit)
 
 
-def frozen_verdict(owner: str | None, owner_subscribes: bool | None) -> str:
+def frozen_verdict(owner: str | None, owner_subscribes: bool | None, pop: bool = False) -> str:
     """The verdict of a queue frozen (:func:`frozen_between`) over at least :data:`MIN_SNAPSHOTS` looks.
 
     ``owner`` is the client holding the queue (None: nobody, as for a topic no client subscribes);
     ``owner_subscribes`` is False when that client does not subscribe the queue's topic (None: not
     known). How long the run has lasted and whether its start was seen do not matter: the doctor's two
     samples never see the start, and the job's longer look must not make the verdict milder, so neither
-    judge waits out a run (a ``%RETRY%`` queue included) before calling it stuck.
+    judge waits out a run (a ``%RETRY%`` queue included) before calling it stuck. A queue of a POP group
+    (``pop``) has no owner by design: it is ``STALLED`` (nobody pops it), never ``ORPHANED``.
     """
+    if pop:
+        return STALLED
     if owner is None or owner_subscribes is False:
         return ORPHANED
     return STALLED

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from rmqctl.doctor.checks import CODES, run_checks, skipped_checks
 from rmqctl.doctor.diagnosis import REBALANCE_WAIT, Diagnosis, diagnose, sample_retry_copies
-from rmqctl.doctor.stalls import FILTER_QUIET_MS, POP_COMMIT_GRACE_MS, filtering_may_explain
+from rmqctl.doctor.stalls import FILTER_QUIET_MS, filtering_may_explain
 from rmqctl.model import SEVERITY_RANK
+from rmqctl.stuck import POP_COMMIT_GRACE_MS
 
 __all__ = ["CODES", "FILTER_QUIET_MS", "POP_COMMIT_GRACE_MS", "REBALANCE_WAIT", "SEVERITY_RANK", "Diagnosis",
            "diagnose", "filtering_may_explain", "run_checks", "sample_retry_copies", "skipped_checks"]

@@ -19,21 +19,19 @@ from typing import Any
 
 from rmqctl.doctor.context import CheckContext, and_list, deliveries_text, finding, n_of
 from rmqctl.model import DLQ_PREFIX, Finding, GroupView, RetryPolicy, SampledMessage
+
+# how often a copy must have been delivered, and the broker's default maximum: rmqctl.stuck's, which
+# the analyze stuck job's REDELIVERING verdict uses too
+from rmqctl.stuck import DEFAULT_MAX_DELIVERIES, MIN_DELIVERIES
 from rmqctl.watch import redelivery_topics
 
 __all__ = ["DEFAULT_MAX_DELIVERIES", "EXAMPLES", "LIVE_SLACK_MS", "MIN_DELIVERIES", "cycling_copies", "message_key",
            "redelivery_topics", "repeated_redelivery"]
 
-#: a copy delivered this often (the first delivery and two redeliveries) is coming back "again and
-#: again": one redelivery happens to healthy groups now and then (a client that stopped with
-#: messages in hand), two in a row to the same message does not
-MIN_DELIVERIES = 3
 #: beyond the retry policy's wait before its next delivery, how long a copy stays a sign that its
 #: message is still cycling: the broker revives a message some seconds after its invisible time
 #: ends, and a simple consumer may ask for minutes of invisible time
 LIVE_SLACK_MS = 5 * 60_000
-#: the broker's default maximum of deliveries (``retryMaxTimes`` 16, plus the first)
-DEFAULT_MAX_DELIVERIES = 17
 #: copies named in the evidence at most
 EXAMPLES = 5
 

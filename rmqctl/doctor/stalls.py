@@ -30,7 +30,7 @@ from rmqctl.model import (
     ProcessQueueInfo,
     version_ordinal,
 )
-from rmqctl.stuck import BLOCKED_AFTER_MS, frozen_between, frozen_verdict
+from rmqctl.stuck import BLOCKED_AFTER_MS, POP_COMMIT_GRACE_MS, frozen_between, frozen_verdict
 
 #: how long a held queue whose waiting messages the broker's filter drops can show no progress:
 #: the broker holds a pull that finds nothing its filter passes for up to 15 s
@@ -205,10 +205,6 @@ def offline_group_backlog(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-#: POP moves a group's consumer offset when messages are popped, and the commit may trail the
-#: last message by several seconds (seen: one message for 5-9 s on 5.3.3); samples of a POP group
-#: closer than this say nothing about a queue whose offset did not move
-POP_COMMIT_GRACE_MS = 30_000
 
 
 def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
@@ -236,7 +232,7 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
             subscribes = None if p.owner is None else ctx.view.subscribes(p.owner, p.queue.topic)
             rows.append({**queue_dict(p.queue), "broker_offset": [old.broker_offset, p.broker_offset],
                          "consumer_offset": [old.consumer_offset, p.consumer_offset],
-                         "diff": p.diff, "owner": p.owner, "verdict": frozen_verdict(p.owner, subscribes),
+                         "diff": p.diff, "owner": p.owner, "verdict": frozen_verdict(p.owner, subscribes, pop=ctx.view.pop),
                          **({"topic_subscribed": False} if not p.subscribed else {})})
     if not rows:
         return []

@@ -3,7 +3,9 @@
 Pure functions over model objects, no I/O: the exporter fetches, these decide what a row says.
 A queue's row carries the offsets the brokers report, the client holding it and whether that
 client subscribes the topic, the subscription the broker stored for the group and the holder's
-own (what judges the messages pulled: readers rebuild the expression history from them). A
+own (what judges the messages pulled: readers rebuild the expression history from them), and for
+a POP group what its verdicts need: that it consumes by POP, its maximum of deliveries and, on
+its retry queues, the most deliveries among the copies read back this round. A
 broker that failed a round (or a whole group that could not be read) gives *placeholder* rows —
 offsets null, ``error`` set — for every queue of it known from the routes or from the previous
 round: missing data is recorded as missing, never as zeros.
@@ -20,6 +22,7 @@ from dataclasses import dataclass, replace
 from rmqctl import errors
 from rmqctl.model import GroupView, MessageQueue, Subscription, TopicOffset
 from rmqctl.rebalance.strategies import get_strategy
+from rmqctl.stuck import DEFAULT_MAX_DELIVERIES
 from rmqctl.watch import holders
 
 
@@ -50,6 +53,14 @@ class QueueSnapshot:
     owner_expression: str | None = None
     owner_expression_type: str | None = None
     owner_expression_version: int | None = None
+    #: the group consumes by POP (or POP beside remoting clients): no client owns its queues
+    #: (schema version 3; None: nothing told, no client and no POP retry topic)
+    pop: bool | None = None
+    #: the group's maximum of deliveries of a POP message (``retryMaxTimes + 1``; None: not read)
+    max_deliveries: int | None = None
+    #: on a retry queue whose newest copies were read back this round: the most deliveries among
+    #: them (reconsume times + 1, up to ``max_deliveries``); None when none were read
+    retry_deliveries: int | None = None
 
     @property
     def queue(self) -> MessageQueue:
@@ -107,6 +118,18 @@ def _own_subscription(view: GroupView, owner: str | None, topic: str) -> Subscri
     return next((s for s in info.subscriptions if s.topic == topic), None) if info is not None else None
 
 
+def retry_deliveries(view: GroupView) -> dict[MessageQueue, int]:
+    """Retry queue → the most deliveries among its copies read back (:attr:`GroupView.retry_samples`),
+    counting only copies that may still be delivered (up to the group's maximum, else the broker's
+    default): one revived after its last delivery goes to the DLQ when popped."""
+    limit = view.max_deliveries if view.max_deliveries is not None else DEFAULT_MAX_DELIVERIES
+    out: dict[MessageQueue, int] = {}
+    for mq, sample in view.retry_samples.items():
+        deliveries = [m.reconsume_times + 1 for m in sample.messages if m.reconsume_times + 1 <= limit]
+        out[mq] = max(deliveries, default=0)
+    return out
+
+
 def group_rows(
     ts_ms: int,
     view: GroupView,
@@ -127,6 +150,9 @@ def group_rows(
     model = view.message_model
     default_cluster = next(iter(sorted(set(cluster_of.values()))), "")
     dlq = {o.queue: o for o in view.dlq}
+    pop = view.pop if view.consumption is not None else None
+    most = view.max_deliveries
+    delivered = retry_deliveries(view)
 
     def base(mq: MessageQueue) -> QueueSnapshot:
         owner, subscribed = owned.get(mq, (None, None))
@@ -144,6 +170,7 @@ def group_rows(
             owner_expression=own.expression if own else None,
             owner_expression_type=own.expression_type if own else None,
             owner_expression_version=own.sub_version if own else None,
+            pop=pop, max_deliveries=most, retry_deliveries=delivered.get(mq),
         )
 
     rows: dict[MessageQueue, QueueSnapshot] = {}
@@ -184,6 +211,7 @@ def failed_group_rows(
             expression_version=row.expression_version, owner_expression=row.owner_expression,
             owner_expression_type=row.owner_expression_type,
             owner_expression_version=row.owner_expression_version,
+            pop=row.pop, max_deliveries=row.max_deliveries,
         )
         for row in sorted(previous, key=lambda r: r.queue)
     ]

@@ -16,8 +16,9 @@ import datetime as _dt
 import pyarrow as pa
 
 #: the version of :data:`SCHEMA`; bumped when a column is added (2: the broker's stored
-#: expression and the owner's own, so a reader knows what judged the messages consumed)
-SCHEMA_VERSION = 2
+#: expression and the owner's own, so a reader knows what judged the messages consumed; 3: whether
+#: the group consumes by POP, its maximum of deliveries and the deliveries its retry copies show)
+SCHEMA_VERSION = 3
 #: file key-value metadata key holding :data:`SCHEMA_VERSION` (as text)
 VERSION_KEY = "rmqctl.schema_version"
 #: the Hive partition column (a directory level, not a column inside the files)
@@ -52,6 +53,10 @@ SCHEMA = pa.schema(
         pa.field("owner_expression", pa.string(), nullable=True),
         pa.field("owner_expression_type", pa.string(), nullable=True),
         pa.field("owner_expression_version", pa.int64(), nullable=True),
+        # version 3
+        pa.field("pop", pa.bool_(), nullable=True),
+        pa.field("max_deliveries", pa.int32(), nullable=True),
+        pa.field("retry_deliveries", pa.int32(), nullable=True),
     ],
     metadata={VERSION_KEY: str(SCHEMA_VERSION)},
 )

@@ -65,6 +65,9 @@ def table_of(rows: Sequence[QueueSnapshot]) -> pa.Table:
         "owner_expression": [r.owner_expression for r in rows],
         "owner_expression_type": [r.owner_expression_type for r in rows],
         "owner_expression_version": [r.owner_expression_version for r in rows],
+        "pop": [r.pop for r in rows],
+        "max_deliveries": [r.max_deliveries for r in rows],
+        "retry_deliveries": [r.retry_deliveries for r in rows],
     }
     return pa.Table.from_pydict(columns, schema=SCHEMA)
 
@@ -84,7 +87,9 @@ def rows_of(table: pa.Table) -> list[QueueSnapshot]:
                       expression=r.get("expression"), expression_type=r.get("expression_type"),
                       expression_version=r.get("expression_version"), owner_expression=r.get("owner_expression"),
                       owner_expression_type=r.get("owner_expression_type"),
-                      owner_expression_version=r.get("owner_expression_version"))
+                      owner_expression_version=r.get("owner_expression_version"),
+                      pop=r.get("pop"), max_deliveries=r.get("max_deliveries"),
+                      retry_deliveries=r.get("retry_deliveries"))
         for r in table.to_pylist()
     ]
 

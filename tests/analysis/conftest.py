@@ -74,9 +74,12 @@ def row(
     broker: str = "broker-a", queue_id: int = 0, owner: str | None = "c1", subscribed: bool | None = True,
     pull_offset: int | None = None, model: str = "CLUSTERING", error: str | None = None,
     last_consumed: dt.datetime | None = None, broker_last: dt.datetime | None = None,
+    pop: bool | None = None, retry_deliveries: int | None = None,
 ) -> dict[str, Any]:
-    """One snapshot row at round ``i``; a row with ``error`` is a placeholder with null offsets."""
-    return {
+    """One snapshot row at round ``i``; a row with ``error`` is a placeholder with null offsets. ``pop`` and
+    ``retry_deliveries`` (schema version 3) are set only when given."""
+    added = {k: v for k, v in (("pop", pop), ("retry_deliveries", retry_deliveries)) if v is not None}
+    return {**added,
         "ts": at(i), "cluster": "c", "group": group, "topic": topic, "broker": broker, "queue_id": queue_id,
         "broker_offset": broker_offset, "consumer_offset": consumer_offset, "pull_offset": pull_offset,
         "last_consumed_ts": last_consumed, "broker_last_ts": broker_last,

@@ -81,11 +81,11 @@ def test_no_snapshots_and_newer_schema_exit_2(tmp_path: Path, engine: str) -> No
     proc = run_cli("analyze", "stuck", str(empty), "--engine", engine)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == f"rmqctl: error: no snapshot files under {empty} for the requested window\n"
-    newer = write_snapshots(tmp_path / "newer", series([1, 2, 3], [1, 2, 3]), version=3)
+    newer = write_snapshots(tmp_path / "newer", series([1, 2, 3], [1, 2, 3]), version=4)
     proc = run_cli("analyze", "stuck", str(newer), "--engine", engine)
     assert proc.returncode == 2
-    assert proc.stderr == (f"rmqctl: error: {newer}/date=2026-03-01/part-0-0.parquet has snapshot schema version 3;"
-                           " this job knows up to 2 (upgrade rmqctl)\n")
+    assert proc.stderr == (f"rmqctl: error: {newer}/date=2026-03-01/part-0-0.parquet has snapshot schema version 4;"
+                           " this job knows up to 3 (upgrade rmqctl)\n")
     proc = run_cli("analyze", "stuck", str(tmp_path / "missing"), "--engine", engine)
     assert (proc.returncode, proc.stderr) == (2, f"rmqctl: error: {tmp_path / 'missing'} is not a directory\n")
 

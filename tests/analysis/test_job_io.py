@@ -89,11 +89,11 @@ def test_a_file_with_corrupt_pages_is_skipped_and_named(spark: SparkSession, tmp
 
 
 def test_schema_newer_than_the_job_is_one_line_error(spark: SparkSession, tmp_path: Path) -> None:
-    root = write_snapshots(tmp_path, series([1, 2, 3], [1, 2, 3]), version=3)
+    root = write_snapshots(tmp_path, series([1, 2, 3], [1, 2, 3]), version=4)
     with pytest.raises(stuck.JobError) as caught:
         stuck.run(spark, _plan(str(root)))
     assert str(caught.value) == (
-        f"{root}/date=2026-03-01/part-0-0.parquet has snapshot schema version 3; this job knows up to 2"
+        f"{root}/date=2026-03-01/part-0-0.parquet has snapshot schema version 4; this job knows up to 3"
         " (upgrade rmqctl)")
 
 
@@ -158,3 +158,41 @@ def test_files_of_schema_versions_1_and_2_are_read_together(spark: SparkSession,
     assert sorted(f.path.name for f in job.files) == ["v1-0.parquet", "v2-0.parquet"]
     assert stuck.run(spark, job, lambda _: None) == 1
     assert verdict_tuples(json.loads(out.read_text())["queues"]) == INCIDENT_VERDICTS
+
+
+def test_a_pop_group_recorded_across_schema_versions_1_and_3_is_judged_by_its_retry_growth(
+        spark: SparkSession, tmp_path: Path) -> None:
+    # a POP group's retry queue received 6 copies over four rounds: the first two in a file of version 1
+    # (no pop column), the last two in one of version 3 that says the group consumes by POP and that the
+    # copies read back were delivered up to 4 times; beside it, a queue nobody holds, frozen, recorded only
+    # in version 1, is judged by ownership as before
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.analysis.conftest import ARROW_SCHEMA
+
+    retry = [row(i, 10 + 2 * i, 10 + 2 * i, group="gp", topic="%RETRY%gp_T", owner=None) for i in range(4)]
+    old = [row(i, 110 + 10 * i, 100, group="g1", owner=None) for i in range(4)]
+    root = write_snapshots(tmp_path / "snap", [*retry[:2], *old], name="v1")
+    added = [("expression", pa.string()), ("expression_type", pa.string()), ("expression_version", pa.int64()),
+             ("owner_expression", pa.string()), ("owner_expression_type", pa.string()),
+             ("owner_expression_version", pa.int64()), ("pop", pa.bool_()), ("max_deliveries", pa.int32()),
+             ("retry_deliveries", pa.int32())]
+    schema = pa.schema([*ARROW_SCHEMA, *[pa.field(n, t) for n, t in added]],
+                       metadata={b"rmqctl.schema_version": b"3"})
+    later = [{**r, "schema_version": 3, "pop": True, "max_deliveries": 5, "retry_deliveries": 4} for r in retry[2:]]
+    pq.write_table(pa.Table.from_pylist(later, schema=schema), root / "date=2026-03-01" / "v3-0.parquet")
+    out = tmp_path / "result.json"
+    job = _plan(str(root), "-o", "json", "--out", str(out))
+    assert sorted(f.path.name for f in job.files) == ["v1-0.parquet", "v3-0.parquet"]
+    assert stuck.run(spark, job, lambda _: None) == 1
+    queues = {q["group"]: (q["status"], q["rule"], q["reason"]) for q in json.loads(out.read_text())["queues"]}
+    assert queues == {
+        "gp": ("REDELIVERING", "retry-growing",
+               "6 copies written to this POP retry queue in the window (broker offset 10 -> 16): messages failed "
+               "or not ACKed come back again and again; copies read back were delivered up to 4 times (3 or more "
+               "is redelivery)"),
+        "g1": ("ORPHANED", "no-owner",
+               "no owner: consumer offset frozen at 100 since 12:00:00 or earlier (4 snapshots) while broker "
+               "offset rose 110 -> 140; lag 10 -> 40, unknown behind"),
+    }

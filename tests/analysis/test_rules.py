@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from analysis.rules import RULE_STATUS, STATUS_RANK, STUCK_STATUSES, Thresholds
+from analysis.rules import POP_STATUSES, RULE_STATUS, STATUS_RANK, STUCK_STATUSES, Thresholds
 from analysis.schema import SNAPSHOT_SCHEMA
 from analysis.transforms import summarize_groups
 from tests.analysis.conftest import T0, at, ms, row, series
@@ -46,6 +46,13 @@ def owners(names: list[str | None], bos: list[int], cos: list[int]) -> Callable[
 def pinned(n: int, topic: str = "T") -> Callable[[str], list[dict[str, Any]]]:
     """n snapshots frozen at 100 while the client keeps pulling (pull offset 100, 101, …)."""
     return lambda case: [row(i, RISING[i], 100, group=case, topic=topic, pull_offset=100 + i) for i in range(n)]
+
+
+def POP_RETRY(deliveries: int | None) -> Callable[[str], list[dict[str, Any]]]:  # noqa: N802 - reads as a case
+    """A POP group's retry queue that received 4 copies over 3 snapshots, all popped at once; the copies read
+    back showed ``deliveries`` (None: none read)."""
+    return offsets([10, 12, 14], [10, 12, 14], topic="%RETRY%g_T", owner=None, pop=True,
+                   retry_deliveries=deliveries)
 
 
 # frozen at the first snapshot read: the run began then or earlier, and lasted at least what was seen
@@ -189,6 +196,39 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
       "unknown behind", 3, 1, 5, 25, None)),
     ("caught up under this owner, lag grew since", offsets([100, 110, 130, 150], [100, 105, 115, 125]),
      ("OK", "moving", "consumer moving: offset 100 -> 125, lag 0 -> 25", 4, 0, 0, 25, None)),
+    # POP: no owner by design, so a frozen queue is nobody popping it (never ORPHANED)
+    ("POP queue frozen three snapshots", frozen(3, owner=None, pop=True),
+     ("STALLED", "not-popped", "POP queue: consumer offset frozen at 100 since 12:00:00 or earlier (3 snapshots, "
+      "at least 1m00s) while broker offset rose 110 -> 130 and no client popped a message; lag 10 -> 30, unknown "
+      "behind", 3, 0, 10, 30, None)),
+    ("POP queue moving", offsets([110, 130, 150], [110, 125, 150], owner=None, pop=True),
+     ("OK", "caught-up", "caught up: lag 0 <= 0 at the last snapshot; consumer offset 110 -> 150", 3, 0, 0, 0, 0)),
+    # retry-growing: copies written to a POP retry queue, delivered 3 times or more (the doctor's threshold)
+    ("POP retry queue grew, copies delivered 3 times", POP_RETRY(3),
+     ("REDELIVERING", "retry-growing", "4 copies written to this POP retry queue in the window (broker offset 10 -> "
+      "14): messages failed or not ACKed come back again and again; copies read back were delivered up to 3 times "
+      "(3 or more is redelivery)", 3, 0, 0, 0, 0)),
+    ("POP retry queue grew, copies delivered twice", POP_RETRY(2),
+     ("OK", "caught-up", "caught up: lag 0 <= 10 at the last snapshot; consumer offset 10 -> 14", 3, 0, 0, 0, 0)),
+    ("POP retry queue grew, no copy read back", POP_RETRY(None),
+     ("REDELIVERING", "retry-growing", "4 copies written to this POP retry queue in the window (broker offset 10 -> "
+      "14): messages failed or not ACKed come back again and again; no copy was read back, so how often each was "
+      "delivered is unknown", 3, 0, 0, 0, 0)),
+    ("POP retry queue, no new copy", offsets([14] * 3, [14] * 3, topic="%RETRY%g_T", owner=None, pop=True,
+                                             retry_deliveries=4),
+     ("IDLE", "no-new-messages", "no new messages: broker offset stayed at 14 over 3 snapshots; lag 0", 3, 0, 0, 0, 0)),
+    ("push retry queue grew", offsets([10, 12, 14], [10, 12, 14], topic="%RETRY%g", retry_deliveries=5),
+     ("OK", "caught-up", "caught up: lag 0 <= 10 at the last snapshot; consumer offset 10 -> 14", 3, 0, 0, 0, 0)),
+    # dlq-growing: messages of a POP group reached its dead-letter queue in the window
+    ("POP dead letters grew", offsets([2, 3, 4], [0] * 3, topic="%DLQ%g", owner=None, pop=True),
+     ("DEAD_LETTERING", "dlq-growing", "2 message(s) of this POP group reached its dead-letter queue in the window: "
+      "broker offset 2 -> 4; 4 not consumed", 3, 0, 2, 4, None)),
+    ("POP dead letters unchanged", offsets([4] * 3, [0] * 3, topic="%DLQ%g", owner=None, pop=True),
+     ("DLQ", "dlq", "dead-letter queue, reported not judged: 4 message(s) not consumed, broker offset 4 -> 4",
+      3, 0, 4, 4, None)),
+    ("push dead letters grew", offsets([2, 3, 4], [0] * 3, topic="%DLQ%g"),
+     ("DLQ", "dlq", "dead-letter queue, reported not judged: 4 message(s) not consumed, broker offset 2 -> 4",
+      3, 0, 2, 4, None)),
 ]
 
 VERDICT = ("group string, status string, rule string, reason string, snapshots int, window_start timestamp, "
@@ -255,12 +295,30 @@ def test_thresholds_default_to_the_documented_values() -> None:
 def test_rules_give_the_documented_statuses() -> None:
     # docs/snapshots.md, the rules table from top to bottom
     assert RULE_STATUS == {
-        "min-snapshots": "INSUFFICIENT_DATA", "dlq": "DLQ", "rewind": "REWOUND", "no-new-messages": "IDLE",
-        "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "no-owner": "ORPHANED",
-        "owner-not-subscribed": "ORPHANED", "offset-pinned": "STALLED",
+        "dlq-growing": "DEAD_LETTERING", "min-snapshots": "INSUFFICIENT_DATA", "dlq": "DLQ",
+        "retry-growing": "REDELIVERING", "rewind": "REWOUND", "no-new-messages": "IDLE",
+        "caught-up": "OK", "owner-changed": "INSUFFICIENT_DATA", "pop-grace": "INSUFFICIENT_DATA",
+        "not-popped": "STALLED", "no-owner": "ORPHANED", "owner-not-subscribed": "ORPHANED", "offset-pinned": "STALLED",
         "frozen": "STALLED", "lag-growing": "LAGGING", "moving": "OK",
     }
     assert STUCK_STATUSES == ("STALLED", "ORPHANED")
+    assert POP_STATUSES == ("REDELIVERING", "DEAD_LETTERING")
+
+
+def test_a_pop_queue_frozen_within_the_commit_grace_says_nothing_yet(spark: SparkSession) -> None:
+    # a grace of 60 s: frozen for 30 s (two snapshots) is under it, 60 s (three) is not; the run's start must
+    # be seen (lag 0 at the first snapshot) for the grace to apply
+    rows = [*offsets([100, 110, 120], [100, 100, 100], owner=None, pop=True)("thirty seconds"),
+            *offsets([100, 110, 120, 130], [100, 100, 100, 100], owner=None, pop=True)("a minute")]
+    got = diagnose(spark.createDataFrame(rows, SNAPSHOT_SCHEMA), ms(T0), ms(T0 + dt.timedelta(hours=1)),
+                   Thresholds(pop_commit_grace_ms=60_000))
+    assert {r["group"]: (r["status"], r["rule"], r["reason"]) for r in got.collect()} == {
+        "thirty seconds": ("INSUFFICIENT_DATA", "pop-grace",
+                           "POP queue: consumer offset at 100 for 30s, under the 1m00s POP commit grace; lag 20"),
+        "a minute": ("STALLED", "not-popped",
+                     "POP queue: consumer offset frozen at 100 since 12:00:30 (3 snapshots, 1m00s) while broker "
+                     "offset rose 110 -> 130 and no client popped a message; lag 10 -> 30, unknown behind"),
+    }
 
 
 GROUP = ("group string, status string, queues int, stuck_queues int, total_lag_start long, total_lag_end long, "

@@ -39,6 +39,9 @@ EXPECTED = [
     ("owner_expression", pa.string(), True),
     ("owner_expression_type", pa.string(), True),
     ("owner_expression_version", pa.int64(), True),
+    ("pop", pa.bool_(), True),
+    ("max_deliveries", pa.int32(), True),
+    ("retry_deliveries", pa.int32(), True),
 ]
 
 
@@ -59,15 +62,15 @@ async def test_written_files_match_the_documented_contract(tmp_path: Path) -> No
         schema = pq.read_schema(path)
         got = [(f.name, f.type, f.nullable) for f in schema]
         assert got == EXPECTED
-        assert schema.metadata[b"rmqctl.schema_version"] == b"2"
-        assert pq.ParquetFile(path).schema_arrow.metadata[b"rmqctl.schema_version"] == b"2"
+        assert schema.metadata[b"rmqctl.schema_version"] == b"3"
+        assert pq.ParquetFile(path).schema_arrow.metadata[b"rmqctl.schema_version"] == b"3"
         assert "date" not in schema.names  # the partition lives in the directory only
     # no temporary file is left behind
     assert [p.name for p in out.rglob("*") if p.is_file() and p.suffix != ".parquet"] == []
 
     rows = read_dataset(out)
     assert {r["date"] for r in rows} == {"2024-01-01"}
-    assert {r["schema_version"] for r in rows} == {2}
+    assert {r["schema_version"] for r in rows} == {3}
     assert {r["cluster"] for r in rows} == {"DefaultCluster"}
     assert {r["message_model"] for r in rows} == {"CLUSTERING"}
     # ts is the snapshot round's time on the emulator's clock: 120 s (the scenario's end), then

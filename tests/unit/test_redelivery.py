@@ -87,3 +87,15 @@ def test_without_the_samples_the_check_is_skipped_and_said_so() -> None:
     assert "REPEATED_REDELIVERY" not in skipped_checks(pop_view([copy(1, "m1", 4)]))
     quiet = dataclasses.replace(pop_view([], retry_end=0), retry_samples={})  # nothing ever came back
     assert "REPEATED_REDELIVERY" not in skipped_checks(quiet)
+
+
+def test_a_frozen_pop_queue_is_stalled_never_orphaned_and_only_past_the_commit_grace() -> None:
+    # POP: no client holds T's queue, its committed offset stood at 100 while 20 messages waited; two
+    # samples 30 s apart (POP's commit grace) are evidence, 20 s apart are not
+    def frozen(at_ms: int, broker_offset: int) -> GroupView:
+        rows = (QueueProgress(MessageQueue("T", "broker-a", 0), broker_offset, 100, None, 0),)
+        return GroupView(G, (GRPC,), {}, {}, rows, consume_type="CONSUME_ACTIVELY", sampled_at=at_ms)
+
+    (found,) = [f for f in run_checks(frozen(NOW, 120), frozen(NOW - 30_000, 110)) if f.code == "LAG_NOT_ADVANCING"]
+    assert [(q["topic"], q["owner"], q["verdict"]) for q in found.evidence["queues"]] == [("T", None, "STALLED")]
+    assert "LAG_NOT_ADVANCING" not in codes(frozen(NOW, 120), frozen(NOW - 20_000, 110))
