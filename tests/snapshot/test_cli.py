@@ -31,7 +31,7 @@ def test_export_on_the_emulator_prints_a_summary(tmp_path: Path) -> None:
     summary = json.loads(proc.stdout)
     assert summary["rounds"] == 10 and summary["rows"] == 100 and summary["missing_rows"] == 0
     assert summary["first_ts"] == 1_704_067_320_000 and summary["last_ts"] == 1_704_067_860_000
-    assert summary["schema_version"] == 2 and summary["interrupted"] is None
+    assert summary["schema_version"] == 3 and summary["interrupted"] is None
     assert len(read_dataset(out)) == 100
     assert proc.stderr == ""  # no progress bar when stderr is not a terminal
 
