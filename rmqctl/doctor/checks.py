@@ -33,7 +33,7 @@ from rmqctl.doctor.failures import (
     retry_backlog,
 )
 from rmqctl.doctor.redelivery import redelivery_topics, repeated_redelivery
-from rmqctl.doctor.stalls import POP_COMMIT_GRACE_MS, blocked_queue, lag_not_advancing, offline_group_backlog
+from rmqctl.doctor.stalls import blocked_queue, lag_not_advancing, offline_group_backlog
 from rmqctl.doctor.subscriptions import (
     OTHER_TAGS,
     broker_subscription_divergence,
@@ -42,7 +42,7 @@ from rmqctl.doctor.subscriptions import (
     tag_conflict_topics,
 )
 from rmqctl.model import SEVERITY_RANK, ExpressionHistory, Finding, GroupView
-from rmqctl.stuck import BLOCKED_AFTER_MS
+from rmqctl.stuck import BLOCKED_AFTER_MS, POP_COMMIT_GRACE_MS
 
 __all__ = [
     "ALLOCATION_CODES", "BLOCKED_AFTER_MS", "CHECKS", "CODES", "NEEDS", "OTHER_TAGS", "RETRY_WARNING_DIFF",

@@ -232,7 +232,8 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
             subscribes = None if p.owner is None else ctx.view.subscribes(p.owner, p.queue.topic)
             rows.append({**queue_dict(p.queue), "broker_offset": [old.broker_offset, p.broker_offset],
                          "consumer_offset": [old.consumer_offset, p.consumer_offset],
-                         "diff": p.diff, "owner": p.owner, "verdict": frozen_verdict(p.owner, subscribes, pop=ctx.view.pop),
+                         "diff": p.diff, "owner": p.owner,
+                         "verdict": frozen_verdict(p.owner, subscribes, pop=ctx.view.pop),
                          **({"topic_subscribed": False} if not p.subscribed else {})})
     if not rows:
         return []

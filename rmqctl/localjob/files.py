@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from rmqctl.localjob.verdicts import COLUMNS_READ, ROWS, TIMESTAMP_COLUMNS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The newest snapshot schema version this engine understands (the Spark job's)."""
 
 #: Snapshots older than this (2001-01-01T00:00:00Z) come from a broken clock, not from RocketMQ.

@@ -152,7 +152,7 @@ def run(job: Plan, warn: Callable[[str], None]) -> tuple[int, dict[str, Any]]:
         raise JobError(f"no snapshots under {job.root} between {iso(since_ms)} and {iso(until_ms)}")
     document = {"since": iso(since_ms), "until": iso(until_ms), "since_ts": since_ms, "until_ts": until_ms,
                 "queues": queues, "groups": summarize_groups(queues)}
-    code = 1 if any(q["status"] in stuck.STUCK_STATUSES for q in queues) else 0
+    code = 1 if any(q["status"] in (*stuck.STUCK_STATUSES, *stuck.POP_STATUSES) for q in queues) else 0
     return code, document
 
 

@@ -31,7 +31,7 @@ QUEUE_KEY = ("cluster", "group", "topic", "broker", "queue_id")
 """Columns that name one queue of one consumer group."""
 
 COLUMNS_READ = ("ts", *QUEUE_KEY, "broker_offset", "consumer_offset", "pull_offset", "last_consumed_ts",
-                "broker_last_ts", "owner", "owner_subscribed", "message_model", "error")
+                "broker_last_ts", "owner", "owner_subscribed", "message_model", "error", "pop", "retry_deliveries")
 """The only snapshot columns the engine reads (those the Spark job reads)."""
 
 ROWS = pa.schema([
@@ -39,21 +39,23 @@ ROWS = pa.schema([
     ("broker", pa.string()), ("queue_id", pa.int64()), ("broker_offset", pa.int64()),
     ("consumer_offset", pa.int64()), ("pull_offset", pa.int64()), ("last_consumed_ts", pa.int64()),
     ("broker_last_ts", pa.int64()), ("owner", pa.string()), ("owner_subscribed", pa.bool_()),
-    ("message_model", pa.string()), ("error", pa.string()),
+    ("message_model", pa.string()), ("error", pa.string()), ("pop", pa.bool_()), ("retry_deliveries", pa.int64()),
 ])
 """The rows :func:`diagnose` takes: :data:`COLUMNS_READ` with every timestamp as epoch microseconds."""
 
 TIMESTAMP_COLUMNS = frozenset({"ts", "last_consumed_ts", "broker_last_ts"})
 
 RULE_STATUS = {
-    "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA, "rewind": stuck.REWOUND,
+    "dlq-growing": stuck.DEAD_LETTERING, "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA,
+    "retry-growing": stuck.REDELIVERING, "rewind": stuck.REWOUND,
     "no-new-messages": stuck.IDLE, "caught-up": stuck.OK, "owner-changed": stuck.INSUFFICIENT_DATA,
+    "pop-grace": stuck.INSUFFICIENT_DATA, "not-popped": stuck.STALLED,
     "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "offset-pinned": stuck.STALLED,
     "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
 }
 """The status each rule gives (the job's table, in its order)."""
 
-_ON_RUN = frozenset({"no-owner", "owner-not-subscribed", "offset-pinned", "frozen"})
+_ON_RUN = frozenset({"pop-grace", "not-popped", "no-owner", "owner-not-subscribed", "offset-pinned", "frozen"})
 _ON_SEGMENT = frozenset({"owner-changed", "lag-growing", "moving"})
 
 
@@ -66,6 +68,8 @@ class Thresholds:
     retry_allowed_lag: int = stuck.RETRY_ALLOWED_LAG
     run_lookback_ms: int = stuck.RUN_LOOKBACK_MS
     consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
+    pop_commit_grace_ms: int = stuck.POP_COMMIT_GRACE_MS
+    min_deliveries: int = stuck.MIN_DELIVERIES
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,6 +200,7 @@ def _queue_facts(answered: pa.Table, since_us: int, th: Thresholds) -> tuple[_Or
     owner = pc.take(owner_code, order)
     lag = pc.max_element_wise(pc.subtract(pc.take(answered["broker_offset"], order), co), 0)
     allowed = pc.if_else(pc.take(retry, order), th.retry_allowed_lag, th.allowed_lag)
+    deliveries = _array(pc.take(answered["retry_deliveries"], order))
     ts, co, owner, lag = _array(ts), _array(co), _array(owner), _array(lag)
     in_window = pc.greater_equal(ts, since_us)
     prev_owner = _previous(owner, first)
@@ -220,14 +225,16 @@ def _queue_facts(answered: pa.Table, since_us: int, th: Thresholds) -> tuple[_Or
         "cu": pc.if_else(caught_up, rn, null),
         "co": pc.if_else(in_window, co, null),
         "rw": pc.if_else(rewind, pos, null),
+        "rd": pc.if_else(in_window, deliveries, null),
     })
     summary = marks.group_by("q").aggregate([
         ("w", "min"), ("w", "max"), ("w", "count"), ("seg", "max"), ("run", "max"), ("cu", "max"), ("co", "max"),
-        ("rw", "max")])
+        ("rw", "max"), ("rd", "max")])
     summary = summary.filter(pc.greater(summary["w_count"], 0))
     facts = summary.rename_columns([{"w_min": "first", "w_max": "last", "w_count": "n_window",
                                      "seg_max": "seg", "run_max": "run", "cu_max": "caught_up_rn",
-                                     "co_max": "co_max", "rw_max": "rewind"}.get(c, c)
+                                     "co_max": "co_max", "rw_max": "rewind",
+                                     "rd_max": "retry_deliveries"}.get(c, c)
                                     for c in summary.column_names]).to_pylist()
     computed = pa.table({"lag": lag, "rn": rn, "prev_co": prev_co, "owner_changed": owner_changed})
     return _Ordered(order, computed), facts
@@ -248,7 +255,7 @@ def _pick(answered: pa.Table, ordered: _Ordered, positions: Sequence[int | None]
 
 _FIRST = ("ts", "broker_offset", "consumer_offset", "lag")
 _LAST = (*QUEUE_KEY, "ts", "broker_offset", "consumer_offset", "pull_offset", "lag", "rn", "owner",
-         "owner_subscribed", "last_consumed_ts", "broker_last_ts")
+         "owner_subscribed", "last_consumed_ts", "broker_last_ts", "pop")
 _SEG = ("ts", "broker_offset", "consumer_offset", "lag", "rn", "owner_changed")
 _RUN = ("ts", "broker_offset", "consumer_offset", "pull_offset", "lag", "rn")
 _REWIND = ("ts", "prev_co", "consumer_offset")
@@ -303,8 +310,8 @@ def diagnose(snapshots: pa.Table, since_ms: int, until_ms: int, th: Thresholds |
         gap = missing.pop(key, None)
         verdicts[key] = _judge(key, fact, first, last, seg, run, rewind, gap, th)
     for key, gap in missing.items():  # queues whose broker failed every round of the window
-        verdicts[key] = _judge(key, {"n_window": 0, "caught_up_rn": None, "co_max": None}, None, None, None, None,
-                               None, gap, th)
+        verdicts[key] = _judge(key, {"n_window": 0, "caught_up_rn": None, "co_max": None, "retry_deliveries": None},
+                               None, None, None, None, None, gap, th)
     return [verdicts[k] for k in sorted(verdicts)]
 
 
@@ -356,16 +363,26 @@ def _judge(key: tuple[Any, ...], fact: dict[str, Any], first: dict[str, Any] | N
     pulled = gt(of(last, "pull_offset"), of(run, "pull_offset"))
     pulled_while_frozen = False if pulled is None else pulled
     subscribed = of(last, "owner_subscribed")
+    # older files say nothing of POP: judged as before
+    pop = of(last, "pop") is True
+    grew = gt(of(last, "broker_offset"), of(first, "broker_offset"))
+    deliveries = fact["retry_deliveries"]
     checks: list[tuple[str, bool | None]] = [
         ("min-snapshots", last is None),
+        ("dlq-growing", both(topic.startswith(stuck.DLQ_PREFIX), pop, grew)),
         ("dlq", topic.startswith(stuck.DLQ_PREFIX)),
         ("min-snapshots", n_window < th.min_snapshots),
+        ("retry-growing", both(pop, topic.startswith(stuck.RETRY_PREFIX), grew,
+                               deliveries is None or deliveries >= th.min_deliveries)),
         # a queue frozen since it went back is judged by the stuck rules below, not called REWOUND
         ("rewind", both(gt(co_max, of(last, "consumer_offset")), negated(both(stuck_shape, gt(last_lag, allowed))))),
         ("no-new-messages", both(None if last is None or first is None else
                                  last["broker_offset"] == first["broker_offset"], le(last_lag, allowed))),
         ("caught-up", le(last_lag, allowed)),
         ("owner-changed", None if seg_n is None else seg_n < th.min_snapshots),
+        ("pop-grace", both(stuck_shape, pop, run_seen,
+                           None if frozen_ms is None else frozen_ms < th.pop_commit_grace_ms)),
+        ("not-popped", both(stuck_shape, pop)),
         ("no-owner", both(stuck_shape, last is not None and last["owner"] is None)),
         ("owner-not-subscribed", both(stuck_shape, None if subscribed is None else subscribed is False)),
         ("offset-pinned", both(stuck_shape, pulled_while_frozen,
@@ -376,7 +393,7 @@ def _judge(key: tuple[Any, ...], fact: dict[str, Any], first: dict[str, Any] | N
     ]
     rule = next((rule_id for rule_id, condition in checks if holds(condition)), "moving")
     reason = _reason(rule, topic, th, allowed, n_window, n_missing, last_error, first, last, seg, run, rewind,
-                     seg_n, frozen_n, frozen_ms, behind_ms, run_seen, co_max)
+                     seg_n, frozen_n, frozen_ms, behind_ms, run_seen, co_max, deliveries)
     on_run, on_segment = rule in _ON_RUN, rule in _ON_SEGMENT
     span = run if on_run else seg if on_segment else first
     changed = of(seg, "owner_changed") is True
@@ -419,7 +436,7 @@ def _reason(rule: str, topic: str, th: Thresholds, allowed: int, n_window: int, 
             last_error: str | None, first: dict[str, Any] | None, last: dict[str, Any] | None,
             seg: dict[str, Any] | None, run: dict[str, Any] | None, rewind: dict[str, Any] | None,
             seg_n: int | None, frozen_n: int | None, frozen_ms: int | None, behind_ms: int | None,
-            run_seen: bool | None, co_max: int | None) -> str:
+            run_seen: bool | None, co_max: int | None, deliveries: int | None = None) -> str:
     """The job's sentence for ``rule``, word for word (``analysis/rules.py``)."""
     if rule == "min-snapshots":
         if last is None:
@@ -438,6 +455,24 @@ def _reason(rule: str, topic: str, th: Thresholds, allowed: int, n_window: int, 
     work = (f"while broker offset rose {_j(r.get('broker_offset'))} -> {lbo}" if rise
             else f"with a backlog of {_j(r.get('lag'))} and no new messages")
     owner_moved = f" (moved there at {_clock(s.get('ts'))})" if s.get("owner_changed") else ""
+    if rule == "dlq-growing":
+        return (f"{_j(last['broker_offset'] - f['broker_offset'])} message(s) of this POP group reached its "
+                f"dead-letter queue in the window: broker offset {_j(f.get('broker_offset'))} -> {lbo}; "
+                f"{llag} not consumed")
+    if rule == "retry-growing":
+        read = ("no copy was read back, so how often each was delivered is unknown" if deliveries is None else
+                f"copies read back were delivered up to {deliveries} times ({th.min_deliveries} or more is "
+                f"redelivery)")
+        return (f"{_j(last['broker_offset'] - f['broker_offset'])} copies written to this POP retry queue in the "
+                f"window (broker offset {_j(f.get('broker_offset'))} -> {lbo}): messages failed or not ACKed "
+                f"come back again and again; {read}")
+    if rule == "pop-grace":
+        return (f"POP queue: consumer offset at {lco} for {duration(frozen_ms)}, under the "
+                f"{duration(th.pop_commit_grace_ms)} POP commit grace; lag {llag}")
+    if rule == "not-popped":
+        return (f"POP queue: consumer offset frozen at {lco} since {since} ({_j(frozen_n)} snapshots, "
+                f"{frozen_for}) {work} and no client popped a message; lag {_j(r.get('lag'))} -> {llag}, "
+                f"{behind} behind")
     if rule == "dlq":
         return (f"dead-letter queue, reported not judged: {llag} message(s) not consumed, broker offset "
                 f"{_j(f.get('broker_offset'))} -> {lbo}")
