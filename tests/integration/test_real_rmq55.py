@@ -300,3 +300,17 @@ def test_a_lite_group_is_reported_as_not_read_never_as_caught_up(setup: Setup) -
     everything = rmqctl(cluster, "doctor", "--all", "-o", "json")
     assert "Traceback" not in everything.stderr and everything.returncode in (0, 1), everything.stderr
     assert LITE_GROUP in json.loads(everything.stdout)["groups"]
+
+
+def test_msg_show_reads_5_5_messages_as_mqadmin_does_and_names_the_lite_topic(setup: Setup) -> None:
+    cluster = setup.cluster
+    (msg,) = rmqctl_json(cluster, "msg", "show", TOPIC, "--queue", "broker-55/1", "--offset", "0")["messages"]
+    out = cluster.mqadmin("queryMsgById", "-i", msg["offset_msg_id"], "-t", TOPIC)  # 5.5 needs the topic
+    theirs = dict(re.findall(r"^(Topic|Tags|Queue ID|Queue Offset|CommitLog Offset|Reconsume Times):\s*(.*?)\s*$",
+                             out, re.M))
+    assert theirs == {"Topic": TOPIC, "Tags": f"[{msg['tags']}]", "Queue ID": "1", "Queue Offset": "0",
+                      "CommitLog Offset": str(msg["physical_offset"]), "Reconsume Times": "0"}, out
+    assert (msg["topic"], msg["queue_id"], msg["queue_offset"], msg["tags"]) == (TOPIC, 1, 0, "tagA")
+    # a lite message is stored in its parent topic's queue and carries the lite topic it names
+    (lite,) = rmqctl_json(cluster, "msg", "show", LITE_TOPIC, "--queue", "broker-55/0", "--offset", "0")["messages"]
+    assert lite["topic"] == LITE_TOPIC and lite["properties"]["__LITE_TOPIC"] == LITE_NAMES[0]
