@@ -161,6 +161,9 @@ def judge(th: Thresholds) -> Transform:
             last["bo"] > run["bo"], F.format_string("while broker offset rose %d -> %d", run["bo"], last["bo"])
         ).otherwise(F.format_string("with a backlog of %d and no new messages", run["lag"]))
         owner_text = F.coalesce(last["owner"], F.lit("nobody"))
+        # a frozen run that began where the committed offset went back (a reset) says so
+        went_back = F.when(c("rewind").isNotNull() & (c("rewind.ts") == run["ts"]),
+                           F.format_string(", where it went back from %d,", c("rewind.before"))).otherwise(F.lit(""))
         owner_moved = F.when(
             seg["changed"], F.format_string(" (moved there at %s)", _clock(seg["ts"]))
         ).otherwise(F.lit(""))
@@ -198,23 +201,23 @@ def judge(th: Thresholds) -> Transform:
                 "owner changed to %s at %s; only %d snapshot(s) since, %d needed",
                 owner_text, _clock(seg["ts"]), c("seg_n"), F.lit(th.min_snapshots)),
             "no-owner": F.format_string(
-                "no owner: consumer offset frozen at %d since %s (%d snapshots) %s; lag %d -> %d, %s behind",
-                last["co"], since, c("frozen_n"), work, run["lag"], last["lag"], behind),
+                "no owner: consumer offset frozen at %d%s since %s (%d snapshots) %s; lag %d -> %d, %s behind",
+                last["co"], went_back, since, c("frozen_n"), work, run["lag"], last["lag"], behind),
             "owner-not-subscribed": F.format_string(
-                "owner %s does not subscribe %s: consumer offset frozen at %d since %s (%d snapshots) %s; "
+                "owner %s does not subscribe %s: consumer offset frozen at %d%s since %s (%d snapshots) %s; "
                 "lag %d -> %d, %s behind",
-                owner_text, c("topic"), last["co"], since, c("frozen_n"), work, run["lag"],
+                owner_text, c("topic"), last["co"], went_back, since, c("frozen_n"), work, run["lag"],
                 last["lag"], behind),
             "offset-pinned": F.format_string(
-                "committed offset held at %d since %s (%d snapshots, %s) while its owner %s keeps pulling "
+                "committed offset held at %d%s since %s (%d snapshots, %s) while its owner %s keeps pulling "
                 "(pull offset %d -> %d); lag %d: one unfinished message or a hung listener, the offsets "
                 "cannot tell which (a concurrent consumer sends a message back after consumeTimeout %s)",
-                last["co"], since, c("frozen_n"), frozen_for, owner_text,
+                last["co"], went_back, since, c("frozen_n"), frozen_for, owner_text,
                 run["pull"], last["pull"], last["lag"], _duration(F.lit(th.consume_timeout_ms))),
             "frozen": F.format_string(
-                "consumer offset frozen at %d since %s (%d snapshots, %s) %s under owner %s%s; "
+                "consumer offset frozen at %d%s since %s (%d snapshots, %s) %s under owner %s%s; "
                 "lag %d -> %d, %s behind",
-                last["co"], since, c("frozen_n"), frozen_for, work, owner_text,
+                last["co"], went_back, since, c("frozen_n"), frozen_for, work, owner_text,
                 owner_moved, run["lag"], last["lag"], behind),
             "lag-growing": F.format_string(
                 "consumer moving (%d -> %d) but lag grew %d -> %d and never got within %d; %s behind",

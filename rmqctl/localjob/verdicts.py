@@ -455,6 +455,10 @@ def _reason(rule: str, topic: str, th: Thresholds, allowed: int, n_window: int, 
     work = (f"while broker offset rose {_j(r.get('broker_offset'))} -> {lbo}" if rise
             else f"with a backlog of {_j(r.get('lag'))} and no new messages")
     owner_moved = f" (moved there at {_clock(s.get('ts'))})" if s.get("owner_changed") else ""
+    # a frozen run that began where the committed offset went back (a reset) says so
+    back = rewind or {}
+    went_back = (f", where it went back from {_j(back.get('prev_co'))},"
+                 if back.get("ts") is not None and back.get("ts") == r.get("ts") else "")
     if rule == "dlq-growing":
         return (f"{_j(last['broker_offset'] - f['broker_offset'])} message(s) of this POP group reached its "
                 f"dead-letter queue in the window: broker offset {_j(f.get('broker_offset'))} -> {lbo}; "
@@ -489,19 +493,23 @@ def _reason(rule: str, topic: str, th: Thresholds, allowed: int, n_window: int, 
         return (f"owner changed to {owner_text} at {_clock(s.get('ts'))}; only {_j(seg_n)} snapshot(s) since, "
                 f"{th.min_snapshots} needed")
     if rule == "no-owner":
-        return (f"no owner: consumer offset frozen at {lco} since {since} ({_j(frozen_n)} snapshots) {work}; "
+        return (f"no owner: consumer offset frozen at {lco}{went_back} since {since} ({_j(frozen_n)} snapshots) "
+                f"{work}; "
                 f"lag {_j(r.get('lag'))} -> {llag}, {behind} behind")
     if rule == "owner-not-subscribed":
-        return (f"owner {owner_text} does not subscribe {topic}: consumer offset frozen at {lco} since {since} "
+        return (f"owner {owner_text} does not subscribe {topic}: consumer offset frozen at {lco}{went_back} "
+                f"since {since} "
                 f"({_j(frozen_n)} snapshots) {work}; lag {_j(r.get('lag'))} -> {llag}, {behind} behind")
     if rule == "offset-pinned":
-        return (f"committed offset held at {lco} since {since} ({_j(frozen_n)} snapshots, {frozen_for}) while "
+        return (f"committed offset held at {lco}{went_back} since {since} ({_j(frozen_n)} snapshots, "
+                f"{frozen_for}) while "
                 f"its owner {owner_text} keeps pulling (pull offset {_j(r.get('pull_offset'))} -> "
                 f"{_j(last['pull_offset'])}); lag {llag}: one unfinished message or a hung listener, the offsets "
                 f"cannot tell which (a concurrent consumer sends a message back after consumeTimeout "
                 f"{duration(th.consume_timeout_ms)})")
     if rule == "frozen":
-        return (f"consumer offset frozen at {lco} since {since} ({_j(frozen_n)} snapshots, {frozen_for}) {work} "
+        return (f"consumer offset frozen at {lco}{went_back} since {since} ({_j(frozen_n)} snapshots, "
+                f"{frozen_for}) {work} "
                 f"under owner {owner_text}{owner_moved}; lag {_j(r.get('lag'))} -> {llag}, {behind} behind")
     if rule == "lag-growing":
         return (f"consumer moving ({_j(s.get('consumer_offset'))} -> {lco}) but lag grew {_j(s.get('lag'))} -> "

@@ -87,11 +87,22 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
       "(now 150, was 200)", 3, 0, 200, 150, None)),
     # went back, then froze there: stuck like any frozen queue (the doctor's two samples see it so)
     ("rewound, then frozen", offsets([300] * 4, [200, 150, 150, 150]),
-     ("STALLED", "frozen", "consumer offset frozen at 150 since 12:00:30 (3 snapshots, 1m00s) with a backlog of "
-      "150 and no new messages under owner c1; lag 150 -> 150, unknown behind", 3, 1, 150, 150, None)),
+     ("STALLED", "frozen", "consumer offset frozen at 150, where it went back from 200, since 12:00:30 (3 snapshots, "
+      "1m00s) with a backlog of 150 and no new messages under owner c1; lag 150 -> 150, unknown behind",
+      3, 1, 150, 150, None)),
     ("rewound, then frozen by nobody", offsets([300] * 4, [200, 150, 150, 150], owner=None),
-     ("ORPHANED", "no-owner", "no owner: consumer offset frozen at 150 since 12:00:30 (3 snapshots) with a backlog "
-      "of 150 and no new messages; lag 150 -> 150, unknown behind", 3, 1, 150, 150, None)),
+     ("ORPHANED", "no-owner", "no owner: consumer offset frozen at 150, where it went back from 200, since 12:00:30 "
+      "(3 snapshots) with a backlog of 150 and no new messages; lag 150 -> 150, unknown behind", 3, 1, 150, 150, None)),
+    ("rewound, then pinned while pulls go on",
+     lambda case: [row(i, 300, co, group=case, pull_offset=pull)
+                   for i, (co, pull) in enumerate([(200, 200), (150, 150), (150, 160), (150, 170)])],
+     ("STALLED", "offset-pinned", "committed offset held at 150, where it went back from 200, since 12:00:30 "
+      "(3 snapshots, 1m00s) while its owner c1 keeps pulling (pull offset 150 -> 170); lag 150: one unfinished "
+      "message or a hung listener, the offsets cannot tell which (a concurrent consumer sends a message back after "
+      "consumeTimeout 15m00s)", 3, 1, 150, 150, None)),
+    ("rewound long ago, frozen since it moved on", offsets([300] * 5, [200, 150, 160, 160, 160]),
+     ("STALLED", "frozen", "consumer offset frozen at 160 since 12:01:00 (3 snapshots, 1m00s) with a backlog of 140 "
+      "and no new messages under owner c1; lag 140 -> 140, unknown behind", 3, 2, 140, 140, None)),
     ("rewound at the last snapshot", offsets([300] * 3, [200, 200, 150]),
      ("REWOUND", "rewind", "consumer offset went back from 200 to 150 at 12:01:00 and has not caught up "
       "(now 150, was 200)", 3, 0, 100, 150, None)),
