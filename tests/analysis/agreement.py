@@ -62,18 +62,23 @@ def doctor_stuck(rnd: Round) -> dict[Key, str]:
 
 
 async def record(scenario: str | Path, out: Path, rounds: int, judge_at: Iterable[int] = (),
-                 after: Mapping[int, Callable[[Opened], Awaitable[None]]] | None = None) -> Recording:
+                 after: Mapping[int, Callable[[Opened], Awaitable[None]]] | None = None,
+                 on_round: Callable[[Round], object] | None = None) -> Recording:
     """Record ``rounds`` rounds of ``scenario`` (after its warm-up) into ``out``; the doctor judges at the
     rounds in ``judge_at`` (1-based; negative counts from the end) and always at the last. ``after`` maps a
-    round number to what an operator does once that round is taken (a reset, say), on the same cluster."""
+    round number to what an operator does once that round is taken (a reset, say), on the same cluster. Each
+    round is read with each POP group's newest retry copies (as the exporter and snapshot export read them)
+    and handed to ``on_round`` when given."""
     wanted = {r if r > 0 else rounds + 1 + r for r in judge_at} | {rounds}
     rec = Recording(out)
     async with open_source(Target(emulator=scenario)) as opened:
         sink = SnapshotSink(opened.source, out, warn=rec.warnings.append)
-        watcher = Watcher(opened.source, None, interval=EVERY, clock=opened.clock)
+        watcher = Watcher(opened.source, None, interval=EVERY, clock=opened.clock, retry_copies=True)
         try:
             async for rnd in watcher.rounds(rounds):
                 await sink.add(rnd)
+                if on_round is not None:
+                    on_round(rnd)
                 rec.round_ms[rnd.number] = int(round(rnd.current.taken_at * 1000))
                 if rnd.number in wanted:
                     rec.doctor[rnd.number] = doctor_stuck(rnd)

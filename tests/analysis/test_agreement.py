@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from rmqctl.doctor import run_checks
 from rmqctl.emulator.scenario import builtin_names
-from tests.analysis.agreement import iso, job_stuck, job_verdicts, last_ms, record
+from rmqctl.stuck import POP_STATUSES, STUCK_STATUSES
+from tests.analysis.agreement import Key, iso, job_stuck, job_verdicts, last_ms, record
 
 # One client of group g hangs in its listener at 20 s, after consuming the first 8 messages; 20 more
 # arrive at 30 s (10 on each queue) and nothing after: a backlog that nobody consumes and that no new
@@ -314,3 +316,60 @@ async def test_doctor_and_job_agree_on_every_queue_of_each_built_in_scenario(
         assert by_job == by_doctor, (scenario, number, iso(rec.round_ms[number]),
                                      {k: judged[k]["reason"] for k in set(by_job) ^ set(by_doctor) if k in judged})
     assert rec.doctor[rounds] == STUCK_AT_END[scenario]
+
+
+def redelivering_by_doctor(rec_round: Any) -> dict[Key, str]:
+    """The retry queues the doctor's REPEATED_REDELIVERY names (its ``retry_topics``), as the job's verdict."""
+    found: dict[Key, str] = {}
+    for group, view in rec_round.current.views.items():
+        before = rec_round.previous.views.get(group) if rec_round.previous is not None else None
+        for finding in run_checks(view, before):
+            if finding.code == "REPEATED_REDELIVERY":
+                topics = set(finding.evidence["retry_topics"])
+                found.update({(group, p.queue.topic, p.queue.broker_name, p.queue.queue_id): "REDELIVERING"
+                              for p in view.progress if p.queue.topic in topics})
+    return found
+
+
+def job_pop_verdicts(judged: dict[Key, dict[str, Any]]) -> dict[Key, str]:
+    """The queues the job gives a POP verdict (REDELIVERING, DEAD_LETTERING) or a stuck one."""
+    return {k: v["status"] for k, v in judged.items() if v["status"] in (*STUCK_STATUSES, *POP_STATUSES)}
+
+
+RETRY_Q = ("order-pop", "%RETRY%order-pop_OrderTopic", "broker-a", 0)
+
+
+async def test_pop_redelivery_the_failing_group_is_redelivering_for_both_and_the_healthy_one_for_neither(
+        spark: Any, tmp_path: Path) -> None:
+    # pop-redelivery, recorded every 30 s from its end at 2 min: order-pop fails its 4 "bad" messages at
+    # every delivery (retryMaxTimes 4: 5 deliveries). At 2 min each has 3 copies in its POP retry topic
+    # (delivered up to 4 times); the 4th copies arrive at 4 min (delivered 5 times, the last); the 5th
+    # revival at 7 min goes on to %DLQ%order-pop. audit-pop consumes everything: no verdict from either.
+    rounds: list[Any] = []
+    rec = await record("pop-redelivery", tmp_path / "snaps", 20, range(1, 20), on_round=rounds.append)
+    by_number = {r.number: r for r in rounds}
+    # retry_deliveries, what the job reads of the copies: 4 at 2 min, 5 from 4 min on
+    assert rec.warnings == []
+    expected = {
+        # 2m30s: the doctor reads the copies (delivered 4 times of 5); the job's window (from 2 min, where the
+        # recording starts) holds no new copy yet, so it cannot tell: the retry queue is idle to it
+        2: ({RETRY_Q: "REDELIVERING"}, {}),
+        # 4m30s: the 4th copies were written at 4 min: both
+        5: ({RETRY_Q: "REDELIVERING"}, {RETRY_Q: "REDELIVERING"}),
+        # 10m: the messages went to the DLQ at 7 min and no copy cycles any more, which the doctor's look at
+        # the copies sees; the job's 10-minute window still holds the copies written at 4 and 7 min
+        20: ({}, {RETRY_Q: "REDELIVERING"}),
+    }
+    for number, (by_doctor, by_job) in expected.items():
+        assert redelivering_by_doctor(by_number[number]) == by_doctor, number
+        judged = job_verdicts(spark, rec.out, rec.round_ms[number])
+        assert job_pop_verdicts(judged) == by_job, (number, {k: judged[k]["reason"] for k in judged
+                                                             if k[0] == "order-pop"})
+        # the healthy POP group: every queue of it judged, none with a verdict; no ownership verdict anywhere
+        assert {k for k in judged if k[0] == "audit-pop"} >= {("audit-pop", "OrderTopic", "broker-a", q)
+                                                              for q in range(4)}
+        assert rec.doctor[number] == {}
+    judged = job_verdicts(spark, rec.out, rec.round_ms[5])
+    assert judged[RETRY_Q]["reason"] == (
+        "4 copies written to this POP retry queue in the window (broker offset 12 -> 16): messages failed or not "
+        "ACKed come back again and again; copies read back were delivered up to 5 times (3 or more is redelivery)")
