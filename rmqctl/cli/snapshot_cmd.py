@@ -119,12 +119,14 @@ def _report(result: ExportResult, out: Path, opts: Settings) -> None:
                          failed_reads=result.failed_reads, files=result.files, first_ts=result.first_ts_ms,
                          last_ts=result.last_ts_ms, schema_version=SCHEMA_VERSION,
                          interrupted=result.interrupted.name if result.interrupted else None,
-                         recovered_rows=result.recovered_rows)
+                         recovered_rows=result.recovered_rows, unread_groups=result.unread_groups)
     row = {k: doc[k] for k in ("rounds", "rows", "missing_rows", "first_ts", "last_ts")}
     row["files"] = len(result.files)
     table = Table([("rounds", "ROUNDS"), ("rows", "ROWS"), ("missing_rows", "MISSING"), ("files", "FILES"),
                    ("first_ts", "FIRST"), ("last_ts", "LAST")], [row])
-    emit(View(doc, [table], [f"written under {out}"]), opts.output)
+    footer = [f"written under {out}"]
+    footer += [f"{group}: progress not recorded ({why})" for group, why in doc["unread_groups"].items()]
+    emit(View(doc, [table], footer), opts.output)
     if result.interrupted is not None:
         console.error(f"stopped by {result.interrupted.name}: {result.rounds} complete round(s) kept")
         raise typer.Exit(128 + int(result.interrupted))

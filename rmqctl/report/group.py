@@ -216,7 +216,7 @@ PROGRESS_COLUMNS = ("topic", "broker", "queue_id", "broker_offset", "consumer_of
 class GroupProgressDoc(TypedDict):
     group: str
     queues: list[dict[str, Any]]
-    total_diff: int
+    total_diff: int | None
     unknown_diff_queues: int
     total_inflight: int | None
     errors: Errors
@@ -252,7 +252,8 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
     A field the source cannot supply is ``null`` in every row and named, with why, in the
     document's ``unavailable``; a number the brokers did not report (a topic left out of the
     consume stats and not in the offset table) is ``null`` too, never 0, and ``total_diff``
-    sums the known rows while ``unknown_diff_queues`` counts the others."""
+    sums the known rows while ``unknown_diff_queues`` counts the others. A 5.5 lite group's
+    ``total_diff`` is ``null``: its offsets live in light message queues no row shows."""
     missing = {k: v for k, v in view.unavailable.items() if k in PROGRESS_FIELDS}
     stuck = {mq: unpullable_reason(mq.topic, mq.broker_name) for mq in view.unpullable()}
     pop_owner = pop_label(view)
@@ -275,11 +276,13 @@ def group_progress(view: GroupView) -> GroupProgressDoc:
 
 def retotal_progress(doc: GroupProgressDoc) -> GroupProgressDoc:
     """``doc`` with its totals summed over its own ``queues`` (call again after rows are left
-    out): ``total_diff`` over the known diffs, ``unknown_diff_queues`` counting the ``null``
-    ones, ``total_inflight`` over the known inflights (``null`` when the source cannot supply
-    inflight, or no shown row knows it)."""
+    out): ``total_diff`` over the known diffs (``null`` for a lite group, whose lite topics' queues
+    are not among the rows), ``unknown_diff_queues`` counting the ``null`` ones,
+    ``total_inflight`` over the known inflights (``null`` when the source cannot supply inflight,
+    or no shown row knows it)."""
     rows = doc["queues"]
-    doc["total_diff"] = sum(r["diff"] for r in rows if r["diff"] is not None)
+    known_diff = sum(r["diff"] for r in rows if r["diff"] is not None)
+    doc["total_diff"] = None if "lite_topics" in doc.get("unavailable", {}) else known_diff
     doc["unknown_diff_queues"] = sum(1 for r in rows if r["diff"] is None)
     inflights = [r["inflight"] for r in rows if r["inflight"] is not None]
     # null when the source cannot supply it, or when rows exist and none knows it: never a 0

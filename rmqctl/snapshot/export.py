@@ -5,9 +5,12 @@
 rows (:mod:`rmqctl.snapshot.rows`) and hands them to a :class:`RollingWriter`. Rounds start on a
 fixed cadence (``start + k × every``); a round that overruns its slot skips the missed ticks
 rather than bunching polls. A broker or group that fails a round is recorded as missing and
-said through ``warn``. SIGINT and SIGTERM (when ``handle_signals``) stop the loop after
-cancelling the round in progress, flush every complete buffered round and return with
-:attr:`ExportResult.interrupted` set; nothing renamed into place is ever touched again.
+said through ``warn``. A group whose progress no row can hold (a 5.5 lite group: its offsets
+live in light message queues rmqctl does not read) is named with why in
+:attr:`ExportResult.unread_groups` and warned about once, never silently left out. SIGINT and
+SIGTERM (when ``handle_signals``) stop the loop after cancelling the round in progress, flush
+every complete buffered round and return with :attr:`ExportResult.interrupted` set; nothing
+renamed into place is ever touched again.
 
 Must not import the CLI, textual or pyspark.
 """
@@ -20,8 +23,8 @@ import datetime as _dt
 import math
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmqctl import errors
@@ -60,6 +63,9 @@ class ExportResult:
     failed_reads: int = 0
     #: rows of killed exports' journals found in ``out_dir`` and written as files at the start
     recovered_rows: int = 0
+    #: group → why its progress is not recorded (a 5.5 lite group); rows its consume stats
+    #: did list are still written
+    unread_groups: Mapping[str, str] = field(default_factory=dict)
 
 
 def _stderr_warning(message: str) -> None:
@@ -134,6 +140,8 @@ class _Recorder:
         self.cluster_of: dict[str, str] = {}
         self.last_rows: dict[str, list[QueueSnapshot]] = {}
         self.failed_reads = 0
+        #: groups whose progress no row holds, and why (warned about once each)
+        self.unread: dict[str, str] = {}
 
     async def refresh_clusters(self) -> None:
         try:
@@ -163,6 +171,10 @@ class _Recorder:
                 self.warn(f"round {rnd.number} at {_iso(ts_ms)}: group {group} could not be read "
                           f"({error}); {len(rows)} queue(s) recorded as missing")
             else:
+                lite = view.unavailable.get("lite_topics")
+                if lite is not None and group not in self.unread:
+                    self.unread[group] = lite
+                    self.warn(f"group {group}: progress not recorded ({lite})")
                 rows = group_rows(ts_ms, view, cluster_of=self.cluster_of, newest=newest,
                                   previous=[r.queue for r in previous])
                 for broker, error in view.failed_brokers.items():
@@ -294,4 +306,4 @@ async def export(
         finally:
             writer.close()
     return ExportResult(rounds, writer.rows_written, tuple(writer.files), missing, first_ts, last_ts,
-                        stopper.signal, recorder.failed_reads, writer.recovered_rows)
+                        stopper.signal, recorder.failed_reads, writer.recovered_rows, dict(recorder.unread))

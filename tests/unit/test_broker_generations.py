@@ -135,3 +135,30 @@ def test_group_list_calls_a_lite_groups_total_diff_unknown() -> None:
     plain.configs[A] = {G: SubscriptionGroupConfig(G)}
     listed = asyncio.run(ClusterService(plain, FakeClock()).group_summaries())
     assert listed.value[0].total_diff == 12 and "lite_topics" not in listed.unavailable
+
+
+def test_group_progress_json_gives_a_lite_groups_total_diff_as_null() -> None:
+    from rmqctl.report import group_progress, retotal_progress
+
+    doc = group_progress(lite_group_view(online=False))
+    # the fake's consume stats hold 12 messages of the group's other queues; the lite topics are unread
+    assert doc["total_diff"] is None and "L55" in doc["unavailable"]["lite_topics"]
+    assert retotal_progress(doc)["total_diff"] is None  # --match retotals the rows it kept
+    plain = group_progress(asyncio.run(ClusterService(TwoBrokers(), FakeClock()).group_view(G)))
+    assert plain["total_diff"] == 12
+
+
+def test_snapshot_export_names_a_lite_group_as_not_recorded(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("pyarrow")
+    from rmqctl.snapshot.export import export
+    from rmqctl.source import Opened
+
+    backend = TwoBrokers()
+    backend.configs[A] = {G: SubscriptionGroupConfig(G, lite_bind_topic="L55")}
+    clock = FakeClock()
+    opened = Opened(ClusterService(backend, clock), "fake", clock)
+    warnings: list[str] = []
+    result = asyncio.run(export(opened, [G], tmp_path, count=1, every=1, broker_times=False,
+                                handle_signals=False, warn=warnings.append))
+    assert "L55" in result.unread_groups[G] and "%LMQ%$L55$" in result.unread_groups[G]
+    assert [w for w in warnings if G in w and "L55" in w]
