@@ -238,7 +238,7 @@ def read_files(files: Sequence[SnapshotFile], warn: Callable[[str], None],
             continue
         columns = [c for c in (*COLUMNS_READ, "schema_version") if c in schema.names]
         try:
-            table = parquet.read(columns=columns, use_threads=False)
+            table = parquet.read(columns=columns)
         except Exception:  # noqa: BLE001 - a page that does not decode
             readable = _readable_rows(parquet, columns)
             warn(f"skipped {snapshot.path}: corrupt pages: its footer counts {counted} rows, {readable} could be read")

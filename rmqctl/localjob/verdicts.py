@@ -18,6 +18,7 @@ Imports pyarrow, the standard library and :mod:`rmqctl.stuck` only.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -99,10 +100,13 @@ def _datetime(us: int) -> dt.datetime:
     return _EPOCH + dt.timedelta(microseconds=us)
 
 
+# thousands of queues share the few times of the snapshot rounds: each is formatted once
+@functools.lru_cache(maxsize=65536)
 def _clock(us: int | None) -> str:
     return "null" if us is None else _datetime(us).strftime("%H:%M:%S")
 
 
+@functools.lru_cache(maxsize=65536)
 def iso_ms(us: int | None) -> str | None:
     """``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`` in UTC (the job's output form of a timestamp)."""
     if us is None:
