@@ -725,6 +725,9 @@ class TopicConfig:
     order: bool = False
     topic_sys_flag: int = 0
     topic_filter_type: str = "SINGLE_TAG"
+    #: its ``message.type`` attribute (5.x: ``NORMAL``, ``FIFO``, ``DELAY``, ``TRANSACTION``,
+    #: 5.5 adds ``LITE`` and ``PRIORITY``); ``None`` when the config names none (a 4.x broker)
+    message_type: str | None = None
 
     @property
     def readable(self) -> bool:
@@ -744,7 +747,22 @@ def _topic_config(data: Mapping[Any, Any], default_name: str) -> TopicConfig:
         order=_bool(data.get("order"), "TopicConfig.order"),
         topic_sys_flag=_int(data.get("topicSysFlag"), "TopicConfig.topicSysFlag"),
         topic_filter_type=_str(data.get("topicFilterType"), "TopicConfig.topicFilterType", "SINGLE_TAG"),
+        message_type=_message_type(_obj(data.get("attributes"), "TopicConfig.attributes")),
     )
+
+
+#: the topic attribute naming the kind of messages a 5.x topic takes (``TopicAttributes``)
+MESSAGE_TYPE = "message.type"
+
+
+def _message_type(attributes: Mapping[Any, Any]) -> str | None:
+    """The topic's ``message.type``: stored bare, named with a leading '+' in an update request;
+    blank names none."""
+    for key in (MESSAGE_TYPE, "+" + MESSAGE_TYPE):
+        value = attributes.get(key)
+        if value is not None:
+            return _str(value, "TopicConfig.attributes." + MESSAGE_TYPE).strip() or None
+    return None
 
 
 def topic_config(body: bytes) -> TopicConfig:
@@ -753,7 +771,8 @@ def topic_config(body: bytes) -> TopicConfig:
 
 
 def _topic_config_json(tc: TopicConfig) -> str:
-    return (f'{{"attributes":{{}},"order":{_b(tc.order)},"perm":{tc.perm},'
+    attributes = "" if tc.message_type is None else f'{_s(MESSAGE_TYPE)}:{_s(tc.message_type)}'
+    return (f'{{"attributes":{{{attributes}}},"order":{_b(tc.order)},"perm":{tc.perm},'
             f'"readQueueNums":{tc.read_queue_nums},"topicFilterType":{_s(tc.topic_filter_type)},'
             f'"topicName":{_s(tc.name)},"topicSysFlag":{tc.topic_sys_flag},'
             f'"writeQueueNums":{tc.write_queue_nums}}}')

@@ -162,3 +162,18 @@ def test_snapshot_export_names_a_lite_group_as_not_recorded(tmp_path) -> None:  
                                 handle_signals=False, warn=warnings.append))
     assert "L55" in result.unread_groups[G] and "%LMQ%$L55$" in result.unread_groups[G]
     assert [w for w in warnings if G in w and "L55" in w]
+
+
+def test_a_topics_message_type_is_read_from_its_attributes() -> None:
+    body = (b'{"dataVersion":{"counter":2,"stateVersion":0,"timestamp":1},"topicConfigTable":{'
+            b'"L55":{"attributes":{"message.type":"LITE","lite.topic.expiration":"-1"},"order":false,"perm":6,'
+            b'"readQueueNums":2,"topicFilterType":"SINGLE_TAG","topicName":"L55","topicSysFlag":0,"writeQueueNums":2},'
+            b'"P55":{"attributes":{"+message.type":"PRIORITY"},"order":false,"perm":6,"readQueueNums":4,'
+            b'"topicFilterType":"SINGLE_TAG","topicName":"P55","topicSysFlag":0,"writeQueueNums":4},'
+            b'"T49":{"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"T49",'
+            b'"topicSysFlag":0,"writeQueueNums":4}}}')
+    configs = bodies.topic_configs(body)
+    assert {name: c.message_type for name, c in configs.items()} == {"L55": "LITE", "P55": "PRIORITY", "T49": None}
+    lite = configs["L55"]
+    assert bodies.topic_config(bodies.encode_topic_config(lite)) == lite
+    assert bodies.topic_config(bodies.encode_topic_config(configs["T49"])) == configs["T49"]
