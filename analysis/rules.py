@@ -170,7 +170,7 @@ def judge(th: Thresholds) -> Transform:
         reasons: dict[str, Column] = {
             "dlq-growing": F.format_string(
                 "%d message(s) of this POP group reached its dead-letter queue in the window: broker offset "
-                "%d -> %d; %d not consumed", last["bo"] - first["bo"], first["bo"], last["bo"], last["lag"]),
+                "%d -> %d", last["bo"] - first["bo"], first["bo"], last["bo"]),
             "retry-growing": F.format_string(
                 "%d copies written to this POP retry queue in the window (broker offset %d -> %d): messages "
                 "failed or not ACKed come back again and again; %s", last["bo"] - first["bo"], first["bo"],

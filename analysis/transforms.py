@@ -55,11 +55,16 @@ def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
     def apply(df: DataFrame) -> DataFrame:
         by_time = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
         in_window = F.lit(True) if since_ms is None else F.col("ts") >= F.timestamp_millis(F.lit(since_ms))
+        # a POP group's dead-letter queue has no committed offset of the group: its broker offset alone tells
+        # the messages that reached it (its lag is unknown)
+        pop_dlq = F.col("topic").startswith("%DLQ%") & F.coalesce(F.col("pop"), F.lit(False))
         answered = df.where(
-            F.col("error").isNull() & F.col("broker_offset").isNotNull() & F.col("consumer_offset").isNotNull()
+            F.col("error").isNull() & F.col("broker_offset").isNotNull()
+            & (F.col("consumer_offset").isNotNull() | pop_dlq)
         ).drop("error").select(
             "*", in_window.alias("in_window"),
-            F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0)).alias("lag"),
+            F.when(F.col("consumer_offset").isNotNull(),
+                   F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0))).alias("lag"),
         )
         step = answered.select(
             "*",

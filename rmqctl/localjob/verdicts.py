@@ -202,7 +202,8 @@ def _queue_facts(answered: pa.Table, since_us: int, th: Thresholds) -> tuple[_Or
     ts = pc.take(answered["ts"], order)
     co = pc.take(answered["consumer_offset"], order)
     owner = pc.take(owner_code, order)
-    lag = pc.max_element_wise(pc.subtract(pc.take(answered["broker_offset"], order), co), 0)
+    lag = pc.if_else(pc.is_null(co), pa.scalar(None, pa.int64()),
+                     pc.max_element_wise(pc.subtract(pc.take(answered["broker_offset"], order), co), 0))
     allowed = pc.if_else(pc.take(retry, order), th.retry_allowed_lag, th.allowed_lag)
     deliveries = _array(pc.take(answered["retry_deliveries"], order))
     ts, co, owner, lag = _array(ts), _array(co), _array(owner), _array(lag)
@@ -280,9 +281,12 @@ def diagnose(snapshots: pa.Table, since_ms: int, until_ms: int, th: Thresholds |
     read = pc.fill_null(read, False)
     error = snapshots["error"]
     missing_rows = snapshots.filter(pc.and_(read, pc.and_(pc.is_valid(error), pc.greater_equal(ts, since_us))))
+    # a POP group's dead-letter queue has no committed offset of the group: its broker offset alone tells
+    # the messages that reached it (its lag is unknown)
+    pop_dlq = pc.fill_null(pc.and_(pc.starts_with(snapshots["topic"], stuck.DLQ_PREFIX), snapshots["pop"]), False)
     answered = snapshots.filter(pc.and_(read, pc.and_(
         pc.is_null(error), pc.and_(pc.is_valid(snapshots["broker_offset"]),
-                                   pc.is_valid(snapshots["consumer_offset"])))))
+                                   pc.or_(pc.is_valid(snapshots["consumer_offset"]), pop_dlq)))))
 
     # gaps: per queue, the rounds of the window its broker failed to answer and the latest error
     missing: dict[tuple[Any, ...], list[Any]] = {}
@@ -465,8 +469,7 @@ def _reason(rule: str, topic: str, th: Thresholds, allowed: int, n_window: int, 
                  if back.get("ts") is not None and back.get("ts") == r.get("ts") else "")
     if rule == "dlq-growing":
         return (f"{_j(last['broker_offset'] - f['broker_offset'])} message(s) of this POP group reached its "
-                f"dead-letter queue in the window: broker offset {_j(f.get('broker_offset'))} -> {lbo}; "
-                f"{llag} not consumed")
+                f"dead-letter queue in the window: broker offset {_j(f.get('broker_offset'))} -> {lbo}")
     if rule == "retry-growing":
         read = ("no copy was read back, so how often each was delivered is unknown" if deliveries is None else
                 f"copies read back were delivered up to {deliveries} times ({th.min_deliveries} or more is "

@@ -233,7 +233,12 @@ CASES: list[tuple[str, Callable[[str], list[dict[str, Any]]], tuple[Any, ...]]] 
     # dlq-growing: messages of a POP group reached its dead-letter queue in the window
     ("POP dead letters grew", offsets([2, 3, 4], [0] * 3, topic="%DLQ%g", owner=None, pop=True),
      ("DEAD_LETTERING", "dlq-growing", "2 message(s) of this POP group reached its dead-letter queue in the window: "
-      "broker offset 2 -> 4; 4 not consumed", 3, 0, 2, 4, None)),
+      "broker offset 2 -> 4", 3, 0, 2, 4, None)),
+    # (no committed offset of the group there, as on a broker: the rows still count, the lag is unknown)
+    ("POP dead letters grew, no committed offset", offsets([2, 3, 4], [None] * 3, topic="%DLQ%g", owner=None,
+                                                           pop=True),
+     ("DEAD_LETTERING", "dlq-growing", "2 message(s) of this POP group reached its dead-letter queue in the window: "
+      "broker offset 2 -> 4", 3, 0, None, None, None)),
     ("POP dead letters unchanged", offsets([4] * 3, [0] * 3, topic="%DLQ%g", owner=None, pop=True),
      ("DLQ", "dlq", "dead-letter queue, reported not judged: 4 message(s) not consumed, broker offset 4 -> 4",
       3, 0, 4, 4, None)),
