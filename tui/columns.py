@@ -246,10 +246,10 @@ def show_age(value: Reported) -> str:
 def show_group_lag(lag: GroupLag) -> Cell:
     if lag.unreadable:
         return "-"
-    if lag.unknown_queues and lag.known_queues == 0:
+    if (lag.unknown_queues or lag.unread_part) and lag.known_queues == 0:
         return UNKNOWN
-    # some queues' lag is unknown: the known total is a lower bound
-    return f"≥{lag.total}" if lag.unknown_queues else str(lag.total)
+    # some queues' lag is unknown or not read: the known total is a lower bound
+    return f"≥{lag.total}" if lag.unknown_queues or lag.unread_part else str(lag.total)
 
 
 def show_tps(value: tuple[float | None, str | None]) -> Cell:

@@ -379,8 +379,12 @@ def group_summary(view: GroupView) -> str:
     queues = queue_set(view)
     held = {mq for qs in assignments.values() for mq in qs}
     unknown = len(view.unknown_lag_queues)
-    lag = f"lag {view.total_diff}" + (f" (unknown for {unknown} queue{'s' if unknown != 1 else ''})"
-                                      if unknown else "")
+    if view.lite_bind_topic:
+        # a 5.5 lite group's offsets live in light message queues rmqctl does not read
+        lag = (f"lag ≥{view.total_diff}" if view.progress else "lag unknown") + " (lite topics not read)"
+    else:
+        lag = f"lag {view.total_diff}" + (f" (unknown for {unknown} queue{'s' if unknown != 1 else ''})"
+                                          if unknown else "")
     # the consume type as the CLI names it (PUSH, PULL, POP), not the broker's enum
     return (f"Group {view.group} │ {consume_type(view.consume_type) or '?'} {view.message_model or ''} │ "
             f"{len(view.client_ids)} client(s), {idle} idle │ {len(queues)} queue(s), "
@@ -397,10 +401,13 @@ class GroupLag(NamedTuple):
     known_queues: int
     unknown_queues: int
     unreadable: bool = False
+    #: part of the group's lag is not read at all (a 5.5 lite group's light message queues)
+    unread_part: bool = False
 
     @property
     def sort_value(self) -> int | None:
-        return None if self.unreadable or (self.unknown_queues and not self.known_queues) else self.total
+        return (None if self.unreadable or ((self.unknown_queues or self.unread_part) and not self.known_queues)
+                else self.total)
 
 
 class GroupRow(NamedTuple):
@@ -495,7 +502,7 @@ def group_rows(board: Board) -> dict[str, GroupRow]:
         index = dash.indexes[group]
         rows[group] = GroupRow(
             group, worst_health(dash.findings.get(group, [])), len(view.client_ids), len(index.queues),
-            GroupLag(index.total_lag, index.known, index.unknown),
+            GroupLag(index.total_lag, index.known, index.unknown, unread_part=view.lite_bind_topic is not None),
             tuple(dash.group_lag.get(group, ())), dash.tps.get(group))
     for group, err in sample.errors.items():
         rows[group] = GroupRow(group, "unreadable", None, None, GroupLag(0, 0, 0, unreadable=True), (), None,

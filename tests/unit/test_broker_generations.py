@@ -177,3 +177,18 @@ def test_a_topics_message_type_is_read_from_its_attributes() -> None:
     lite = configs["L55"]
     assert bodies.topic_config(bodies.encode_topic_config(lite)) == lite
     assert bodies.topic_config(bodies.encode_topic_config(configs["T49"])) == configs["T49"]
+
+
+def test_the_tui_calls_a_lite_groups_lag_a_lower_bound_not_a_total() -> None:
+    from tui.columns import show_group_lag
+    from tui.state import GroupLag, group_summary
+
+    view = lite_group_view(online=False)
+    line = group_summary(view)
+    assert not view.progress and line.endswith("│ lag unknown (lite topics not read)")
+    plain = group_summary(asyncio.run(ClusterService(TwoBrokers(), FakeClock()).group_view(G)))
+    assert plain.endswith("lag 12")
+    assert show_group_lag(GroupLag(12, 4, 0, unread_part=True)) == "≥12"
+    assert str(show_group_lag(GroupLag(0, 0, 0, unread_part=True))) == str(show_group_lag(GroupLag(0, 0, 3)))
+    assert GroupLag(0, 0, 0, unread_part=True).sort_value is None
+    assert show_group_lag(GroupLag(12, 4, 0)) == "12"
