@@ -164,6 +164,8 @@ def _queue_order(table: pa.Table) -> tuple[pa.Array, list[pa.Array]]:
 
 def _previous(values: pa.Array, first_of_queue: pa.Array) -> pa.Array:
     """Each row's value on the row before it in the same queue (null on a queue's first row)."""
+    if len(values) == 0:
+        return values
     shifted = pa.concat_arrays([pa.nulls(1, values.type), values.slice(0, len(values) - 1)])
     return pc.if_else(first_of_queue, pa.scalar(None, values.type), shifted)
 

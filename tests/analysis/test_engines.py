@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 
 from analysis import stuck
 from analysis.rules import Thresholds
-from analysis.schema import SNAPSHOT_SCHEMA
+from analysis.schema import SCHEMA_VERSION, SNAPSHOT_SCHEMA
 from rmqctl.localjob import files as local_files
 from rmqctl.localjob import job as local_job
 from tests.analysis.conftest import (
@@ -97,7 +97,8 @@ def snapshot_sets(draw: st.DrawFn) -> tuple[list[dict[str, Any]], int, int, Thre
     until = since + dt.timedelta(seconds=30 * draw(st.integers(0, 40)) + draw(st.sampled_from([0, 0, 10])))
     th = Thresholds(
         min_snapshots=draw(st.integers(1, 4)), allowed_lag=draw(st.integers(0, 3)),
-        retry_allowed_lag=draw(st.integers(0, 12)), retry_min_stall_ms=draw(st.sampled_from([60_000, 300_000])),
+        retry_allowed_lag=draw(st.integers(0, 12)), pop_commit_grace_ms=draw(st.sampled_from([30_000, 90_000])),
+        min_deliveries=draw(st.integers(1, 4)),
         run_lookback_ms=draw(st.sampled_from([0, 120_000, 3_600_000])),
         consume_timeout_ms=draw(st.sampled_from([90_000, 900_000])))
     return rows, ms(since), ms(until), th
@@ -170,8 +171,9 @@ def test_nothing_readable_newer_schema_and_an_empty_window_are_the_same_errors(s
     corrupt_pages(only_bad / "date=2026-03-01")
     with pytest.raises(stuck.JobError, match="none of the 1 snapshot file"):
         _both(spark, tmp_path, only_bad)
-    newer = write_snapshots(tmp_path / "newer", series([1, 2, 3], [1, 2, 3]), version=3)
-    with pytest.raises(stuck.JobError, match="has snapshot schema version 3; this job knows up to 2"):
+    newer = write_snapshots(tmp_path / "newer", series([1, 2, 3], [1, 2, 3]), version=SCHEMA_VERSION + 1)
+    refused = f"has snapshot schema version {SCHEMA_VERSION + 1}; this job knows up to {SCHEMA_VERSION}"
+    with pytest.raises(stuck.JobError, match=refused):
         _both(spark, tmp_path, newer)
     root = write_snapshots(tmp_path / "snap", series([1, 2, 3], [1, 2, 3]))
     with pytest.raises(stuck.JobError, match="no snapshots under .* between"):
