@@ -8,6 +8,12 @@ The fast tier (``pytest -m fast``) is every test that needs no real part: not un
 real terminal (neither its function nor its fixtures refer to the tmux helpers in
 ``tests/*/terminal.py``). The marker is applied here at collection, so a new test file gets it by
 these rules without being told. ``python -m pytest`` still runs every tier.
+
+The whole suite runs on two pytest-xdist workers (``-n 2 --dist loadgroup``). Tests that share a
+real part stay together on one worker (:func:`_xdist_group`): a test module driving a real broker
+(its module-scoped clusters, proxies and clients are started once), every real dashboard test (the
+three dashboards are started once per session), every Spark test (one local session). Each worker
+starts its own session broker; everything else is spread test by test.
 """
 
 from __future__ import annotations
@@ -83,12 +89,33 @@ def _is_fast(item: pytest.Item) -> bool:
     return not any(_refers_to_a_terminal(f) for f in funcs)
 
 
+def _xdist_group(item: pytest.Item) -> str | None:
+    """The pytest-xdist group ``item`` must run in (see the module's docstring), or None."""
+    path = Path(str(item.path)).resolve()
+    try:
+        relative = path.relative_to(TESTS)
+    except ValueError:
+        return None
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if relative.parts[0] == "analysis" or fixtures & {"spark", "spark_cluster"}:
+        return "spark"
+    if "dashboard_for" in fixtures:
+        return "dashboard"
+    if relative.parts[0] == "integration" or REAL_PART_FIXTURES & fixtures or item.get_closest_marker("real_cluster"):
+        return f"module:{relative.as_posix()}"
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the fast tier, before ``-m`` selects on it."""
+    """Mark the fast tier, before ``-m`` selects on it; group tests that share a real part."""
     for item in items:
         if _is_fast(item):
             item.add_marker(pytest.mark.fast)
+        else:
+            group = _xdist_group(item)
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True, scope="session")
