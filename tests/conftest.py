@@ -89,6 +89,14 @@ def _is_fast(item: pytest.Item) -> bool:
     return not any(_refers_to_a_terminal(f) for f in funcs)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker gets ``COLUMNS=80`` and ``LINES=24`` from its parent's set-up; commands run
+    by the tests would then wrap their tables at 80 columns, which a plain run never does."""
+    if hasattr(config, "workerinput"):
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
+
+
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group ``item`` must run in (see the module's docstring), or None."""
     path = Path(str(item.path)).resolve()
