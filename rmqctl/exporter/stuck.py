@@ -27,6 +27,7 @@ from rmqctl.model import GroupView, MessageQueue
 RULE_STATUS: Mapping[str, str] = {
     "dlq": stuck.DLQ, "min-snapshots": stuck.INSUFFICIENT_DATA, "rewind": stuck.REWOUND,
     "no-new-messages": stuck.IDLE, "caught-up": stuck.OK, "owner-changed": stuck.INSUFFICIENT_DATA,
+    "pop-grace": stuck.INSUFFICIENT_DATA, "not-popped": stuck.STALLED,
     "no-owner": stuck.ORPHANED, "owner-not-subscribed": stuck.ORPHANED, "offset-pinned": stuck.STALLED,
     "frozen": stuck.STALLED, "lag-growing": stuck.LAGGING, "moving": stuck.OK,
 }
@@ -43,6 +44,7 @@ class Thresholds:
     allowed_lag: int = stuck.ALLOWED_LAG
     retry_allowed_lag: int = stuck.RETRY_ALLOWED_LAG
     consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
+    pop_commit_grace_ms: int = stuck.POP_COMMIT_GRACE_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,8 @@ class Observation:
     owner: str | None
     #: the owner subscribes the queue's topic (None: no owner, or its subscriptions unknown)
     subscribed: bool | None
+    #: the group consumes by POP: no client owns a queue, so a frozen queue is one nobody pops
+    pop: bool = False
 
     @property
     def lag(self) -> int:
@@ -123,6 +127,12 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
     frozen_ms = last.ts_ms - seen[run].ts_ms
     since = seen[run].ts_ms
     if frozen_n >= th.min_snapshots:
+        if last.pop:
+            # POP's commit trails the last popped message: a run whose start was seen and that is
+            # shorter than the grace says nothing yet; else nobody pops it (never ORPHANED)
+            if run > 0 and frozen_ms < th.pop_commit_grace_ms:
+                return verdict("pop-grace", since)
+            return verdict("not-popped", since)
         if last.owner is None:
             return verdict("no-owner", since)
         if last.subscribed is False:
@@ -147,7 +157,7 @@ def observations(view: GroupView) -> dict[MessageQueue, Observation]:
         owner = holders.get(p.queue)
         subscribed = view.subscribes(owner, p.queue.topic) if owner else None
         out[p.queue] = Observation(view.sampled_at, p.broker_offset, p.consumer_offset, p.pull_offset,
-                                   owner, subscribed)
+                                   owner, subscribed, view.pop)
     return out
 
 

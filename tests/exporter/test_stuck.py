@@ -87,3 +87,17 @@ def test_the_judge_keeps_a_window_and_unknown_rounds_are_gaps_not_zeros() -> Non
     assert verdicts["g"][0].snapshots == 3 and verdicts["g"][0].lag == 25
     verdicts = judge_.add([view_at(200, 60, 5)], 200_000)  # the window keeps 100 s..200 s only
     assert (verdicts["g"][0].status, verdicts["g"][0].snapshots) == ("INSUFFICIENT_DATA", 1)
+
+
+def test_a_frozen_pop_queue_is_stalled_not_orphaned_after_the_commit_grace() -> None:
+    # a POP group's queues have no owner by design: frozen with messages waiting, nobody pops them
+    def pop(ts: int, bo: int, co: int) -> Observation:
+        return Observation(ts * 1000, bo, co, None, None, None, pop=True)
+
+    rows = [pop(t, 10 + t, 5) for t in (0, 30, 60)]
+    assert (judge(Q, rows).status, judge(Q, rows).rule) == ("STALLED", "not-popped")
+    # POP's commit trails the last message for a few seconds: a run seen to start 20 s ago says nothing yet
+    rows = [pop(0, 10, 2), pop(10, 20, 5), pop(20, 30, 5), pop(30, 40, 5)]
+    assert (judge(Q, rows).status, judge(Q, rows).rule) == ("INSUFFICIENT_DATA", "pop-grace")
+    rows = [pop(0, 10, 2), pop(10, 20, 5), pop(30, 30, 5), pop(45, 40, 5)]
+    assert (judge(Q, rows).status, judge(Q, rows).rule) == ("STALLED", "not-popped")
