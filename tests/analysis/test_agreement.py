@@ -17,6 +17,7 @@ from rmqctl.doctor import run_checks
 from rmqctl.emulator.scenario import builtin_names
 from rmqctl.stuck import POP_STATUSES, STUCK_STATUSES
 from tests.analysis.agreement import Key, iso, job_stuck, job_verdicts, last_ms, record
+from tests.emulator.test_topic_left_behind import SCENARIO as SCENARIO_LEFT_BEHIND
 
 # One client of group g hangs in its listener at 20 s, after consuming the first 8 messages; 20 more
 # arrive at 30 s (10 on each queue) and nothing after: a backlog that nobody consumes and that no new
@@ -211,48 +212,7 @@ async def test_a_queue_frozen_since_its_offset_was_reset_is_stalled_for_both(
 # A topic left behind (tests/emulator/test_topic_left_behind.py): c2, the only client subscribing topicB,
 # consumes its first 10 messages and stops at 20 s; c1 (topicA only) starts at 25 s; 65 more messages go to
 # topicB at 30 s. Its offsets stay in the offset table, and 33 + 32 messages wait that nobody consumes.
-LEFT_BEHIND = """
-name = "topic-left-behind"
-duration = 60
-
-[[brokers]]
-name = "broker-a"
-
-[[topics]]
-name = "topicA"
-queues = 2
-
-[[topics]]
-name = "topicB"
-queues = 2
-
-[[consumers]]
-group = "g"
-client_id = "10.0.0.1@c1"
-subscriptions = { topicA = "*" }
-start = 25.0
-
-[[consumers]]
-group = "g"
-client_id = "10.0.0.2@c2"
-subscriptions = { topicA = "*", topicB = "*" }
-stop = 20.0
-
-[[produce]]
-at = 5.0
-topic = "topicB"
-count = 10
-
-[[produce]]
-at = 30.0
-topic = "topicB"
-count = 65
-
-[[produce]]
-at = 30.0
-topic = "topicA"
-count = 8
-"""
+LEFT_BEHIND = SCENARIO_LEFT_BEHIND
 
 
 async def test_a_topic_left_behind_with_its_backlog_is_orphaned_for_both(spark: Any, tmp_path: Path) -> None:
