@@ -25,6 +25,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -167,6 +168,9 @@ class RecordingSource:
     async def cluster(self) -> ClusterInfo:
         self._cluster = await self.inner.cluster()
         return self._cluster
+
+    def sharing(self) -> AbstractContextManager[None]:
+        return self.inner.sharing()
 
     async def broker_runtimes(self, info: ClusterInfo | None = None) -> Partial[list[BrokerRuntime]]:
         return await self.inner.broker_runtimes(info)

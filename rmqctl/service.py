@@ -18,8 +18,10 @@ end's implementation, the CLI, the TUI, the emulator or pyspark.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -70,6 +72,8 @@ T = TypeVar("T")
 CONFIG_TABLE_TTL_S = 30.0
 #: heartbeat-sync messages read back to find the proxies' remoting addresses
 ANNOUNCEMENTS_READ = 64
+#: store times of messages kept by (queue, offset) for the lag in seconds, at most
+STORE_TIMES_KEPT = 100_000
 #: a proxy that announced itself longer ago than this (ms) is not looked for (a proxy with a
 #: client heartbeats every 10 s or so; one without announces nothing and is guessed from its host)
 ANNOUNCED_WITHIN_MS = 10 * 60_000
@@ -132,6 +136,14 @@ class ClusterService:
         #: 5.5 groups the brokers' configs bind to a LITE topic (group → topic), as the last
         #: group list read them
         self._lite_groups: dict[str, str] = {}
+        #: reads of a broker's group configs on their way (address → the read): views that need
+        #: the table at the same time wait for one read instead of each asking the broker
+        self._config_reads: dict[str, asyncio.Future[Mapping[str, SubscriptionGroupConfig]]] = {}
+        #: while :meth:`sharing` is open, the cluster read every view shares (None: not open)
+        self._shared: dict[str, asyncio.Future[ClusterInfo]] | None = None
+        #: (queue, offset) → store time (epoch ms) of the message there, which never changes:
+        #: the lag in seconds of a backlog that did not move is not read again (bounded, oldest out)
+        self._store_times: OrderedDict[tuple[MessageQueue, int], int] = OrderedDict()
 
     @property
     def clock(self) -> Clock:
@@ -154,8 +166,33 @@ class ClusterService:
 
     # -- the cluster --------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def sharing(self) -> Iterator[None]:
+        """While open, the cluster (its brokers and masters) is read once and shared by every
+        read that needs it: a round over thousands of groups asks the name server once, not once
+        per view. A read that fails is not shared (the next one asks again)."""
+        outer = self._shared
+        self._shared = {} if outer is None else outer
+        try:
+            yield
+        finally:
+            self._shared = outer
+
     async def cluster(self) -> ClusterInfo:
-        return await self.backend.cluster_info()
+        shared = self._shared
+        if shared is None:
+            return await self.backend.cluster_info()
+        read = shared.get("cluster")
+        if read is None or read.get_loop() is not asyncio.get_running_loop():
+            read = shared["cluster"] = asyncio.ensure_future(self.backend.cluster_info())
+
+            def forget(done: asyncio.Future[ClusterInfo]) -> None:
+                if done.cancelled() or done.exception() is not None:
+                    if shared.get("cluster") is done:
+                        del shared["cluster"]
+
+            read.add_done_callback(forget)
+        return await asyncio.shield(read)
 
     async def masters(self) -> dict[str, str]:
         masters = (await self.cluster()).masters()
@@ -712,9 +749,20 @@ class ClusterService:
             cached = self._config_tables.get(addr)
             if cached is not None and now - cached[0] < CONFIG_TABLE_TTL_S:
                 return cached[1]
-            read = await self.backend.subscription_groups(addr)
-            self._config_tables[addr] = (now, read)
-            return read
+            # a table of thousands of groups takes a while to decode: views that want it while it
+            # is on its way wait for that read instead of each asking the broker again
+            pending = self._config_reads.get(addr)
+            if pending is None or pending.get_loop() is not asyncio.get_running_loop():
+                pending = self._config_reads[addr] = asyncio.ensure_future(self.backend.subscription_groups(addr))
+
+                def done(read: asyncio.Future[Mapping[str, SubscriptionGroupConfig]]) -> None:
+                    if self._config_reads.get(addr) is read:
+                        del self._config_reads[addr]
+                    if not read.cancelled() and read.exception() is None:
+                        self._config_tables[addr] = (now, read.result())
+
+                pending.add_done_callback(done)
+            return await asyncio.shield(pending)
 
         tables, _ = await self._fan_out(masters, table)
         return {broker: t[group] for broker, t in sorted(tables.items()) if group in t}
@@ -853,17 +901,25 @@ class ClusterService:
         with a backlog: the message at the consumer offset, read back under the tools group (nothing
         committed), as rocketmq-exporter times its lag. Queues without a backlog, with unknown
         offsets, on a broker that fails or on a back end that cannot read messages are left out:
-        their lag in time is unknown, never 0."""
+        their lag in time is unknown, never 0. A message's store time never changes: one read at a
+        (queue, offset) serves every later round whose backlog still starts there."""
         if not self.backend.capabilities.message_reads:
             return {}
         wanted = [p for p in view.progress if p.known and p.lag is not None and p.lag > 0]
         if not wanted:
             return {}
-        masters = await self.masters()
+        store_times = self._store_times
+        masters = await self.masters() if any((p.queue, p.consumer_offset) not in store_times for p in wanted) \
+            else {}
         limit = asyncio.Semaphore(max(1, concurrency))
         backend = self.backend
 
         async def one(p: QueueProgress) -> int | None:
+            key = (p.queue, p.consumer_offset)
+            known = store_times.get(key)
+            if known is not None:
+                store_times.move_to_end(key)
+                return known
             addr = masters.get(p.queue.broker_name)
             if addr is None:
                 return None
@@ -873,8 +929,16 @@ class ClusterService:
                                                          p.queue.queue_id, p.consumer_offset, 1)
                 except errors.RmqctlError:
                     return None
+            # the broker may answer from a later offset (the message there was cleaned): only the
+            # message at the consumer offset itself is remembered by it
             first = next((m for m in found if m.offset >= p.consumer_offset), None)
-            return first.store_timestamp if first is not None and first.store_timestamp else None
+            if first is None or not first.store_timestamp:
+                return None
+            if first.offset == p.consumer_offset:
+                store_times[key] = first.store_timestamp
+                while len(store_times) > STORE_TIMES_KEPT:
+                    store_times.popitem(last=False)
+            return first.store_timestamp
 
         times = await asyncio.gather(*(one(p) for p in wanted))
         return {p.queue: t for p, t in zip(wanted, times, strict=True) if t is not None}

@@ -13,6 +13,7 @@ Must not import the CLI, the TUI or pyspark.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -44,6 +45,11 @@ class ClusterSource(Protocol):
         ...
 
     async def cluster(self) -> ClusterInfo: ...
+
+    def sharing(self) -> AbstractContextManager[None]:
+        """A scope in which reads many views repeat (the cluster and its masters) are made once
+        and shared: one round over many groups."""
+        ...
 
     async def broker_runtimes(
         self, info: ClusterInfo | None = None

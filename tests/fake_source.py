@@ -8,7 +8,9 @@ call is counted so tests can wait for a poll to have happened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 
 from rmqctl import errors
@@ -82,6 +84,9 @@ class FakeSource:
     async def cluster(self) -> ClusterInfo:
         self._check()
         return self.cluster_info
+
+    def sharing(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
     async def broker_runtimes(self, info: ClusterInfo | None = None) -> Partial[list[BrokerRuntime]]:
         self._check()
