@@ -138,8 +138,26 @@ def count_missing(df: DataFrame) -> DataFrame:
     return (
         df.where(F.col("error").isNotNull())
         .groupBy(*QUEUE_KEY)
-        .agg(F.count(F.lit(1)).alias("n_missing"), F.max_by("error", "ts").alias("last_error"))
+        .agg(F.count(F.lit(1)).alias("n_missing"), F.max_by("error", "ts").alias("last_error"),
+             F.min("ts").alias("first_missing_ts"))
     )
+
+
+def start_new_dead_letters(df: DataFrame) -> DataFrame:
+    """A POP group's ``%DLQ%`` queue that first shows up in the window after a round that recorded the group on
+    its broker (an answered row of another queue of the group there, and no row of this queue, not even a failed
+    one) did not exist at that round: its ``first`` becomes broker offset 0 at that round, so the messages that
+    created it count as growth. A round that did not read the group (only failed rows) makes nothing appear."""
+    dlq = F.col("topic").startswith("%DLQ%")
+    on_broker = Window.partitionBy("cluster", "group", "broker")
+    recorded = F.min(F.when(~dlq, F.col("first.ts"))).over(on_broker)
+    appeared = F.least(F.col("first.ts"), F.col("first_missing_ts"))
+    born = dlq & F.coalesce(F.col("last.pop"), F.lit(False)) & (F.col("recorded_ts") < appeared)
+    empty = F.struct(F.col("recorded_ts").alias("ts"), F.lit(0).cast("long").alias("bo"),
+                     F.lit(None).cast("long").alias("co"), F.lit(None).cast("long").alias("lag"))
+    return (df.withColumn("recorded_ts", recorded)
+            .withColumn("first", F.when(born, empty).otherwise(F.col("first")))
+            .drop("recorded_ts"))
 
 
 def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds | None = None) -> DataFrame:
@@ -151,7 +169,8 @@ def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds 
     read = snapshots.transform(select_window(since_ms - th.run_lookback_ms, until_ms)).transform(drop_broadcasting)
     summaries = read.transform(mark_progress(th, since_ms)).transform(summarize_queues)
     missing = count_missing(read.where(F.col("ts") >= F.timestamp_millis(F.lit(since_ms))))
-    return summaries.join(missing, list(QUEUE_KEY), "full_outer").transform(judge(th))
+    return (summaries.join(missing, list(QUEUE_KEY), "full_outer").transform(start_new_dead_letters)
+            .transform(judge(th)))
 
 
 def summarize_groups(verdicts: DataFrame) -> DataFrame:

@@ -296,15 +296,17 @@ def diagnose(snapshots: pa.Table, since_ms: int, until_ms: int, th: Thresholds |
         key = tuple(r[k] for k in QUEUE_KEY)
         seen = missing.get(key)
         if seen is None:
-            missing[key] = [1, r["ts"], r["error"]]
+            missing[key] = [1, r["ts"], r["error"], r["ts"]]
         else:
             seen[0] += 1
             if r["ts"] > seen[1]:
                 seen[1], seen[2] = r["ts"], r["error"]
+            seen[3] = min(seen[3], r["ts"])
 
     ordered, facts = _queue_facts(answered, since_us, th)
     firsts = _pick(answered, ordered, [f["first"] for f in facts], _FIRST)
     lasts = _pick(answered, ordered, [f["last"] for f in facts], _LAST)
+    _start_new_dead_letters(firsts, lasts, missing)
     segs = _pick(answered, ordered, [f["seg"] for f in facts], _SEG)
     # the owner before a segment that began with an owner change: the row before it, of the same queue
     before_segs = _pick(answered, ordered, [f["seg"] - 1 if f["seg"] else None for f in facts], ("owner",))
@@ -323,6 +325,28 @@ def diagnose(snapshots: pa.Table, since_ms: int, until_ms: int, th: Thresholds |
         verdicts[key] = _judge(key, {"n_window": 0, "caught_up_rn": None, "co_max": None, "retry_deliveries": None},
                                None, None, None, None, None, gap, th)
     return [verdicts[k] for k in sorted(verdicts)]
+
+
+def _start_new_dead_letters(firsts: list[dict[str, Any] | None], lasts: list[dict[str, Any] | None],
+                            missing: dict[tuple[Any, ...], list[Any]]) -> None:
+    """A POP group's ``%DLQ%`` queue that first shows up in the window after a round that recorded the group on
+    its broker (an answered row of another queue of the group there, and no row of this queue, not even a
+    failed one) did not exist at that round: it starts at broker offset 0 there (``first`` is replaced), so the
+    messages that created it count as growth. The job's ``start_new_dead_letters``, row for row."""
+    recorded: dict[tuple[Any, ...], int] = {}
+    for first, last in zip(firsts, lasts, strict=True):
+        if first is None or last is None or last["topic"].startswith(stuck.DLQ_PREFIX):
+            continue
+        where = (last["cluster"], last["group"], last["broker"])
+        recorded[where] = min(recorded.get(where, first["ts"]), first["ts"])
+    for i, (first, last) in enumerate(zip(firsts, lasts, strict=True)):
+        if first is None or last is None or not (last["topic"].startswith(stuck.DLQ_PREFIX) and last["pop"] is True):
+            continue
+        since = recorded.get((last["cluster"], last["group"], last["broker"]))
+        gap = missing.get(tuple(last[k] for k in QUEUE_KEY))
+        appeared = first["ts"] if gap is None else min(first["ts"], gap[3])
+        if since is not None and since < appeared:
+            firsts[i] = {"ts": since, "broker_offset": 0, "consumer_offset": None, "lag": None}
 
 
 def _judge(key: tuple[Any, ...], fact: dict[str, Any], first: dict[str, Any] | None, last: dict[str, Any] | None,

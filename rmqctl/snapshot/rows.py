@@ -8,7 +8,9 @@ a POP group what its verdicts need: that it consumes by POP, its maximum of deli
 its retry queues, the most deliveries among the copies read back this round. A
 broker that failed a round (or a whole group that could not be read) gives *placeholder* rows —
 offsets null, ``error`` set — for every queue of it known from the routes or from the previous
-round: missing data is recorded as missing, never as zeros.
+round: missing data is recorded as missing, never as zeros. So does a broker whose dead-letter
+offsets could not be read: a group's ``%DLQ%`` queue absent from a round that read the group did
+not exist then (readers count its messages from 0), so a failed read must never look absent.
 
 Imports the model, the watch service's types and the rebalance strategies only: never the CLI,
 textual, pyspark or pyarrow.
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from rmqctl import errors
-from rmqctl.model import GroupView, MessageQueue, Subscription, TopicOffset
+from rmqctl.model import DLQ_PREFIX, GroupView, MessageQueue, Subscription, TopicOffset
 from rmqctl.rebalance.strategies import get_strategy
 from rmqctl.stuck import DEFAULT_MAX_DELIVERIES
 from rmqctl.watch import holders
@@ -193,6 +195,17 @@ def group_rows(
         queues = {mq for mq in [*view.known_queues(), *previous, *(p.queue for p in view.progress)]
                   if mq.broker_name == broker}
         for mq in queues:
+            rows[mq] = replace(base(mq), broker_last_ms=None, error=f"{broker}: {error}")
+    # A broker that answered the group but not its dead-letter offsets: the DLQ's queues there are
+    # placeholders (those of the previous round, else queue 0, the one queue a broker gives a
+    # dead-letter topic), so that a reader never takes the DLQ for absent (not created yet) then.
+    dlq_topic = DLQ_PREFIX + view.group
+    for key, error in view.errors.items():
+        broker = key.removeprefix("dlq:")
+        if broker == key or broker in failed:
+            continue
+        before = {mq for mq in previous if mq.topic == dlq_topic and mq.broker_name == broker}
+        for mq in before or {MessageQueue(dlq_topic, broker, 0)}:
             rows[mq] = replace(base(mq), broker_last_ms=None, error=f"{broker}: {error}")
     return [rows[mq] for mq in sorted(rows)]
 

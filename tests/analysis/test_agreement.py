@@ -297,6 +297,7 @@ def job_pop_verdicts(judged: dict[Key, dict[str, Any]]) -> dict[Key, str]:
 
 
 RETRY_Q = ("order-pop", "%RETRY%order-pop_OrderTopic", "broker-a", 0)
+DLQ_Q = ("order-pop", "%DLQ%order-pop", "broker-a", 0)
 
 
 async def test_pop_redelivery_the_failing_group_is_redelivering_for_both_and_the_healthy_one_for_neither(
@@ -317,8 +318,9 @@ async def test_pop_redelivery_the_failing_group_is_redelivering_for_both_and_the
         # 4m30s: the 4th copies were written at 4 min: both
         5: ({RETRY_Q: "REDELIVERING"}, {RETRY_Q: "REDELIVERING"}),
         # 10m: the messages went to the DLQ at 7 min and no copy cycles any more, which the doctor's look at
-        # the copies sees; the job's 10-minute window still holds the copies written at 4 and 7 min
-        20: ({}, {RETRY_Q: "REDELIVERING"}),
+        # the copies sees; the job's 10-minute window still holds the copies written at 4 and 7 min, and the
+        # DLQ the broker created at 7 min, absent from the rounds before: its 4 messages reached it in the window
+        20: ({}, {RETRY_Q: "REDELIVERING", DLQ_Q: "DEAD_LETTERING"}),
     }
     for number, (by_doctor, by_job) in expected.items():
         assert redelivering_by_doctor(by_number[number]) == by_doctor, number
@@ -329,6 +331,9 @@ async def test_pop_redelivery_the_failing_group_is_redelivering_for_both_and_the
         assert {k for k in judged if k[0] == "audit-pop"} >= {("audit-pop", "OrderTopic", "broker-a", q)
                                                               for q in range(4)}
         assert rec.doctor[number] == {}
+    judged = job_verdicts(spark, rec.out, rec.round_ms[20])
+    assert judged[DLQ_Q]["reason"] == (
+        "4 message(s) of this POP group reached its dead-letter queue in the window: broker offset 0 -> 4")
     judged = job_verdicts(spark, rec.out, rec.round_ms[5])
     assert judged[RETRY_Q]["reason"] == (
         "4 copies written to this POP retry queue in the window (broker offset 12 -> 16): messages failed or not "

@@ -375,3 +375,59 @@ def test_a_group_takes_its_worst_queues_status(spark: SparkSession) -> None:
     spans = {r["group"]: (r["window_start"], r["window_end"]) for r in got.collect()}
     assert spans["two stalled, one lagging"] == (at(0).replace(tzinfo=None), at(20).replace(tzinfo=None))
     assert STATUS_RANK["OK"] == STATUS_RANK["DLQ"] == 0
+
+
+def _pop_group(case: str, rounds: range, broker: str = "broker-a",
+               failed: tuple[int, ...] = ()) -> list[dict[str, Any]]:
+    """A POP group's queue of ``T`` over ``rounds``, caught up; the rounds in ``failed`` could not read the group."""
+    return [row(i, None, None, group=case, broker=broker, owner=None, pop=True, error="TIMEOUT: group")
+            if i in failed else row(i, 10 + i, 10 + i, group=case, broker=broker, owner=None, pop=True)
+            for i in rounds]
+
+
+def _dead_letters(case: str, bos: list[int | None], start: int, pop: bool | None = True) -> list[dict[str, Any]]:
+    """The group's ``%DLQ%`` queue from round ``start`` (None: a round that could not read it); a POP group has no
+    committed offset there, a push group 0."""
+    return [row(start + k, None, None, group=case, topic="%DLQ%" + case, owner=None, pop=pop,
+                error="TIMEOUT: dlq") if b is None else
+            row(start + k, b, None if pop else 0, group=case, topic="%DLQ%" + case, owner=None, pop=pop)
+            for k, b in enumerate(bos)]
+
+
+# a POP group's %DLQ% queue is created with the first message the broker gives up on: absent from an earlier
+# round that recorded the group on its broker, it did not exist then, and its messages count from 0
+DLQ_APPEARS = [
+    ("appeared after rounds that read the group", [*_pop_group("a", range(5)), *_dead_letters("a", [4, 4], 3)],
+     ("DEAD_LETTERING", "dlq-growing", 0, 4, at(0),
+      "4 message(s) of this POP group reached its dead-letter queue in the window: broker offset 0 -> 4")),
+    ("appeared after a round where its own read failed, the group read before", [
+        *_pop_group("b", range(5)), *_dead_letters("b", [None, 4, 4], 2)],
+     ("DEAD_LETTERING", "dlq-growing", 0, 4, at(0),
+      "4 message(s) of this POP group reached its dead-letter queue in the window: broker offset 0 -> 4")),
+    # unknown is not 0: rounds that did not read the group, or not this queue, say nothing of it
+    ("appeared after rounds that failed to read the group", [
+        *_pop_group("c", range(5), failed=(0, 1, 2)), *_dead_letters("c", [4, 4], 3)],
+     ("DLQ", "dlq", 4, 4, at(3), None)),
+    ("its own read failed at the first round", [
+        *_pop_group("d", range(5)), *_dead_letters("d", [None, None, None, 4, 4], 0)],
+     ("DLQ", "dlq", 4, 4, at(3), None)),
+    ("the group read on another broker only", [
+        *_pop_group("e", range(5), broker="broker-b"), *_dead_letters("e", [4, 4], 3)],
+     ("DLQ", "dlq", 4, 4, at(3), None)),
+    # a push group's DLQ is reported, not judged: its first look stays what it is
+    ("a push group's", [*series([10] * 5, [10] * 5, group="f"), *_dead_letters("f", [4, 4], 3, pop=None)],
+     ("DLQ", "dlq", 4, 4, at(3), None)),
+]
+
+
+def test_a_pop_dlq_absent_from_a_round_that_read_the_group_started_at_zero(spark: SparkSession) -> None:
+    rows = [r for _, made, _ in DLQ_APPEARS for r in made]
+    got = diagnose(spark.createDataFrame(rows, SNAPSHOT_SCHEMA), ms(T0), ms(T0 + dt.timedelta(hours=1)))
+    judged = {r["group"]: r for r in got.where(got["topic"].startswith("%DLQ%")).collect()}
+    for (case, _, (status, rule, start, end, since, reason)), group in zip(DLQ_APPEARS, "abcdef", strict=True):
+        v = judged[group]
+        assert (v["status"], v["rule"], v["broker_offset_start"], v["broker_offset_end"]) == (
+            status, rule, start, end), case
+        assert v["window_start"] == since.replace(tzinfo=None), case
+        if reason is not None:
+            assert v["reason"] == reason, case
