@@ -135,47 +135,93 @@ def request_frames(groups: int, seed: int, count: int = 64) -> list[bytes]:
     return out
 
 
-async def load_worker(addrs: list[str], connections: int, warmup: float, seconds: float, groups: int,
-                      seed: int) -> dict[str, object]:
-    """One load process: ``connections`` connections, one request in flight each."""
+def load_worker(addrs: list[str], connections: int, warmup: float, seconds: float, groups: int,
+                seed: int, rate: float) -> dict[str, object]:
+    """One load process: ``connections`` connections on plain non-blocking sockets and one
+    ``epoll`` (no event-loop machinery: the generator should cost far less than the server).
+
+    ``rate`` 0 (closed loop): each connection keeps one request in flight, the next sent as soon
+    as the reply is in; the latency of a request is from its send to its reply. ``rate`` > 0
+    (open loop): requests are due every ``1/rate`` s, round robin over the connections, and sent
+    when due whether or not the earlier ones were answered (replies on one connection come back
+    in order); the latency is from when the request was *due*, so a server that falls behind
+    shows it in the tail instead of slowing the generator down."""
+    import select
     import socket
+    from collections import deque
 
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    record_from, stop_at = start + warmup, start + warmup + seconds
-    latencies: list[float] = []
-    failed = [0]
-    total = [0]
-
-    async def one(index: int) -> None:
+    clock = time.perf_counter
+    poller = select.epoll()
+    conns: dict[int, tuple[socket.socket, list[bytes], deque[float], bytearray]] = {}
+    order = []
+    for index in range(connections):
         host, port = addrs[index % len(addrs)].rsplit(":", 1)
-        reader, writer = await asyncio.open_connection(host, int(port))
-        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        frames = request_frames(groups, seed * 1000 + index)
-        clock = time.perf_counter
-        i = 0
-        try:
-            while True:
-                now = loop.time()
-                if now >= stop_at:
-                    return
-                data = frames[i % len(frames)]
-                i += 1
-                sent = clock()
-                writer.write(data)
-                length = int.from_bytes(await reader.readexactly(4), "big")
-                reply = await reader.readexactly(length)
-                total[0] += 1
-                if now >= record_from:
-                    latencies.append(clock() - sent)
-                    if b'"code":0,' not in reply[4:60]:
-                        failed[0] += 1
-        finally:
-            writer.close()
-
+        sock = socket.create_connection((host, int(port)))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        conns[sock.fileno()] = (sock, request_frames(groups, seed * 1000 + index), deque(), bytearray())
+        order.append(sock.fileno())
+        poller.register(sock.fileno(), select.EPOLLIN)
+    latencies: list[float] = []
+    total = failed = sent = answered = 0
     cpu = time.process_time()
-    await asyncio.gather(*(one(i) for i in range(connections)))
-    return {"latencies": latencies, "failed": failed[0], "total": total[0], "cpu": time.process_time() - cpu}
+    start = clock()
+    record_from, stop_at = start + warmup, start + warmup + seconds
+    interval = 1.0 / rate if rate > 0 else 0.0
+    due = start
+
+    def send(fd: int, when: float) -> None:
+        nonlocal sent
+        sock, frames, waiting, _ = conns[fd]
+        waiting.append(when)
+        sock.send(frames[sent % len(frames)])
+        sent += 1
+
+    if rate <= 0:
+        for fd in order:
+            send(fd, clock())
+    open_loop = rate > 0
+    while True:
+        now = clock()
+        if open_loop:
+            while due <= now and due < stop_at:
+                send(order[sent % connections], due)
+                due += interval
+            if due >= stop_at and not any(c[2] for c in conns.values()):
+                break
+            timeout = max(0.0, min(due, stop_at) - now) if due < stop_at else 0.05
+        else:
+            if now >= stop_at and not any(c[2] for c in conns.values()):
+                break
+            timeout = 0.05
+        for fd, _ in poller.poll(timeout):
+            sock, frames, waiting, buf = conns[fd]
+            data = sock.recv(262144)
+            if not data:
+                raise SystemExit("the emulator closed a connection")
+            buf += data
+            now = clock()
+            while len(buf) >= 4:
+                length = int.from_bytes(buf[:4], "big")
+                if len(buf) < 4 + length:
+                    break
+                when = waiting.popleft()
+                total += 1
+                if record_from <= now < stop_at:
+                    answered += 1
+                if when >= record_from and when < stop_at:
+                    latencies.append(now - when)
+                    if b'"code":0,' not in buf[8:60]:
+                        failed += 1
+                del buf[:4 + length]
+                if not open_loop and now < stop_at:
+                    send(fd, now)
+        if clock() > stop_at + 30:  # replies that never come: the figures say so (fewer requests)
+            break
+    for sock, _, _, _ in conns.values():
+        sock.close()
+    return {"latencies": latencies, "failed": failed, "total": total, "answered": answered,
+            "cpu": time.process_time() - cpu}
 
 
 def proc_cpu(pid: int) -> float:
@@ -196,42 +242,55 @@ def serve(scenario: str, tree: Path, at: float = 5.0) -> tuple[subprocess.Popen[
     return server, json.loads(line)
 
 
-def load_run(label: str, tree: Path, args: argparse.Namespace) -> dict[str, float]:
+def load_phase(label: str, mode: str, server: subprocess.Popen[str], addrs: list[str], rate: float,
+               args: argparse.Namespace) -> dict[str, float]:
+    """One measurement against a running server: ``rate`` 0 is the closed loop (saturation),
+    else the open loop at ``rate`` requests per second in all."""
+    per = [args.connections // args.procs + (1 if i < args.connections % args.procs else 0)
+           for i in range(args.procs)]
+    load_before = os.getloadavg()[0]
+    cpu_before = proc_cpu(server.pid)
+    workers = [subprocess.Popen(
+        [sys.executable, __file__, "--worker", ",".join(addrs), str(n), str(args.warmup), str(args.seconds),
+         str(args.groups), str(i), repr(rate * n / args.connections)], stdout=subprocess.PIPE, cwd=ROOT, text=True)
+        for i, n in enumerate(per)]
+    results = [json.loads(w.communicate()[0]) for w in workers]
+    server_cpu = proc_cpu(server.pid) - cpu_before
+    lat = [x * 1000 for r in results for x in r["latencies"]]
+    answered = sum(r["total"] for r in results)
+    figures = {
+        # replies that arrived in the measured seconds
+        "rps": sum(r["answered"] for r in results) / args.seconds,
+        "p50": percentile(lat, 0.50), "p99": percentile(lat, 0.99), "max": max(lat),
+        "failed": sum(r["failed"] for r in results),
+        # every request answered, warm-up included, against all the CPU each side used
+        "server_us": 1e6 * server_cpu / max(1, answered),
+        "gen_us": 1e6 * sum(r["cpu"] for r in results) / max(1, answered),
+        "load": (load_before + os.getloadavg()[0]) / 2,
+    }
+    print(f"  {label:<22} {mode:<16} {figures['rps']:7.0f} req/s  p50 {figures['p50']:6.2f} ms  "
+          f"p99 {figures['p99']:7.2f} ms  max {figures['max']:7.1f} ms  failed {figures['failed']:.0f}  "
+          f"CPU per request: server {figures['server_us']:4.0f} µs, generator {figures['gen_us']:4.0f} µs  "
+          f"load {figures['load']:.1f}", flush=True)
+    return figures
+
+
+def load_run(label: str, tree: Path, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """The closed loop, then the open loop at ``--rate``, against one server of ``tree``."""
     scenario = f"scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}"
     server, served = serve(scenario, tree)
     try:
         addrs = sorted(served["brokers"].values())  # type: ignore[union-attr]
-        per = [args.connections // args.procs + (1 if i < args.connections % args.procs else 0)
-               for i in range(args.procs)]
-        load_before = os.getloadavg()[0]
-        cpu_before = proc_cpu(server.pid)
-        workers = [subprocess.Popen(
-            [sys.executable, __file__, "--worker", ",".join(addrs), str(n), str(args.warmup), str(args.seconds),
-             str(args.groups), str(i)], stdout=subprocess.PIPE, cwd=ROOT, text=True) for i, n in enumerate(per)]
-        results = [json.loads(w.communicate()[0]) for w in workers]
-        server_cpu = proc_cpu(server.pid) - cpu_before
+        out = {"closed": load_phase(label, "closed loop", server, addrs, 0.0, args)}
+        if args.rate > 0:
+            out["open"] = load_phase(label, f"open, {args.rate:g}/s", server, addrs, args.rate, args)
+        return out
     finally:
         server.terminate()
         try:
             server.wait(10)
         except subprocess.TimeoutExpired:
             server.kill()
-    lat = [x * 1000 for r in results for x in r["latencies"]]
-    # the server's CPU includes the warm-up; count it over the whole time the generator ran
-    figures = {
-        "rps": len(lat) / args.seconds,
-        "p50": percentile(lat, 0.50), "p99": percentile(lat, 0.99), "max": max(lat),
-        "failed": sum(r["failed"] for r in results),
-        "server_cpu": server_cpu, "gen_cpu": sum(r["cpu"] for r in results),
-        # every request the server answered, warm-up included, against all the CPU it used
-        "server_us": 1e6 * server_cpu / max(1, sum(r["total"] for r in results)),
-        "load": (load_before + os.getloadavg()[0]) / 2,
-    }
-    print(f"  {label:<22} {figures['rps']:9.0f} req/s  p50 {figures['p50']:6.2f} ms  p99 {figures['p99']:7.2f} ms  "
-          f"max {figures['max']:7.1f} ms  failed {figures['failed']:.0f}  "
-          f"server CPU {figures['server_us']:.0f} µs/request  "
-          f"generator CPU {figures['gen_cpu']:5.1f} s  load {figures['load']:.1f}", flush=True)
-    return figures
 
 
 def baseline_tree(rev: str) -> Path:
@@ -325,7 +384,7 @@ def load_main(args: argparse.Namespace) -> None:
     print(f"load: {args.connections} connections from {args.procs} processes, {args.seconds:g} s after "
           f"{args.warmup:g} s warm-up, scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}; "
           f"load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in builds}
+    runs: dict[str, list[dict[str, dict[str, float]]]] = {label: [] for label, _ in builds}
     try:
         for _ in range(args.rounds):
             for label, tree in builds:
@@ -334,18 +393,22 @@ def load_main(args: argparse.Namespace) -> None:
         if base is not None:
             shutil.rmtree(base, ignore_errors=True)
     print("medians:")
-    for label, figures in runs.items():
-        med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
-        print(f"  {label:<22} {med['rps']:9.0f} req/s  p50 {med['p50']:6.2f} ms  p99 {med['p99']:7.2f} ms  "
-              f"server CPU {med['server_us']:.0f} µs/request ({1e6 / med['server_us']:.0f} requests per CPU second)")
+    for label, rounds in runs.items():
+        for mode in rounds[0]:
+            figures = [r[mode] for r in rounds]
+            med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
+            name = "closed loop" if mode == "closed" else f"open, {args.rate:g}/s"
+            print(f"  {label:<22} {name:<16} {med['rps']:7.0f} req/s  p50 {med['p50']:6.2f} ms  "
+                  f"p99 {med['p99']:7.2f} ms  server CPU {med['server_us']:.0f} µs/request "
+                  f"({1e6 / med['server_us']:.0f} requests per CPU second), generator {med['gen_us']:.0f} µs/request")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        addrs, conns, warmup, seconds, groups, seed = sys.argv[2:8]
-        result = asyncio.run(load_worker(addrs.split(","), int(conns), float(warmup), float(seconds),
-                                         int(groups), int(seed)))
+        addrs, conns, warmup, seconds, groups, seed, rate = sys.argv[2:9]
+        result = load_worker(addrs.split(","), int(conns), float(warmup), float(seconds), int(groups), int(seed),
+                             float(rate))
         print(json.dumps(result))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -361,6 +424,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rate", type=float, default=20000.0,
+                        help="--load: the open loop's requests per second over all connections (0: closed loop only)")
     parser.add_argument("--baseline", default="main", help="git revision to compare with ('' for none)")
     parser.add_argument("--at", type=float, default=5.0,
                         help="--list: the virtual time the scenario is served at (later: the clients have committed)")

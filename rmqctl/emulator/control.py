@@ -279,6 +279,8 @@ class ControlServer:
         except Exception as exc:
             log.warning("control request %s %s failed: %s: %s", method, path, type(exc).__name__, exc)
             raise HttpError(500, f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.cluster.changes += 1  # a served emulator's kept answers are built again
         if self.driver is not None:
             self.driver.poke()
         return status, payload

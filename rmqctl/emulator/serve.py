@@ -73,7 +73,7 @@ async def running_emulator(scenario: Scenario, options: ServeOptions) -> AsyncIt
                             token=options.token, request_timeout=options.request_timeout)
     server = EmulatorServer(cluster, host=options.bind, namesrv_port=options.namesrv_port,
                             sync=driver.sync if driver else None, limits=options.limits,
-                            ssl_context=options.ssl_context)
+                            ssl_context=options.ssl_context, cache_replies=True)
     loop = asyncio.get_running_loop()
     previous = loop.get_exception_handler()
     accept_errors = AcceptErrors(previous)

@@ -4,7 +4,10 @@ Each port speaks RocketMQ's native protocol over the same
 :class:`~rmqctl.remoting.endpoint.Endpoint` as rmqctl's own client connection (pending table,
 dispatch, fail-all) and answers what a real 5.x name server or broker answers: the handlers are in
 :mod:`rmqctl.emulator.handlers` (name server) and :mod:`rmqctl.emulator.broker_handlers`. This
-module is the connection handling around them.
+module is the connection handling around them. A connection is an asyncio protocol: the requests
+in the bytes of one read are decoded and answered in that callback, and their replies leave in
+one write. ``emulator serve`` keeps the answers of read-only requests while the cluster does not
+change (:mod:`rmqctl.emulator.replies`).
 
 Server behaviour mirrored from ``NettyRemotingServer`` (5.x): responses are always JSON-headed
 (5.x does not mirror the request's serialize type); an unknown request code gets 3
@@ -39,6 +42,7 @@ from rmqctl.emulator.broker import BROKER_VERSION
 from rmqctl.emulator.broker_handlers import BrokerService
 from rmqctl.emulator.handlers import Handler, Result, namesrv_handlers, not_supported, respond
 from rmqctl.emulator.limits import ServerLimits
+from rmqctl.emulator.replies import CACHED_READS, ReplyCache
 from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.remoting import frame
 from rmqctl.remoting.codes import RequestCode, ResponseCode
@@ -57,8 +61,6 @@ def _one_line(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
-
-_READ_CHUNK = 64 * 1024
 
 #: what asyncio's accept loop reports when a listening socket cannot take a connection
 _ACCEPT_FAILURES = ("socket.accept() out of system resource", "Error on transport creation for incoming connection")
@@ -158,99 +160,95 @@ class MemoryBudget:
                 victim.abort_over_budget(self.limit)
 
 
-class _MeteredWriter:
-    """The connection's stream writer, telling it after each write how much it holds."""
+class _TransportWriter:
+    """What the connection's :class:`~rmqctl.remoting.endpoint.Endpoint` writes through: the
+    transport, with flow control for ``drain`` and the replies to one chunk of requests corked
+    into one write (one system call for every request that arrived in one read)."""
 
-    def __init__(self, writer: asyncio.StreamWriter, wrote: Callable[[], None]) -> None:
-        self._writer = writer
-        self._wrote = wrote
-        self.transport = writer.transport
+    #: corked bytes beyond which they go out at once (the write-buffer checks then see them)
+    CORK_LIMIT = 64 * 1024
+
+    def __init__(self, conn: ServerConnection, transport: asyncio.WriteTransport) -> None:
+        self._conn = conn
+        self.transport = transport
+        self._corked: list[bytes] | None = None
+        self.corked_bytes = 0
+
+    def cork(self) -> None:
+        if self._corked is None:
+            self._corked = []
+
+    def uncork(self) -> None:
+        corked, self._corked = self._corked, None
+        if corked:
+            self.corked_bytes = 0
+            self._send(corked[0] if len(corked) == 1 else b"".join(corked))
 
     def write(self, data: bytes) -> None:
-        self._writer.write(data)
-        self._wrote()
+        corked = self._corked
+        if corked is None:
+            self._send(data)
+            return
+        corked.append(data)
+        self.corked_bytes += len(data)
+        if self.corked_bytes > self.CORK_LIMIT:
+            self._corked = []
+            self.corked_bytes = 0
+            self._send(b"".join(corked))
+
+    def _send(self, data: bytes) -> None:
+        if self.transport.is_closing():
+            return
+        self.transport.write(data)
+        self._conn.wrote()
 
     async def drain(self) -> None:
-        await self._writer.drain()
+        self.uncork()
+        await self._conn.writable()
 
     def close(self) -> None:
-        self._writer.close()
+        self.uncork()
+        self.transport.close()
 
     async def wait_closed(self) -> None:
-        await self._writer.wait_closed()
+        await self._conn.lost()
 
     def get_extra_info(self, name: str, default: object = None) -> object:
-        return self._writer.get_extra_info(name, default)
+        return self.transport.get_extra_info(name, default)
 
 
-class _IdleWatch:
-    """The idle deadline of one connection's reads: ``idle_timeout`` after the last whole frame.
+class ServerConnection(asyncio.Protocol):
+    """One accepted connection (an asyncio protocol: requests are decoded and answered in the
+    callback that received their bytes, no task per connection); also a broker
+    :class:`~.groups.Channel` for TCP clients."""
 
-    One timer per connection, moved on only when it fires, instead of a timeout armed and
-    cancelled around every read: a busy connection then costs nothing per request for it. The
-    timer cancels the read it finds still waiting past the deadline; that read raises the
-    builtin ``TimeoutError``, as ``asyncio.timeout`` would.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, idle_timeout: float) -> None:
-        self._loop = loop
-        self._idle_timeout = idle_timeout
-        self._last = loop.time()
-        self._reading: asyncio.Task[Any] | None = None
-        self._fired = False
-        self._timer: asyncio.TimerHandle | None = loop.call_at(self._last + idle_timeout, self._check)
-
-    def progress(self) -> None:
-        self._last = self._loop.time()
-
-    async def read(self, reader: asyncio.StreamReader) -> bytes:
-        self._reading = asyncio.current_task()
-        try:
-            return await reader.read(_READ_CHUNK)
-        except asyncio.CancelledError:
-            if self._fired and self._reading is not None and self._reading.uncancel() == 0:
-                raise TimeoutError from None
-            raise
-        finally:
-            self._reading = None
-
-    def _check(self) -> None:
-        due = self._last + self._idle_timeout
-        now = self._loop.time()
-        if now < due:  # a frame arrived since the timer was set
-            self._timer = self._loop.call_at(due, self._check)
-            return
-        if self._reading is None:  # waiting for replies to drain, which has its own bound
-            self._timer = self._loop.call_at(now + self._idle_timeout, self._check)
-            return
-        self._timer = None
-        self._fired = True
-        self._reading.cancel()
-
-    def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-
-class ServerConnection:
-    """One accepted connection; also a broker :class:`~.groups.Channel` for TCP clients."""
-
-    def __init__(self, server: RemotingServer, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, channel_id: int) -> None:
+    def __init__(self, server: RemotingServer, channel_id: int) -> None:
         self.server = server
-        self.reader = reader
-        self.writer = writer
         self.channel_id = channel_id
-        peer = writer.get_extra_info("peername")
-        self.remote_addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.remote_addr = "?"
         self.decoder = frame.FrameDecoder(server.limits.max_frame_bytes)
         #: bytes this connection is counted for in the server's memory budget
         self.charged = 0
         self._over_budget: str | None = None
-        metered = cast(asyncio.StreamWriter, _MeteredWriter(writer, self._wrote))
-        self.endpoint = Endpoint(metered, self._handle, peer=self.remote_addr,
-                                 on_handler_error=self._handler_failed, on_close=self._closed)
+        self._loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.writer: _TransportWriter | None = None
+        self.endpoint: Endpoint | None = None
+        self._refused = False
+        #: why serving ended (None: the peer closed), once it has
+        self._ended: Exception | None = None
+        self._ending = False
+        #: when the last whole frame arrived, and the one timer watching that (idle_timeout)
+        self._last_frame = self._loop.time()
+        self._idle_timer: asyncio.TimerHandle | None = None
+        #: replies over ``write_buffer_bytes``: reading is paused until they drain
+        self._stalled = False
+        self._stalled_at = 0
+        self._stall_timer: asyncio.TimerHandle | None = None
+        self._writing_paused = False
+        self._writable: asyncio.Future[None] | None = None
+        self._lost: asyncio.Future[None] = self._loop.create_future()
+        self._release_timer: asyncio.TimerHandle | None = None
 
     def __hash__(self) -> int:
         return self.channel_id
@@ -260,12 +258,17 @@ class ServerConnection:
 
     @property
     def closed(self) -> bool:
-        return self.endpoint.closed
+        return self.endpoint is None or self.endpoint.closed
 
     @property
     def write_buffered(self) -> int:
         """Reply bytes queued in the transport, not yet taken by the peer."""
-        return self.endpoint.write_buffered
+        if self.endpoint is None or self.writer is None:
+            return 0
+        try:
+            return self.endpoint.write_buffered + self.writer.corked_bytes
+        except AttributeError:  # a TLS transport whose connection is gone (asyncio's sslproto)
+            return 0
 
     @property
     def read_buffered(self) -> int:
@@ -280,91 +283,189 @@ class ServerConnection:
     def held(self) -> int:
         return 0 if self.closed else self.read_buffered + self.write_buffered
 
-    async def run(self) -> None:
-        limits = self.server.limits
-        self.writer.transport.set_write_buffer_limits(high=limits.write_buffer_bytes)
-        ended: Exception | None
+    # -- asyncio protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        server, limits = self.server, self.server.limits
+        self.transport = cast(asyncio.Transport, transport)
+        peer = transport.get_extra_info("peername")
+        self.remote_addr = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        if len(server.connections) >= limits.max_connections:
+            self._refused = True
+            server.refused += 1
+            log.warning("%s: refusing a connection from %s: %d connections open (the cap)", server.name,
+                        peer, len(server.connections))
+            self.transport.close()
+            return
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        self.transport.set_write_buffer_limits(high=limits.write_buffer_bytes)
+        self.writer = _TransportWriter(self, self.transport)
+        self.endpoint = Endpoint(cast(asyncio.StreamWriter, self.writer), self._handle, peer=self.remote_addr,
+                                 on_handler_error=self._handler_failed, on_close=self._closed)
+        # counted until its socket is really gone, not only until the broker forgets it
+        server.connections.add(self)
+        server.budget.add(self)
+        self._idle_timer = self._loop.call_at(self._last_frame + limits.idle_timeout, self._idle_check)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed or self._ending:
+            return
+        self.decoder.feed(data)
+        if self._stalled:  # a TLS transport may hand over what it had decrypted before the pause
+            self.server.budget.check(self)
+            return
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Answer every whole frame buffered, unless the replies are over their limit."""
+        writer, endpoint = self.writer, self.endpoint
+        assert writer is not None and endpoint is not None
+        limit = self.server.limits.write_buffer_bytes
+        writer.cork()
         try:
-            ended = await self._serve()
-        except asyncio.CancelledError:
-            self.endpoint.abort()
-            self.server.connection_gone(self)
-            raise
+            for cmd in self.decoder:
+                # progress: a whole frame arrived (bytes alone do not count)
+                self._last_frame = self._loop.time()
+                endpoint.receive(cmd)
+                if endpoint.closed:
+                    return
+                if self.write_buffered > limit:
+                    writer.uncork()
+                    if endpoint.closed:
+                        return
+                    if self.write_buffered > limit:
+                        self._stall()
+                        break
+        except errors.ProtocolError as exc:
+            writer.uncork()
+            self._end(exc)
+            return
         except Exception as exc:  # never a traceback per connection
-            ended = exc
-        self.endpoint.fail_all(ended)
-        try:
-            await self._release(graceful=ended is None)
-        finally:
+            writer.uncork()
+            self._end(exc)
+            return
+        writer.uncork()
+        if self.decoder.buffered or self.charged:  # else the write above already told the budget
+            self.server.budget.check(self)
+
+    def eof_received(self) -> bool:
+        self._end(None)
+        return True  # the transport stays open until the replies queued for the peer are out
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._refused:
+            if not self._ending:
+                self._end(exc)
+            self._cancel_timers()
             self.server.connection_gone(self)
-        self._log_end(ended)
+        if not self._lost.done():
+            self._lost.set_result(None)
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
 
-    async def _serve(self) -> Exception | None:
-        """Read and dispatch until the peer closes; then ``None``, else why it was closed."""
-        limits = self.server.limits
-        loop = asyncio.get_running_loop()
-        budget = self.server.budget
-        idle = _IdleWatch(loop, limits.idle_timeout)
-        try:
-            while not self.closed:
-                try:
-                    chunk = await idle.read(self.reader)
-                except TimeoutError:
-                    return errors.TimeoutError(f"idle for {limits.idle_timeout:g}s")
-                if not chunk or self.closed:
-                    return None
-                self.decoder.feed(chunk)
-                try:
-                    for cmd in self.decoder:
-                        # progress: a whole frame arrived (bytes alone do not count)
-                        idle.progress()
-                        self.endpoint.receive(cmd)
-                        if self.closed:
-                            break
-                        if self.write_buffered > limits.write_buffer_bytes:
-                            stalled = await self._wait_drained()
-                            if stalled is not None:
-                                return stalled
-                            idle.progress()
-                except errors.ProtocolError as exc:
-                    return exc
-                budget.check(self)
-            return None
-        finally:
-            idle.stop()
+    def pause_writing(self) -> None:
+        self._writing_paused = True
 
-    async def _wait_drained(self) -> Exception | None:
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+        if self._stalled and not self.closed and self.write_buffered <= self.server.limits.write_buffer_bytes:
+            self._unstall()
+
+    async def writable(self) -> None:
+        """Until the transport takes writes again (below its low-water mark) or is gone."""
+        if not self._writing_paused or self._lost.done():
+            return
+        if self._writable is None or self._writable.done():
+            self._writable = self._loop.create_future()
+        await self._writable
+
+    async def lost(self) -> None:
+        await self._lost
+
+    # -- limits ---------------------------------------------------------------------------------
+
+    def _idle_check(self) -> None:
+        """The idle deadline of reads: ``idle_timeout`` after the last whole frame. One timer per
+        connection, moved on only when it fires, so a busy connection costs nothing per request."""
+        self._idle_timer = None
+        if self._ending:
+            return
+        timeout = self.server.limits.idle_timeout
+        now = self._loop.time()
+        due = self._last_frame + timeout
+        if self._stalled:  # waiting for replies to drain, which has its own bound
+            due = max(due, now + timeout)
+        if now < due:
+            self._idle_timer = self._loop.call_at(due, self._idle_check)
+            return
+        self._end(errors.TimeoutError(f"idle for {timeout:g}s"))
+
+    def _stall(self) -> None:
         """Backpressure: read no more requests until the peer takes our replies; a peer that
         takes none of them for ``idle_timeout`` is closed."""
-        limits = self.server.limits
-        while not self.closed and self.write_buffered > limits.write_buffer_bytes:
-            before = self.write_buffered
-            try:
-                async with asyncio.timeout(limits.idle_timeout):
-                    await self.writer.drain()
-            except TimeoutError as exc:
-                if self.write_buffered < before:
-                    continue  # it reads, slowly
-                return exc
-            except (OSError, RuntimeError) as exc:
-                return exc
-        return None
+        assert self.transport is not None
+        self._stalled = True
+        self._stalled_at = self.write_buffered
+        self.transport.pause_reading()
+        if self._stall_timer is None:
+            self._stall_timer = self._loop.call_later(self.server.limits.idle_timeout, self._stall_check)
 
-    async def _release(self, *, graceful: bool) -> None:
-        """Let the socket go: a peer that closed gets its queued replies for up to
-        ``idle_timeout``; any other ending drops them at once (the memory goes with them)."""
-        transport = self.writer.transport
-        try:
-            unsent = transport.get_write_buffer_size()
-        except AttributeError:  # a TLS transport whose connection is gone (asyncio's sslproto)
-            unsent = 0
-        if graceful and unsent:
+    def _stall_check(self) -> None:
+        self._stall_timer = None
+        if not self._stalled or self._ending:
+            return
+        now_held = self.write_buffered
+        if now_held < self._stalled_at:  # it reads, slowly
+            self._stalled_at = now_held
+            self._stall_timer = self._loop.call_later(self.server.limits.idle_timeout, self._stall_check)
+            return
+        self._end(TimeoutError())
+
+    def _unstall(self) -> None:
+        assert self.transport is not None
+        self._stalled = False
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        self._last_frame = self._loop.time()
+        self.transport.resume_reading()
+        self._dispatch()  # the frames that arrived while the replies were over the limit
+
+    def _cancel_timers(self) -> None:
+        for timer in (self._idle_timer, self._stall_timer, self._release_timer):
+            if timer is not None:
+                timer.cancel()
+        self._idle_timer = self._stall_timer = self._release_timer = None
+
+    def _end(self, ended: Exception | None) -> None:
+        """Stop serving: fail what is pending, log why, and let the socket go. A peer that closed
+        gets its queued replies for up to ``idle_timeout``; any other ending drops them at once
+        (the memory goes with them)."""
+        if self._ending:
+            return
+        self._ending = True
+        self._ended = ended
+        self._cancel_timers()
+        endpoint, transport = self.endpoint, self.transport
+        if endpoint is not None:
+            endpoint.fail_all(ended)
+        if transport is not None:
             try:
-                async with asyncio.timeout(self.server.limits.idle_timeout):
-                    await self.writer.wait_closed()
-            except (TimeoutError, OSError, RuntimeError):
-                pass
-        transport.abort()
+                unsent = transport.get_write_buffer_size()
+            except AttributeError:  # a TLS transport whose connection is gone (asyncio's sslproto)
+                unsent = 0
+            if ended is None and unsent:
+                self._release_timer = self._loop.call_later(self.server.limits.idle_timeout, transport.abort)
+            else:
+                transport.abort()
+        self._log_end(ended)
 
     def _log_end(self, ended: Exception | None) -> None:
         name, peer, limits = self.server.name, self.remote_addr, self.server.limits
@@ -381,8 +482,10 @@ class ServerConnection:
             # never a traceback per connection
             log.warning("%s: closing %s: %s: %s", name, peer, type(ended).__name__, _one_line(str(ended)))
 
-    def _wrote(self) -> None:
-        if not self.closed:
+    def wrote(self) -> None:
+        """After each write: the memory budget sees what this connection holds now (nothing to
+        tell it when the socket took the whole write and nothing was held before)."""
+        if not self.closed and (self.charged or self.write_buffered or self.decoder.buffered):
             self.server.budget.check(self)
 
     def abort_over_budget(self, limit: int) -> None:
@@ -392,7 +495,7 @@ class ServerConnection:
         self._over_budget = f"over the memory budget of {limit} bytes across connections ({what})"
         self.server.budget.closed += 1
         self.server.budget.remove(self)
-        self.endpoint.abort()
+        self._end(ConnectionAbortedError(self._over_budget))
 
     def _handle(self, cmd: RemotingCommand) -> HandlerResult:
         return self.server.handle(cmd, self)
@@ -407,12 +510,14 @@ class ServerConnection:
     # -- Channel protocol (broker -> client) -------------------------------------------------
 
     def notify_consumer_ids_changed(self, group: str) -> None:
+        if self.endpoint is None:
+            return
         self.endpoint.send_oneway(RemotingCommand(code=RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
                                                   language="JAVA", version=BROKER_VERSION,
                                                   ext_fields={"consumerGroup": group}))
 
     async def invoke(self, request: RemotingCommand, timeout: float) -> RemotingCommand:
-        if self.closed:
+        if self.closed or self.endpoint is None:
             raise errors.ConnectionLost(f"channel {self.remote_addr} is closed")
         return await self.endpoint.request(
             RemotingCommand(code=request.code, language="JAVA", version=BROKER_VERSION,
@@ -421,7 +526,15 @@ class ServerConnection:
 
     def close(self) -> None:
         """Close the connection: pending relays fail, long-polling pulls stop, the broker forgets it."""
-        self.endpoint.fail_all(None)
+        if self.endpoint is not None:
+            self.endpoint.fail_all(None)
+
+    def abort(self) -> None:
+        """Drop the connection at once (the server stops)."""
+        if self.endpoint is not None:
+            self.endpoint.abort()
+        elif self.transport is not None:
+            self.transport.abort()
 
     def _closed(self) -> None:
         self.server.connection_closed(self)
@@ -447,11 +560,14 @@ class RemotingServer:
         self.host = ""
         #: serve TLS only (like a RocketMQ server in ``tls.server.mode=enforcing``), or None: plain
         self.ssl_context: ssl.SSLContext | None = None
+        #: the answers of read-only requests, kept while the cluster does not change (or None)
+        self.replies: ReplyCache | None = None
 
     async def start(self, host: str, port: int) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True,
-                                                      ssl=self.ssl_context)
+            self._server = await loop.create_server(self._new_connection, host, port, reuse_address=True,
+                                                    ssl=self.ssl_context)
         except OSError as exc:
             reason = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
             raise errors.UsageError(
@@ -461,24 +577,8 @@ class RemotingServer:
         sockname = self._server.sockets[0].getsockname()
         self.host, self.port = sockname[0], sockname[1]
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self.connections) >= self.limits.max_connections:
-            self.refused += 1
-            log.warning("%s: refusing a connection from %s: %d connections open (the cap)", self.name,
-                        writer.get_extra_info("peername"), len(self.connections))
-            writer.close()
-            return
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            try:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
-        conn = ServerConnection(self, reader, writer, next(self._ids))
-        # counted until its socket is really gone, not only until the broker forgets it
-        self.connections.add(conn)
-        self.budget.add(conn)
-        await conn.run()
+    def _new_connection(self) -> ServerConnection:
+        return ServerConnection(self, next(self._ids))
 
     def handle(self, cmd: RemotingCommand, conn: ServerConnection) -> Result:
         if self.sync is not None:
@@ -486,15 +586,24 @@ class RemotingServer:
         handler = self.handlers.get(cmd.code)
         if handler is None:
             return not_supported(cmd)
+        replies = self.replies
+        if replies is not None:
+            if cmd.code in CACHED_READS:
+                return replies.answer(cmd, conn, handler)
+            replies.changed()  # anything else may change what the reads answer
         result = handler(cmd, conn)
         if self.sync is not None:
             # Run what the request made due right now (e.g. a send waking long-polling pulls)
             # instead of waiting for the clock driver's next tick.
             self.sync()
+        if replies is not None:
+            replies.changed()
         return result
 
     def connection_closed(self, conn: ServerConnection) -> None:
         """The connection stopped serving: the broker forgets its clients."""
+        if self.replies is not None:
+            self.replies.changed()
         if self.on_close is not None:
             self.on_close(conn)
 
@@ -507,7 +616,7 @@ class RemotingServer:
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):
-            conn.endpoint.abort()
+            conn.abort()
         if self._server is not None:
             with contextlib.suppress(TimeoutError, OSError):
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
@@ -520,7 +629,7 @@ class EmulatorServer:
     def __init__(self, cluster: EmulatedCluster, *, host: str = "127.0.0.1", namesrv_port: int = 0,
                  broker_ports: Mapping[str, int] | None = None, advertise: str | None = None,
                  sync: Callable[[], None] | None = None, limits: ServerLimits | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, cache_replies: bool = False) -> None:
         self.cluster = cluster
         self.host = host
         self.namesrv_port = namesrv_port
@@ -538,8 +647,12 @@ class EmulatorServer:
             self.brokers[name] = RemotingServer(f"broker {name}", service.handlers(), sync=sync,
                                                 on_close=broker.channel_closed, limits=self.limits,
                                                 budget=self.budget)
+        #: with ``cache_replies``, one cache for every port: a change seen by one port (a commit, a
+        #: heartbeat, a closed connection) is a change for all of them
+        self.replies = ReplyCache(cluster) if cache_replies else None
         for server in (self.namesrv, *self.brokers.values()):
             server.ssl_context = ssl_context
+            server.replies = self.replies
 
     @property
     def namesrv_addr(self) -> str:

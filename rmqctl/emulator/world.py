@@ -60,6 +60,9 @@ class EmulatedCluster:
         #: messages each produce step has sent so far (its property values rotate through them)
         self._produced: dict[int, int] = {}
         self.namesrv_addr = "127.0.0.1:9876"
+        #: changes made outside the scheduler's events (requests, closed connections, the
+        #: control API): part of the version under which a served emulator keeps answers
+        self.changes = 0
         self.brokers: dict[str, BrokerState] = {}
         for spec in scenario.brokers:
             broker = BrokerState(spec.name, spec.cluster, self.scheduler)
@@ -198,6 +201,7 @@ class EmulatedCluster:
         for topic, _ in spec.subscriptions:
             if self.namesrv.route(topic) is None:
                 raise errors.NotFound(f"topic {topic!r} does not exist in the emulated cluster")
+        self.changes += 1
         consumer = self._new_consumer(spec, self.scheduler.now_ms)
         consumer.start()
         return consumer
@@ -212,6 +216,7 @@ class EmulatedCluster:
             raise errors.NotFound(
                 f"no running simulated consumer {client_id!r}"
                 + (" (it is already stopped)" if known else ""))
+        self.changes += 1
         consumer = running[0]
         consumer.kill() if kill else consumer.shutdown()
         return consumer
@@ -239,6 +244,7 @@ class EmulatedCluster:
             qd = next(q for q in route.queue_datas if q.broker_name == name)
             if not 0 <= queue < qd.write_queue_nums:
                 raise errors.UsageError(f"queue {queue} does not exist on {name} for {topic!r}")
+        self.changes += 1
         sender = self.producer(producer)
         sent = []
         for k in range(count):

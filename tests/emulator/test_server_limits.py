@@ -175,13 +175,13 @@ async def test_a_quadratic_heartbeat_body_does_not_stall_other_clients() -> None
 
 async def test_a_peer_that_never_reads_does_not_grow_the_write_buffer(monkeypatch) -> None:
     connections: list[ServerConnection] = []
-    original = ServerConnection.run
+    original = ServerConnection.connection_made
 
-    async def tracked(self: ServerConnection) -> None:
+    def tracked(self: ServerConnection, transport: asyncio.BaseTransport) -> None:
         connections.append(self)
-        await original(self)
+        original(self, transport)
 
-    monkeypatch.setattr(ServerConnection, "run", tracked)
+    monkeypatch.setattr(ServerConnection, "connection_made", tracked)
     limits = ServerLimits(idle_timeout=30, write_buffer_bytes=64 * 1024)
     async with emulator(limits) as (served, source):
         reader, writer = await connect(served.brokers["broker-a"], rcvbuf=4096)
