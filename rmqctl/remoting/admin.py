@@ -39,7 +39,7 @@ from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.connection import ConnectionPool, RequestHandler, split_address
 from rmqctl.remoting.frame import RemotingCommand
 from rmqctl.remoting.messages import decode_full_messages, decode_messages
-from rmqctl.remoting.permissions import denied, is_acl_refusal
+from rmqctl.remoting.permissions import denied, is_acl_refusal, is_proxy_acl_refusal
 from rmqctl.remoting.tls import TlsOptions
 
 _KNOWN_CODES = frozenset(int(c) for c in ResponseCode)
@@ -136,10 +136,12 @@ class AdminClient:
             started = loop.time()
             response = await self._pool.request(address, cmd, limit)
         if response.code not in tuple(accept):
-            if response.code == ResponseCode.NO_PERMISSION and is_acl_refusal(response.remark):
-                # name what is missing, and for whom
+            if (response.code == ResponseCode.NO_PERMISSION and is_acl_refusal(response.remark)) or (
+                    response.code == ResponseCode.SYSTEM_ERROR and is_proxy_acl_refusal(response.remark)):
+                # name what is missing, and for whom (a proxy says it as a SYSTEM_ERROR)
                 raise denied(code, cmd.ext_fields, response.remark, address=address,
-                             access_key=self._pool.credentials.access_key if self._pool.credentials else None)
+                             access_key=self._pool.credentials.access_key if self._pool.credentials else None,
+                             response_code=response.code)
             name = ResponseCode(response.code).name if response.code in _KNOWN_CODES else None
             raise errors.RemoteError.for_code(response.code, response.remark, address=address, name=name)
         try:

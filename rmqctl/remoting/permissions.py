@@ -13,6 +13,9 @@ NO_PERMISSION (16) for two different reasons, told apart by its remark:
   Delete …). :data:`ACTIONS` holds that table (facts read from RocketMQ 5.3.3) for the requests
   rmqctl sends.
 
+A rocketmq-proxy (5.3) that checks ACL itself answers a refusal as SYSTEM_ERROR (1) with the same
+words (:func:`is_proxy_acl_refusal`).
+
 :func:`denied` turns the refusal into one line that says what is missing, for which access key,
 with a hint that grants it (``mqadmin createAcl``) or fixes the keys.
 
@@ -21,6 +24,7 @@ Imports nothing of rmqctl but :mod:`rmqctl.errors` and the request codes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from rmqctl import errors
@@ -106,6 +110,19 @@ def is_acl_refusal(remark: str | None) -> bool:
     return is_authentication(text) or any(marker in text for marker in _AUTHORIZATION)
 
 
+#: remarks a rocketmq-proxy (5.3) answers with SYSTEM_ERROR (1) when its own ACL check fails: it
+#: turns the refusal into a generic error whose remark is the refusal's text, so only these exact
+#: words (no looser marker: a SYSTEM_ERROR says many other things) make it a refusal
+_PROXY_REFUSAL = ("username cannot be null", "check signature failed", "has no permission to access")
+_PROXY_USER = re.compile(r"\buser:\S+ is (not found|disabled)")
+
+
+def is_proxy_acl_refusal(remark: str | None) -> bool:
+    """Whether a SYSTEM_ERROR remark is a proxy's ACL refusal (authentication or authorization)."""
+    text = (remark or "").lower()
+    return any(marker in text for marker in _PROXY_REFUSAL) or _PROXY_USER.search(text) is not None
+
+
 def is_authentication(remark: str) -> bool:
     """Whether a NO_PERMISSION remark says the caller was not authenticated (not: not allowed)."""
     text = remark.lower()
@@ -113,11 +130,13 @@ def is_authentication(remark: str) -> bool:
 
 
 def denied(code: int, ext: Mapping[str, object], remark: str | None, *, address: str,
-           access_key: str | None) -> errors.NoPermission:
-    """The NO_PERMISSION error of request ``code``, naming what is missing and for whom."""
+           access_key: str | None, response_code: int = 16) -> errors.NoPermission:
+    """The refusal of request ``code``, naming what is missing and for whom: a NO_PERMISSION
+    answer, or (``response_code`` 1) a proxy's SYSTEM_ERROR that carries an ACL refusal."""
     text = (remark or "").strip() or "no remark"
     who = f"access key {access_key!r}" if access_key else "an unsigned request (no access key)"
-    error = errors.NoPermission(16, text, address=address)
+    name = "SYSTEM_ERROR" if response_code == 1 else None
+    error = errors.NoPermission(response_code, text, address=address, name=name)
     if is_authentication(text):
         error.message += f" (authentication of {who} failed)"
         error.hint = ("the broker checks ACL credentials: set the user's access key and secret key "

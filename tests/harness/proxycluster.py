@@ -255,10 +255,18 @@ class GrpcClientsProcess(ScenarioClientsProcess):
 
     def __init__(self, endpoints: str, *, work_dir: str | os.PathLike[str] | None = None, heap: str = "192m",
                  command_timeout: float = 60.0, startup_timeout: float = 60.0,
-                 jvm_args: Iterable[str] = ()) -> None:
+                 jvm_args: Iterable[str] = (), credentials: tuple[str, str] | None = None) -> None:
         super().__init__(None, namesrv_addr=endpoints, work_dir=work_dir, heap=heap,
                          command_timeout=command_timeout, startup_timeout=startup_timeout, jvm_args=jvm_args)
         self.endpoints = endpoints
+        #: access and secret key every client signs with (a proxy with ACL 2.0 authentication)
+        self.credentials = credentials
+
+    def request(self, command: Mapping[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Send one command; a command that builds a client carries :attr:`credentials`."""
+        if self.credentials is not None and "endpoints" in command:
+            command = {**command, "access_key": self.credentials[0], "secret_key": self.credentials[1]}
+        return super().request(command, timeout)
 
     def start(self) -> Self:
         """Launch the JVM and wait for its ``ping`` reply."""

@@ -1,6 +1,7 @@
 """ACL refusals name what is missing: an ACL 2.0 broker's NO_PERMISSION is told apart as a failed
 authentication (no keys, wrong secret, unknown user) or a missing permission, whose action comes
-from the request code and whose resources from the request's own group and topic."""
+from the request code and whose resources from the request's own group and topic. A proxy's own
+refusal, which it answers as a SYSTEM_ERROR, is named the same way."""
 
 from __future__ import annotations
 
@@ -94,6 +95,39 @@ def test_a_brokers_own_no_permission_is_not_called_an_acl_refusal(remark_server:
         error = ask(server.address, RequestCode.GET_CONSUME_STATS, {"consumerGroup": "G"}, Credentials("reader", "x"))
     assert isinstance(error, errors.NoPermission) and error.needs is None and error.hint is None
     assert error.message == f"NO_PERMISSION (16) from {server.address}: subscription group no permission, G"
+
+
+def proxy_answering(remark: str) -> FakeServer:
+    """A rocketmq-proxy's remoting port: its own ACL check answers SYSTEM_ERROR (1) with the
+    refusal's words (seen on a real 5.3.3 proxy with authentication on)."""
+    def answer(req: RemotingCommand) -> Raw:
+        return Raw(frame.encode(req.response(1, remark=remark)))
+
+    return FakeServer({RequestCode.GET_CONSUMER_CONNECTION_LIST: answer})
+
+
+@pytest.mark.parametrize(("remark", "keys", "says"), [
+    ("check signature failed.", Credentials("viewer", "x"), "(authentication of access key 'viewer' failed)"),
+    ("username cannot be null.", None, "(authentication of an unsigned request (no access key) failed)"),
+    ("User:ghost is not found.", Credentials("ghost", "x"), "(authentication of access key 'ghost' failed)"),
+    ("User:nobody has no permission to access Group:G from 127.0.0.1, no matched policies.",
+     Credentials("nobody", "x"), "access key 'nobody' needs Get on Group:G (GET_CONSUMER_CONNECTION_LIST)"),
+])
+def test_a_proxys_acl_refusal_in_a_system_error_is_named_as_a_refusal(
+    remark: str, keys: Credentials | None, says: str,
+) -> None:
+    with proxy_answering(remark) as server:
+        error = ask(server.address, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "G"}, keys)
+    assert isinstance(error, errors.NoPermission) and error.exit_code == errors.ExitCode.REFUSED
+    assert error.message.startswith(f"SYSTEM_ERROR (1) from {server.address}: {remark}")
+    assert says in error.message and error.hint
+
+
+def test_a_proxys_other_system_errors_stay_system_errors() -> None:
+    with proxy_answering("get consumer connection failed: the group is not found in the cache") as server:
+        error = ask(server.address, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "G"},
+                    Credentials("viewer", "x"))
+    assert type(error) is errors.SystemError and error.hint is None
 
 
 def test_every_request_rmqctl_sends_to_a_broker_has_its_action() -> None:

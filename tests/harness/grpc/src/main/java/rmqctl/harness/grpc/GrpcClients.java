@@ -19,7 +19,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
@@ -44,7 +46,8 @@ import com.google.gson.reflect.TypeToken;
  * <p>Commands: {@code ping}; {@code start_push} and {@code start_simple} (a push consumer, or a
  * simple consumer polled by a thread of its own; either may fail or leave un-ACKed the messages
  * carrying one tag); {@code stop}; {@code produce}; {@code counts} (per consumer: received, acked,
- * failed, unacked, and the delivery attempts seen); {@code shutdown}. Field lists in
+ * failed, unacked, and the delivery attempts seen); {@code shutdown}. A command that builds a client may carry {@code access_key} and
+ * {@code secret_key} (a proxy with ACL 2.0 authentication). Field lists in
  * {@code tests/harness/proxycluster.py}.
  */
 public final class GrpcClients {
@@ -208,11 +211,17 @@ public final class GrpcClients {
     }
 
     private static ClientConfiguration configuration(Map<String, Object> req) {
-        return ClientConfiguration.newBuilder()
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder()
             .setEndpoints(required(req, "endpoints"))
             .enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(num(req, "request_timeout_s", 5)))
-            .build();
+            .setRequestTimeout(Duration.ofSeconds(num(req, "request_timeout_s", 5)));
+        Object accessKey = req.get("access_key");
+        if (accessKey != null) {
+            // a proxy with authentication on: the SDK signs every request with these keys
+            builder.setCredentialProvider(
+                new StaticSessionCredentialsProvider(accessKey.toString(), required(req, "secret_key")));
+        }
+        return builder.build();
     }
 
     @SuppressWarnings("unchecked")
