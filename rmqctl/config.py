@@ -39,8 +39,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from rmqctl import errors
 from rmqctl.durations import duration_seconds
 
@@ -178,6 +176,8 @@ class Config:
         if self.tui_keys:
             data["tui"] = {"keys": dict(self.tui_keys)}
         import tempfile
+
+        import tomli_w  # only a command that writes the file loads the writer
 
         tmp: str | None = None
         try:

@@ -57,24 +57,13 @@ class Target:
     tls: bool | None = None
 
 
-def _registry_dir() -> Path:
-    """Where served emulators note themselves (:func:`rmqctl.emulator.registry.registry_dir`),
-    computed here so that a command against a real cluster never imports the emulator."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "rmqctl" / "emulators"
-
-
 async def served_emulator_clock(namesrv: str) -> Clock | None:
     """The clock of the served emulator behind ``namesrv`` (its emulated time, sped up or
     virtual), or ``None`` for anything else: the host's clock then applies. Asked only when a
-    served emulator is registered on this machine or named by ``$RMQCTL_EMULATOR_URL``."""
-    try:
-        registered = any(_registry_dir().glob("*.json"))
-    except OSError:
-        registered = False
-    if not registered and not os.environ.get("RMQCTL_EMULATOR_URL"):
-        return None
-    from rmqctl.emulator.serve import served_clock
+    served emulator registered on this machine serves ``namesrv``, or one is named by
+    ``$RMQCTL_EMULATOR_URL``; the registry and the clock's reader are light modules, so a
+    command against a real cluster loads neither the emulator nor an HTTP client."""
+    from rmqctl.emulator.served_clock import served_clock
 
     return await served_clock(namesrv, token=os.environ.get("RMQCTL_EMULATOR_TOKEN"))
 

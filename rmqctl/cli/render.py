@@ -17,7 +17,6 @@ command's start-up does not pay for rich).
 
 from __future__ import annotations
 
-import csv
 import enum
 import json
 import os
@@ -281,6 +280,8 @@ def emit(view: View, fmt: OutputFormat, stream: TextIO | None = None,
                 raise errors.UsageError(f"no table {options.kind!r} in this command's output",
                                         hint="tables: " + ", ".join(r.kind for r in rowsets))
             chosen = found[0]
+        import csv  # only -o csv loads the writer
+
         writer = csv.writer(out, lineterminator="\n")
         if not options.no_headers:
             writer.writerow(chosen.columns)

@@ -20,23 +20,41 @@ Public API: :func:`load_scenario`, :func:`builtin_scenarios`, :func:`scale_scena
 report, see :mod:`~rmqctl.emulator.report`), :class:`EmulatorServer` (``start()`` / ``stop()``),
 :func:`embedded_opened`, :func:`serve_emulator`.
 
+The names are loaded on first use (PEP 562), so that importing one light module of the package
+(the :mod:`~rmqctl.emulator.registry` of served emulators, which every command against a name
+server consults) does not load the broker, the scenarios and the servers.
+
 Must not import the CLI, textual or pyspark.
 """
 
 from __future__ import annotations
 
-from rmqctl.emulator.embedded import embedded_cluster, embedded_opened
-from rmqctl.emulator.scenario import (
-    Scenario,
-    builtin_names,
-    builtin_scenarios,
-    load_scenario,
-    parse_scenario,
-    scale_scenario,
-)
-from rmqctl.emulator.serve import Served, ServeOptions, running_emulator, serve_emulator
-from rmqctl.emulator.server import EmulatorServer
-from rmqctl.emulator.world import EmulatedCluster, run_scenario
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rmqctl.emulator.embedded import embedded_cluster, embedded_opened
+    from rmqctl.emulator.scenario import (
+        Scenario,
+        builtin_names,
+        builtin_scenarios,
+        load_scenario,
+        parse_scenario,
+        scale_scenario,
+    )
+    from rmqctl.emulator.serve import Served, ServeOptions, running_emulator, serve_emulator
+    from rmqctl.emulator.server import EmulatorServer
+    from rmqctl.emulator.world import EmulatedCluster, run_scenario
+
+#: where each public name lives
+_HOMES = {
+    "embedded_cluster": "embedded", "embedded_opened": "embedded",
+    "Scenario": "scenario", "builtin_names": "scenario", "builtin_scenarios": "scenario",
+    "load_scenario": "scenario", "parse_scenario": "scenario", "scale_scenario": "scenario",
+    "Served": "serve", "ServeOptions": "serve", "running_emulator": "serve", "serve_emulator": "serve",
+    "EmulatorServer": "server",
+    "EmulatedCluster": "world", "run_scenario": "world",
+}
 
 __all__ = [
     "EmulatedCluster",
@@ -55,3 +73,16 @@ __all__ = [
     "scale_scenario",
     "serve_emulator",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

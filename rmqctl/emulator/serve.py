@@ -5,9 +5,8 @@ and other programs can run it too. With the real-time clock the cluster's emulat
 starts at the host's current time and runs ``speed`` times faster; with the virtual clock it
 starts at the fixed virtual epoch and moves only when the control API's ``advance`` is called.
 
-A reader on another process learns that clock from the control API (:func:`served_clock`): the
-health answer's ``now_ms`` and ``speed``, found through the registry of served emulators, so the
-doctor's "now" is the emulator's and not the host's.
+A reader on another process learns that clock from the control API
+(:func:`~rmqctl.emulator.served_clock.served_clock`, kept light for every command's start-up).
 
 Must not import the CLI, textual or pyspark.
 """
@@ -21,12 +20,14 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rmqctl import errors
 from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, RealTimeDriver, Scheduler
 from rmqctl.emulator.control import REQUEST_TIMEOUT, ControlServer
 from rmqctl.emulator.scenario import Scenario
+from rmqctl.emulator.served_clock import ServedClock, served_clock
 from rmqctl.emulator.server import AcceptErrors, EmulatorServer, ServerLimits
 from rmqctl.emulator.world import EmulatedCluster
+
+__all__ = ["ServeOptions", "Served", "ServedClock", "running_emulator", "serve_emulator", "served_clock"]
 
 if TYPE_CHECKING:
     import ssl
@@ -129,62 +130,3 @@ async def serve_emulator(scenario: Scenario, options: ServeOptions, *, stop: asy
         if ready is not None:
             ready(served)
         await stop.wait()
-
-
-class ServedClock:
-    """A served emulator's clock as an :class:`rmqctl.clock.Clock`, read from its control API
-    and run on from there: ``speed`` emulated seconds per host second on the real-time clock,
-    standing still on the virtual clock (which only the control API's ``advance`` moves).
-    Sleeping waits host seconds, like :class:`~rmqctl.emulator.clock.LiveClock`; with ``url``,
-    each sleep ends by reading the clock again, so a watcher that runs for long (the exporter)
-    follows a virtual clock that the control API advanced meanwhile."""
-
-    def __init__(self, now_ms: int, speed: float | None, *, url: str | None = None,
-                 token: str | None = None) -> None:
-        self._start = now_ms / 1000
-        self._speed = speed or 0.0
-        self._host_start = time.monotonic()
-        self._url = url
-        self._token = token
-
-    def now(self) -> float:
-        return self._start + (time.monotonic() - self._host_start) * self._speed
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-        if self._url is None:
-            return
-        from rmqctl.emulator.control_client import HttpControl
-
-        control = HttpControl(self._url, token=self._token, timeout=2.0)
-        try:
-            now_ms = (await control.health()).get("now_ms")
-        except errors.RmqctlError:
-            return  # run on from the last reading
-        finally:
-            await control.close()
-        if isinstance(now_ms, int) and not isinstance(now_ms, bool):
-            self._start, self._host_start = now_ms / 1000, time.monotonic()
-
-
-async def served_clock(namesrv: str, token: str | None = None) -> ServedClock | None:
-    """The clock of the served emulator whose name server is ``namesrv`` (found in the registry
-    or through ``$RMQCTL_EMULATOR_URL``, confirmed by its own health answer), or ``None`` when no
-    served emulator answers for it."""
-    from rmqctl.emulator.control_client import served_control_for
-
-    control = await served_control_for(namesrv, token=token)
-    if control is None:
-        return None
-    try:
-        health = await control.health()
-    except errors.RmqctlError:
-        return None
-    finally:
-        await control.close()
-    now_ms, speed = health.get("now_ms"), health.get("speed")
-    if isinstance(now_ms, bool) or not isinstance(now_ms, int):
-        return None
-    real = health.get("clock") == "real"
-    return ServedClock(now_ms, float(speed) if real and isinstance(speed, (int, float)) else (1.0 if real else None),
-                       url=control.url, token=token)

@@ -122,14 +122,3 @@ def assert_stalled(diagnosis: Diagnosis) -> None:
     assert {(q["topic"], q["broker"], q["queue_id"]) for q in lag.evidence["queues"]} == STALLED
     # one host second apart at 100 times the host's speed: the samples are 100 emulated s apart
     assert lag.evidence["interval_seconds"] >= 90
-
-
-def test_connect_looks_for_served_emulators_where_the_registry_keeps_them(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from rmqctl import connect
-    from rmqctl.emulator.registry import registry_dir
-
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    assert connect._registry_dir() == registry_dir()
-    monkeypatch.delenv("XDG_STATE_HOME")
-    assert connect._registry_dir() == registry_dir()

@@ -4,8 +4,10 @@ nothing that talks to a cluster, and a command loads only its own module."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from rmqctl import __version__
@@ -15,10 +17,11 @@ HEAVY = ["asyncio", "rich", "httpx", "pydantic", "rmqctl.connect", "rmqctl.sourc
          "rmqctl.emulator", "rmqctl.doctor", "rmqctl.model"]
 
 
-def loaded_after(code: str) -> set[str]:
+def loaded_after(code: str, env: Mapping[str, str] | None = None) -> set[str]:
     """Module names loaded by a fresh interpreter that ran ``code`` (which prints nothing itself)."""
     probe = f"import sys\n{code}\nimport json\nsys.__stdout__.write(json.dumps(sorted(sys.modules)))\n"
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr
     return set(json.loads(proc.stdout.splitlines()[-1]))
 
@@ -71,3 +74,55 @@ def test_running_a_command_builds_only_that_command_of_its_group() -> None:
             assert len(whole.commands) > 1, args
         assert sorted(root.get_command(ctx, "group").commands) == [
             "assignment", "delete", "list", "progress", "prune", "reset", "show"]
+
+
+def run_command(*argv: str) -> str:
+    return (f"import sys; sys.argv = ['rmqctl', *{list(argv)!r}]\n"
+            "from rmqctl.cli.app import app\n"
+            "try:\n    app()\nexcept SystemExit:\n    pass")
+
+
+#: what ``group show`` against a name server has no use for: an HTTP client, the emulator itself,
+#: the config file's writer, the CSV writer (``-o csv`` only), the front ends' libraries
+NOT_FOR_GROUP_SHOW = ["httpx", "rich", "textual", "pyspark", "tomli_w", "csv", "rmqctl.emulator.server",
+                      "rmqctl.emulator.world", "rmqctl.emulator.control_client", "rmqctl.dashboard"]
+
+
+def register_emulator(state: Path, namesrv: str, url: str = "http://127.0.0.1:1") -> None:
+    """An entry in the registry of served emulators under ``state`` (``$XDG_STATE_HOME``),
+    held by this test process (a live pid)."""
+    registry = state / "rmqctl" / "emulators"
+    registry.mkdir(parents=True, exist_ok=True)
+    entry = {"url": url, "scenario": "healthy", "namesrv": namesrv, "pid": os.getpid()}
+    (registry / f"{url.rsplit(':', 1)[-1]}.json").write_text(json.dumps(entry))
+
+
+def test_a_command_at_a_cluster_loads_no_emulator_while_other_served_emulators_are_registered(tmp_path: Path) -> None:
+    """A served emulator for another name server is registered on this machine: a command at a
+    real cluster still loads neither the emulator nor an HTTP client (they cost ~60 ms)."""
+    register_emulator(tmp_path, "127.0.0.1:2")
+    modules = loaded_after(run_command("-n", "127.0.0.1:1", "--timeout", "1", "group", "show", "G"),
+                           env={"XDG_STATE_HOME": str(tmp_path), "RMQCTL_CONFIG": str(tmp_path / "none.toml")})
+    assert "rmqctl.emulator.registry" in modules  # it did look
+    assert top(modules, NOT_FOR_GROUP_SHOW) == []
+
+
+def test_group_show_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """``group show`` answered by a cluster (the emulator, served from this process and not
+    registered, stands in for a real one), and answered by a registered served emulator whose
+    clock it reads: neither loads an HTTP client, the emulator or a writer it does not use."""
+    from rmqctl.emulator.serve import ServeOptions
+    from tests.emulator.helpers import served_in_thread
+
+    env = {"XDG_STATE_HOME": str(tmp_path), "RMQCTL_CONFIG": str(tmp_path / "none.toml")}
+    with served_in_thread("tag-overwrite", ServeOptions(clock="virtual", at=60)) as served:
+        command = run_command("-n", served.namesrv, "group", "show", "test-consumer", "-o", "json")
+        modules = loaded_after(command, env=env)
+        assert "rmqctl.doctor" in modules  # the command ran to its findings
+        assert top(modules, NOT_FOR_GROUP_SHOW) == []
+        register_emulator(tmp_path, served.namesrv, served.control)  # this process serves it
+        modules = loaded_after(command + "\nimport rmqctl.connect, asyncio\n"
+                               f"assert asyncio.run(rmqctl.connect.served_emulator_clock({served.namesrv!r}))",
+                               env=env)
+        assert "rmqctl.emulator.served_clock" in modules
+        assert top(modules, NOT_FOR_GROUP_SHOW) == []
