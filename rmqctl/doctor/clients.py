@@ -110,11 +110,87 @@ def _tag_counts(messages: list[Any]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def _left_queues(ctx: CheckContext) -> tuple[list[str], list[dict[str, Any]]]:
+    """The remoting clients of the previous sample that are gone now while POP goes on, and per queue
+    they held then, how far POP has moved the consumer offset past what they had committed."""
+    view, before = ctx.view, ctx.previous
+    if before is None or before.consumption != "mixed" or view.consumption != "pop":
+        return [], []
+    online = {c.client_id for c in view.connections}
+    gone = sorted(c.client_id for c in before.connections if c.sdk != "grpc" and c.client_id not in online)
+    progress = progress_by_queue(view)
+    queues = []
+    for cid in gone:
+        info = before.running_infos.get(cid)
+        for mq, pq in sorted(info.mq_table.items()) if info is not None else ():
+            p = progress.get(mq)
+            if pq.dropped or mq.topic.startswith(RETRY_PREFIX) or p is None or not p.known:
+                continue
+            row = _shared_queue(view, cid, mq, pq.commit_offset, p.consumer_offset)
+            own = client_sub(before, cid, mq.topic)  # what it subscribed when it was last seen
+            if "sampled_tags" in row and own is not None and p.consumer_offset > pq.commit_offset:
+                low, high = pq.commit_offset, p.consumer_offset
+                between = [m for m in view.tag_samples[mq].messages if low <= m.offset < high]
+                row["holder_wants"] = sum(1 for m in between if own.wants(m.tag, m.properties) is not False)
+            queues.append(row)
+    return gone, queues
+
+
+def _left_finding(ctx: CheckContext, gone: list[str], queues: list[dict[str, Any]]) -> list[Finding]:
+    """MIXED_CONSUMPTION after the group's remoting clients left: what POP passed over since is lost to them."""
+    view = ctx.view
+    popping = sorted(c.client_id for c in view.connections if c.sdk == "grpc")
+    ahead = [q for q in queues if q["popped_past_client"] > 0]
+    total = sum(q["popped_past_client"] for q in ahead)
+    counted = [q for q in ahead if "holder_wants" in q]
+    lost = sum(q["holder_wants"] for q in counted) if len(counted) == len(ahead) else None
+    detail = (
+        f"At the previous sample {n_of(len(gone), 'remoting client')} ({and_list(gone)}) held queues of "
+        f"{view.group} beside {n_of(len(popping), 'gRPC client')} ({and_list(popping)}) popping from them; "
+        f"{'it is' if len(gone) == 1 else 'they are'} no longer online, and POP goes on moving the same consumer "
+        "offsets, past the messages its own filter passes over (tags only the remoting clients subscribe). A "
+        "remoting client that comes back resumes from the broker's offset, so those messages are never "
+        "delivered to anyone.")
+    if ahead:
+        detail += (f" Since then POP has moved the offsets past {n_of(total, 'message')} on "
+                   f"{n_of(len(ahead), 'queue')} ("
+                   + "; ".join(f"{_where(q)}: {q['holder']}'s {q['client_offset']} -> {q['consumer_offset']}"
+                               for q in ahead) + ").")
+        if lost is not None:
+            detail += (f" The message sample covers them: {n_of(lost, 'message')} of them match the subscription "
+                       "the remoting client had (" + "; ".join(f"{_where(q)}: {_tags(q['sampled_tags'])}"
+                                                             for q in counted)
+                       + f"); at most {lost} {'is' if lost == 1 else 'are'} lost to it, fewer only by those it "
+                       "consumed itself between the previous sample and leaving, which no sample shows.")
+        else:
+            detail += (f" Their tags were not {'all ' if counted else ''}sampled: up to {n_of(total, 'message')} "
+                       "may be lost to it; how many it wanted is unknown.")
+        detail += " More are passed over for as long as it stays away."
+    elif not queues:
+        detail += " The queues it held could not be compared (its running info was not read): nothing is counted."
+    else:
+        detail += " POP has not moved the offsets past what it committed yet: nothing is lost so far."
+    return [finding(
+        ctx, "MIXED_CONSUMPTION", "error",
+        f"The remoting clients of {view.group} left while gRPC (POP) clients pop its queues",
+        detail,
+        {"remoting_clients": [], "grpc_clients": popping, "left_clients": gone, "queues": queues,
+         "popped_past_client": total if queues else None, "behind_client": None,
+         # an upper bound of what the returning client will never see; None when the sample does not tell
+         "lost_if_restarted": lost if queues else None},
+        f"Do not restart the remoting clients in {view.group}: give them a group of their own and set its "
+        f"start before the first message they have not consumed (rmqctl group reset, or mqadmin "
+        f"resetOffsetByTime -g <new group> -t <topic> -s <time>), or move the gRPC clients to a new group.",
+    )]
+
+
 def mixed_consumption(ctx: CheckContext) -> list[Finding]:
-    """Remoting clients that divide the queues and gRPC clients that pop from them, in one group."""
+    """Remoting clients that divide the queues and gRPC clients that pop from them, in one group (or, after
+    the previous sample, remoting clients gone while POP goes on moving their offsets)."""
     view = ctx.view
     if view.consumption != "mixed":
-        return []
+        gone, left = _left_queues(ctx)
+        return _left_finding(ctx, gone, left) if gone else []
     popping = sorted(c.client_id for c in view.connections if c.sdk == "grpc")
     dividing = sorted(c.client_id for c in view.connections if c.sdk != "grpc")
     progress = progress_by_queue(view)

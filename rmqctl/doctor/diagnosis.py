@@ -31,13 +31,16 @@ ORDERLY_WAIT = 3.0
 SAMPLE_ALL = 100_000
 
 
-async def _sampled(source: ClusterSource, view: GroupView, per_queue: int | None) -> GroupView:
+async def _sampled(source: ClusterSource, view: GroupView, per_queue: int | None,
+                   before: GroupView | None = None) -> GroupView:
     """``view`` with tag samples of its conflicting topics (and, in a group consumed by remoting
-    and POP clients at once, of every topic its remoting clients hold), when the source can read
-    messages."""
+    and POP clients at once, of every topic its remoting clients hold, or held at the previous
+    sample ``before`` when they have left since), when the source can read messages."""
     topics = tag_conflict_topics(view)
-    if view.consumption == "mixed":
-        held = {mq.topic for queues in view.assignments().values() for mq in queues
+    held_by = view if view.consumption == "mixed" else before if (
+        before is not None and before.consumption == "mixed" and view.consumption == "pop") else None
+    if held_by is not None:
+        held = {mq.topic for queues in held_by.assignments().values() for mq in queues
                 if not mq.topic.startswith(RETRY_PREFIX)}
         topics = sorted(set(topics) | held)
     if not topics:
@@ -117,7 +120,7 @@ async def diagnose(
         # sample with --interval; the first two when a rebalance made us look again)
         history = last.history.get(group)
         if sample:
-            view = await sample_retry_copies(source, await _sampled(source, view, sample_per_queue))
+            view = await sample_retry_copies(source, await _sampled(source, view, sample_per_queue, before))
         if group in orderly_again:
             mine = [f for f in run_checks(view, before, resampled=resampled, history=history)
                     if f.code != "ORDERLY_QUEUE_SUSPENDED"]

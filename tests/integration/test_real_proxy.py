@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.cli.app import app
-from rmqctl.doctor import run_checks, skipped_checks
+from rmqctl.clock import SystemClock
+from rmqctl.connect import Target, open_source
+from rmqctl.doctor import diagnose, run_checks, skipped_checks
 from rmqctl.model import GroupView
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.service import ClusterService
 from tests.harness.proxycluster import GrpcClientsProcess, RealProxy, create_normal_topic
-from tests.harness.realcluster import RealCluster, ScenarioClientsProcess
+from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_stable
 
 pytestmark = [pytest.mark.real_cluster, pytest.mark.timeout(600)]
 
@@ -274,3 +278,103 @@ def test_proxies_are_found_on_their_announced_port_and_a_second_proxy_lists_the_
         assert doc["online"] is True and [c["client_id"] for c in doc["connections"]] == [client]
         assert {(p["address"], p["found_by"], tuple(p["clients"])) for p in doc["proxies"]} == {
             (second.remoting_addr, "named", (client,)), (real_proxy.remoting_addr, "announced", (client,))}
+
+
+class _ActingClock(SystemClock):
+    """The host's clock, except that the doctor's wait between its two samples is spent doing ``act``
+    (what happens to the group meanwhile), however long that takes."""
+
+    def __init__(self, act: Callable[[], None]) -> None:
+        self.act: Callable[[], None] | None = act
+
+    async def sleep(self, seconds: float) -> None:
+        act, self.act = self.act, None
+        if act is None:
+            await asyncio.sleep(seconds)
+        else:
+            await asyncio.to_thread(act)
+
+
+def test_a_remoting_client_stopped_in_a_mixed_group_loses_the_messages_pop_passed_over_and_doctor_counts_them(
+    real_cluster: RealCluster, real_proxy: RealProxy, grpc_clients: GrpcClientsProcess,
+    scenario_clients: ScenarioClientsProcess, rmq_names: Callable[[str], str],
+) -> None:
+    # the reported incident: a remoting consumer on tagB and a gRPC push consumer on tagA in one group; the
+    # remoting consumer stops for about 45 s while both tags are produced, and after it restarts the tagB
+    # messages of that time are never delivered to anyone (POP moved the shared offsets past them)
+    topic, group = rmq_names("MixedLossTopic"), rmq_names("GMixedLoss")
+    create_normal_topic(real_cluster, topic, 2)
+    sc = scenario_clients
+    remoting = sc.start_consumer("remoting", group, {topic: "tagB"}, consume_from="LAST",
+                                 persist_offset_interval_ms=1000)
+    grpc_clients.start_push("grpc", group, {topic: "tagA"})
+    proxied = (real_proxy.remoting_addr,)
+
+    def both(holder: str) -> GroupView | None:
+        view = views(real_cluster, [group], proxied)[group]
+        held = [mq for mq in view.assignments().get(holder, ()) if mq.topic == topic]
+        return view if view.consumption == "mixed" and len(held) == 2 else None
+
+    grpc_clients.wait_until(lambda: both(remoting), timeout=120, interval=1.0,
+                            message="both clients listed, queues held")
+
+    def place(messages: list[dict[str, Any]]) -> set[tuple[int, int]]:
+        return {(int(m["queue_id"]), int(m["offset"])) for m in messages}
+
+    def got_b() -> set[tuple[int, int]]:
+        return {p for ms in sc.received().values() for p in place([m for m in ms if m.get("tag") == "tagB"])}
+
+    def acked() -> int:
+        return int(grpc_clients.counts()["grpc"]["acked"])
+
+    # both consume their tags, and the remoting client's commits settle
+    base = acked()
+    before_b = place(sc.produce(topic, "tagB", 8))
+    sc.produce(topic, "tagA", 8)
+    sc.wait_until(lambda: before_b <= got_b() and acked() >= base + 8, timeout=90, interval=1.0,
+                  message=lambda: f"both consumed: {len(got_b())} tagB, {grpc_clients.counts()}")
+    wait_stable(lambda: [(p.queue.queue_id, p.consumer_offset) for p in views(real_cluster, [group], proxied)[
+        group].progress if p.queue.topic == topic], duration=6.0, timeout=60, interval=1.0,
+                message="the shared offsets to settle")
+
+    passed_b: set[tuple[int, int]] = set()
+
+    def remoting_away() -> None:
+        # between the doctor's two samples: the remoting client stops, and for 45 s both tags are produced
+        sc.stop_consumer("remoting")
+        for _ in range(3):
+            passed_b.update(place(sc.produce(topic, "tagB", 4)))
+            sc.produce(topic, "tagA", 4)
+            time.sleep(15)
+
+        # POP hands the tagA messages out and moves the shared offsets past the tagB ones
+        def passed() -> bool:
+            view = views(real_cluster, [group], proxied)[group]
+            rows = [p for p in view.progress if p.queue.topic == topic]
+            return bool(rows) and all(p.known and p.consumer_offset == p.broker_offset for p in rows)
+
+        grpc_clients.wait_until(passed, timeout=60, interval=1.0, message="POP passed over the tagB messages")
+
+    async def doctor() -> Any:
+        async with open_source(Target(namesrv=real_cluster.namesrv_addr, proxy=real_proxy.remoting_addr)) as opened:
+            return await diagnose(opened.source, [group], interval=30, clock=_ActingClock(remoting_away))
+
+    found = {f.code: f for f in asyncio.run(doctor()).findings}
+    assert len(passed_b) == 12 and "MIXED_CONSUMPTION" in found, sorted(found)
+    evidence = found["MIXED_CONSUMPTION"].evidence
+    assert (evidence["left_clients"], evidence["remoting_clients"]) == ([remoting], [])
+
+    # the remoting consumer comes back (a new process of the same group) and consumes tagB from where POP left
+    # the offsets: a tagB message sent after it is back arrives, the ones sent while it was away never do
+    back = sc.start_consumer("back", group, {topic: "tagB"}, consume_from="LAST")
+    grpc_clients.wait_until(lambda: both(back), timeout=120, interval=1.0,
+                            message="the remoting consumer back, queues held")
+    after = place(sc.produce(topic, "tagB", 4))
+    sc.wait_until(lambda: after <= got_b(), timeout=90, interval=1.0, message="the messages sent after it came back")
+    never = passed_b - got_b()
+    # by the Java clients' own account: every tagB message sent while it was away is lost (nobody else wants
+    # tagB); rmqctl counted the same messages from its sample of the offsets POP passed over
+    assert never == passed_b, (sorted(never), sorted(passed_b))
+    assert evidence["lost_if_restarted"] == len(never), found["MIXED_CONSUMPTION"].detail
+    assert evidence["popped_past_client"] >= len(never)
+    assert f"at most {len(never)} are lost to it" in found["MIXED_CONSUMPTION"].detail

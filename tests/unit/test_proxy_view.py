@@ -256,6 +256,52 @@ def test_mixed_consumption_without_a_sample_says_the_tags_are_unknown() -> None:
     assert "by 20 messages" in f.detail
     assert "No message sample was read, so their tags are unknown." in f.detail
     assert "holder_wants" not in f.evidence["queues"][0]
+
+
+def left_view(*, sampled: bool) -> tuple[GroupView, GroupView]:
+    """:func:`mixed_view` as the previous sample, then the remoting client gone: the gRPC client alone pops,
+    and POP has moved queue 0's offset to 130 (past R's 100: offsets 100-129 alternate tagA, tagB, so 15 are
+    tagB) and queue 1's to 60 (past R's 50)."""
+    before = mixed_view(sampled=False)
+    grpc = next(c for c in before.connections if c.sdk == "grpc")
+    q0, q1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
+    rows = (QueueProgress(q0, 130, 130, None, 0), QueueProgress(q1, 60, 60, None, 0))
+    samples = {}
+    if sampled:
+        samples = {q: TagSample(q, start, end, tuple(SampledMessage(q, o, "tagA" if o % 2 == 0 else "tagB")
+                                                    for o in range(start, end)))
+                   for q, start, end in ((q0, 98, 130), (q1, 28, 60))}
+    now = GroupView(G, (grpc,), {}, {}, rows, consume_type="CONSUME_PASSIVELY", tag_samples=samples,
+                    sampled_at=before.sampled_at + 45_000)
+    return before, now
+
+
+def test_remoting_clients_gone_while_pop_goes_on_are_mixed_consumption_with_what_they_lost() -> None:
+    before, now = left_view(sampled=True)
+    assert now.consumption == "pop"
+    (f,) = [f for f in run_checks(now, before) if f.code == "MIXED_CONSUMPTION"]
+    remoting_id = "10.0.0.1@4242#1234567890"
+    assert f.title == f"The remoting clients of {G} left while gRPC (POP) clients pop its queues"
+    assert (f.evidence["left_clients"], f.evidence["remoting_clients"], f.evidence["grpc_clients"]) == (
+        [remoting_id], [], [GRPC_ID])
+    # queue 0: 30 passed over, 15 tagB; queue 1: 10 passed over, 5 tagB
+    assert (f.evidence["popped_past_client"], f.evidence["lost_if_restarted"]) == (40, 20)
+    assert [(q["queue_id"], q["client_offset"], q["consumer_offset"], q["holder_wants"])
+            for q in f.evidence["queues"]] == [(0, 100, 130, 15), (1, 50, 60, 5)]
+    assert (f"POP has moved the offsets past 40 messages on 2 queues (T@broker-a queue 0: {remoting_id}'s 100 -> "
+            f"130; T@broker-a queue 1: {remoting_id}'s 50 -> 60)") in f.detail
+    assert "20 messages of them match the subscription the remoting client had" in f.detail
+    assert "at most 20 are lost to it, fewer only by those it consumed itself" in f.detail
+    assert "Do not restart the remoting clients" in f.fix
+    # one sample alone shows nothing of the clients that left
+    assert "MIXED_CONSUMPTION" not in [f.code for f in run_checks(now)]
+
+
+def test_remoting_clients_gone_without_a_sample_give_only_a_bound() -> None:
+    before, now = left_view(sampled=False)
+    (f,) = [f for f in run_checks(now, before) if f.code == "MIXED_CONSUMPTION"]
+    assert (f.evidence["popped_past_client"], f.evidence["lost_if_restarted"]) == (40, None)
+    assert "up to 40 messages may be lost to it; how many it wanted is unknown" in f.detail
 def announcement(proxy_id: str, offset: int, stored_ms: int) -> Message:
     body = json.dumps({"heartbeatType": "REGISTER", "clientId": GRPC_ID, "group": G,
                        "localProxyId": proxy_id}).encode()
