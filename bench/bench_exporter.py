@@ -92,7 +92,7 @@ async def measure(served: dict[str, str], rounds: int, list_runs: int, advance: 
     collector = RoundCollector()
     server = MetricsServer(collector, "127.0.0.1", 0)
     server.start()
-    maker = RoundMaker(source, concurrency=16, stuck=StuckJudge(600_000))
+    maker = RoundMaker(source, concurrency=16, stuck=StuckJudge(600_000), own_heap=True)  # as run_exporter
     round_s, round_cpu, warm_s, scrape_s, rss, sizes = [], [], [], [], [], []
     try:
         async with httpx.AsyncClient(timeout=60) as http:

@@ -23,7 +23,7 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rmqctl import errors
 from rmqctl.backends import Backend
@@ -74,6 +74,9 @@ CONFIG_TABLE_TTL_S = 30.0
 ANNOUNCEMENTS_READ = 64
 #: store times of messages kept by (queue, offset) for the lag in seconds, at most
 STORE_TIMES_KEPT = 100_000
+#: seconds (by the clock) a topic's route read inside :meth:`ClusterService.sharing` serves later
+#: scopes: a topic's brokers and queue counts change only when someone changes them
+ROUTE_TTL_S = 300.0
 #: a proxy that announced itself longer ago than this (ms) is not looked for (a proxy with a
 #: client heartbeats every 10 s or so; one without announces nothing and is guessed from its host)
 ANNOUNCED_WITHIN_MS = 10 * 60_000
@@ -139,8 +142,11 @@ class ClusterService:
         #: reads of a broker's group configs on their way (address → the read): views that need
         #: the table at the same time wait for one read instead of each asking the broker
         self._config_reads: dict[str, asyncio.Future[Mapping[str, SubscriptionGroupConfig]]] = {}
-        #: while :meth:`sharing` is open, the cluster read every view shares (None: not open)
-        self._shared: dict[str, asyncio.Future[ClusterInfo]] | None = None
+        #: while :meth:`sharing` is open, the reads every view shares, by what they read (the
+        #: cluster; each broker's offset table by address) (None: not open)
+        self._shared: dict[str, asyncio.Future[Any]] | None = None
+        #: routes read inside :meth:`sharing` (topic → when read, by the clock, and the route)
+        self._routes_kept: dict[str, tuple[float, TopicRoute]] = {}
         #: (queue, offset) → store time (epoch ms) of the message there, which never changes:
         #: the lag in seconds of a backlog that did not move is not read again (bounded, oldest out)
         self._store_times: OrderedDict[tuple[MessageQueue, int], int] = OrderedDict()
@@ -168,15 +174,21 @@ class ClusterService:
 
     @contextlib.contextmanager
     def sharing(self) -> Iterator[None]:
-        """While open, the cluster (its brokers and masters) is read once and shared by every
-        read that needs it: a round over thousands of groups asks the name server once, not once
-        per view. A read that fails is not shared (the next one asks again)."""
+        """While open, reads that every view repeats are made once and shared: the cluster (its
+        brokers and masters; a read that fails is not shared, the next one asks again) and each
+        broker's offset table (the topics every group committed; where it fails, each group asks
+        for its own). A round over thousands of groups then asks the name server once, not once
+        per view. Topic routes read inside serve every scope of the next :data:`ROUTE_TTL_S`
+        seconds; outside a scope every read asks."""
         outer = self._shared
         self._shared = {} if outer is None else outer
         try:
             yield
         finally:
             self._shared = outer
+            if outer is None:
+                now = self._clock.now()
+                self._routes_kept = {t: kept for t, kept in self._routes_kept.items() if now - kept[0] < ROUTE_TTL_S}
 
     async def cluster(self) -> ClusterInfo:
         shared = self._shared
@@ -780,7 +792,23 @@ class ClusterService:
         (``offset_topics:<broker>``: its left-behind topics are not known)."""
         if not wanted or not self.backend.capabilities.lists_group_topics:
             return {}, {}
-        found, failures = await self._fan_out(masters, lambda addr: self.backend.topics_by_consumer(addr, group))
+        shared = self._shared
+
+        async def one(addr: str) -> list[str]:
+            if shared is not None and self.backend.capabilities.reads_offset_table:
+                # inside a round of many groups, each broker's whole offset table is read once
+                read = shared.get(f"offset_topics:{addr}")
+                if read is None or read.get_loop() is not asyncio.get_running_loop():
+                    read = shared[f"offset_topics:{addr}"] = asyncio.ensure_future(self.backend.offset_topics(addr))
+                try:
+                    table: Mapping[str, frozenset[str]] = await asyncio.shield(read)
+                except errors.RmqctlError:
+                    pass  # the group's own read says what the broker answers
+                else:
+                    return sorted(table.get(group, ()))
+            return await self.backend.topics_by_consumer(addr, group)
+
+        found, failures = await self._fan_out(masters, one)
         return found, {f"offset_topics:{b}": e for b, e in failures.items()}
 
     async def _connections(
@@ -807,11 +835,23 @@ class ClusterService:
 
     async def _routes(self, topics: Sequence[str]) -> dict[str, TopicRoute | errors.RmqctlError]:
         """Each topic's route, or the error that says why there is none."""
-        found, failures = await self._fan_out({t: t for t in topics}, self.backend.topic_route)
+        read = self.backend.topic_route if self._shared is None else self._kept_route
+        found, failures = await self._fan_out({t: t for t in topics}, read)
         routes: dict[str, TopicRoute | errors.RmqctlError] = {}
         for topic in topics:
             routes[topic] = found[topic] if topic in found else failures[topic]
         return routes
+
+    async def _kept_route(self, topic: str) -> TopicRoute:
+        """``topic``'s route as read inside a sharing scope less than :data:`ROUTE_TTL_S` ago, else
+        read now (a topic without a route is asked again every time)."""
+        now = self._clock.now()
+        kept = self._routes_kept.get(topic)
+        if kept is not None and now - kept[0] < ROUTE_TTL_S:
+            return kept[1]
+        route = await self.backend.topic_route(topic)
+        self._routes_kept[topic] = (now, route)
+        return route
 
     async def _dlq_offsets(
         self, dlq_topic: str

@@ -136,7 +136,10 @@ class RoundCollector(Collector):
     def collect_round(self) -> Iterator[Metric]:
         """The series of the last complete round: the same until the next round is published, so
         the metrics endpoint encodes them once per round and format."""
-        rnd = self._round
+        yield from self.round_metrics(self._round)
+
+    def round_metrics(self, rnd: RoundResult | None) -> Iterator[Metric]:
+        """The series of ``rnd`` (none for no round)."""
         if rnd is None:
             return
         budget = _Budget(self.options.max_queue_series)
@@ -349,33 +352,59 @@ _EOF = b"# EOF\n"
 
 
 class CachedExposition:
-    """The collector's metrics for a scrape: the round's series encoded once per round and format
-    (a scrape of thousands of groups then costs a copy), the exporter's own series every time."""
+    """The collector's metrics for a scrape: the round's series built once per round and encoded
+    once per round and format (a scrape of thousands of groups then costs a copy), the exporter's
+    own series every time.
+
+    :meth:`warm` encodes a new round ahead of the scrapes in the formats scrapers asked for so far
+    (both before the first scrape): a Prometheus server asks for one, so the round is not encoded
+    in a format nobody reads; a scrape in a format not asked for before encodes it then, once."""
 
     def __init__(self, collector: RoundCollector) -> None:
         self.collector = collector
         self._self = CollectorRegistry(auto_describe=False)
         self._self.register(_Part(collector.collect_self))
-        self._round = CollectorRegistry(auto_describe=False)
-        self._round.register(_Part(collector.collect_round))
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[object, bytes]] = {}
+        self._cache: dict[str, tuple[RoundResult | None, bytes]] = {}
+        #: the round's metric families, built once for every format (round, families)
+        self._built: tuple[RoundResult | None, list[Metric]] | None = None
+        #: content type → an Accept header asking for it, for every format scraped so far
+        self._asked: dict[str, str | None] = {}
+
+    def _families(self, current: RoundResult | None) -> list[Metric]:
+        if self._built is None or self._built[0] is not current:
+            self._built = (current, list(self.collector.round_metrics(current)))
+        return self._built[1]
+
+    def _encoded(self, accept: str | None, current: RoundResult | None) -> tuple[bytes, str]:
+        """The round's series in ``accept``'s format (under the lock)."""
+        encoder, content_type = choose_encoder(accept or "")
+        cached = self._cache.get(content_type)
+        if cached is None or cached[0] is not current:
+            families = self._families(current)
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(_Part(lambda: iter(families)))
+            cached = (current, encoder(registry))
+            self._cache[content_type] = cached
+        return cached[1], content_type
 
     def warm(self) -> None:
-        """Encode the current round in both formats now (the exporter calls it off the event loop
-        after publishing a round, so that no scrape pays for the encoding)."""
-        for accept in (None, "application/openmetrics-text; version=1.0.0"):
-            self.render(accept)
+        """Encode the current round now (the exporter calls it off the event loop after publishing
+        a round, so that no scrape pays for the encoding)."""
+        current = self.collector.current
+        with self._lock:
+            asked = list(self._asked.values()) or [None, "application/openmetrics-text; version=1.0.0"]
+            for accept in asked:
+                self._encoded(accept, current)
+            self._built = None  # every format asked for is encoded: the families are not kept
 
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
         encoder, content_type = choose_encoder(accept or "")
         current = self.collector.current
         with self._lock:
-            cached = self._cache.get(content_type)
-            if cached is None or cached[0] is not current:
-                cached = (current, encoder(self._round))
-                self._cache[content_type] = cached
+            self._asked.setdefault(content_type, accept)
+            body, _ = self._encoded(accept, current)
         head = encoder(self._self)
         if head.endswith(_EOF):  # OpenMetrics: one "# EOF", at the very end
             head = head[: -len(_EOF)]
-        return head + cached[1], content_type
+        return head + body, content_type

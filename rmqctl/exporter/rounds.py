@@ -109,23 +109,54 @@ def _rates(before: GroupView | None, after: GroupView) -> tuple[dict[MessageQueu
     return consume, produce
 
 
-@contextlib.contextmanager
-def _collector_held() -> Iterator[None]:
-    """Hold the cyclic garbage collector off while a round reads, and run one pass over what the
-    round allocated at its end. A round decodes thousands of answers into objects that all
-    survive it (the views); with the collector on, every few hundred of them set off a pass, and
-    the passes of the older generations walk the previous round's views and the stuck window
-    again and again: seconds of a round at 2,000 groups. The round's garbage without cycles is
-    freed as it goes; what has cycles (a failed read's traceback) waits for the pass at the end."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-        gc.collect(1)
+#: with ``own_heap``, every this many rounds the frozen objects are thawed and collected in full
+FULL_COLLECTION_EVERY = 100
+
+
+class _Heap:
+    """How a round treats the cyclic garbage collector.
+
+    A round decodes thousands of answers into objects that all survive it (the views); with the
+    collector on, every few hundred of them set off a pass, and the passes over the older
+    generations walk the previous round's views and the stuck window again and again: seconds of
+    a round at 2,000 groups. So the collector is held off while a round reads, and one pass over
+    what the round allocated runs at its end (garbage without cycles is freed as it goes; what
+    has cycles, such as a failed read's traceback, waits for that pass).
+
+    With ``own_heap`` (the process is the exporter's: ``rmqctl exporter``, the bench), what the
+    round leaves alive is then frozen out of the collector's passes (:func:`gc.freeze`), so the
+    encoding and the scrapes between rounds never walk it either; frozen objects are still freed
+    when the next round replaces them. Cyclic garbage among them waits for the full collection
+    every :data:`FULL_COLLECTION_EVERY` rounds, which bounds it.
+    """
+
+    def __init__(self, own_heap: bool) -> None:
+        self.own_heap = own_heap
+        self.rounds = 0
+
+    @contextlib.contextmanager
+    def round(self) -> Iterator[None]:
+        if not gc.isenabled():
+            yield
+            return
+        gc.disable()
+        try:
+            yield
+        finally:
+            gc.enable()
+            self.rounds += 1
+            if self.own_heap and self.rounds % FULL_COLLECTION_EVERY == 0:
+                gc.unfreeze()
+                gc.collect()
+            else:
+                gc.collect(1)
+            if self.own_heap:
+                gc.freeze()
+
+    def release(self) -> None:
+        """Hand what the rounds froze back to the collector (when the exporter stops)."""
+        if self.own_heap and self.rounds:
+            gc.unfreeze()
 
 
 class RoundMaker:
@@ -133,8 +164,11 @@ class RoundMaker:
 
     def __init__(self, source: ClusterSource, groups: Sequence[str] | None = None, *,
                  concurrency: int = DEFAULT_CONCURRENCY, lag_time: bool = True, sample_tags: bool = True,
-                 stuck: StuckJudge | None = None) -> None:
+                 stuck: StuckJudge | None = None, own_heap: bool = False) -> None:
         self.source = source
+        #: the collector held off while a round reads; with ``own_heap`` (a process of its own),
+        #: each round's survivors frozen out of its passes (:class:`_Heap`)
+        self.heap = _Heap(own_heap)
         # with sampling on, each POP group's newest retry copies come with the round (bounded per
         # retry queue), so REPEATED_REDELIVERY is evaluated as the doctor evaluates it
         self.watcher = Watcher(source, groups, interval=1.0, concurrency=concurrency, retry_copies=sample_tags)
@@ -178,7 +212,7 @@ class RoundMaker:
     async def take(self) -> RoundResult:
         """Poll once and build the round's result."""
         started = time.perf_counter()
-        with _collector_held():
+        with self.heap.round():
             with self.source.sharing():
                 await self._broker_names()
                 rnd = await self.watcher.poll()

@@ -229,7 +229,8 @@ async def run_exporter(
         raise errors.UsageError(f"the exporter interval must be positive, not {options.interval}")
     collector = collector or RoundCollector(options.metrics)
     maker = RoundMaker(opened.source, groups, concurrency=options.concurrency, lag_time=options.lag_time,
-                       sample_tags=options.sample_tags, stuck=StuckJudge(int(options.stuck_window * 1000)))
+                       sample_tags=options.sample_tags, stuck=StuckJudge(int(options.stuck_window * 1000)),
+                       own_heap=True)
     sink: SnapshotSink | None = None
     if options.snapshots is not None:
         from rmqctl.snapshot.export import SnapshotSink
@@ -283,6 +284,7 @@ async def run_exporter(
                 if options.once:
                     break
     finally:
+        maker.heap.release()
         if server is not None:
             server.close()
         if sink is not None:

@@ -1,6 +1,7 @@
 """What one exporter round reads, counted over a fake back end of two brokers: the cluster once
 per round (not once per group), each broker's table of group configs once however many views
-want it at the same time, and the store time of a backlog's oldest message once per queue and
+want it at the same time, each broker's offset table once (not each group's topics), a topic's
+route once in five minutes, and the store time of a backlog's oldest message once per queue and
 offset over all rounds; and the collector's passes held off while a round reads."""
 
 from __future__ import annotations
@@ -9,15 +10,17 @@ import asyncio
 import dataclasses
 import gc
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
 
 from rmqctl import errors
+from rmqctl.backends import Capabilities
 from rmqctl.exporter import RoundMaker
-from rmqctl.model import ClusterInfo, GroupView, SampledMessage, SubscriptionGroupConfig
-from rmqctl.service import ClusterService
-from tests.fake_source import FakeSource
-from tests.unit.test_service import A, B, FakeClock, TwoBrokers
+from rmqctl.model import ClusterInfo, GroupView, SampledMessage, SubscriptionGroupConfig, TopicRoute
+from rmqctl.service import ROUTE_TTL_S, ClusterService
+from tests.fake_source import FakeClock, FakeSource
+from tests.unit.test_service import A, B, TwoBrokers
 
 GROUPS = [f"g{n:02}" for n in range(24)]
 STORED_AT = 1_704_067_000_000
@@ -28,7 +31,7 @@ class Counted(TwoBrokers):
     and a message read back carries its store time."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(Capabilities(lists_group_topics=True, reads_offset_table=True))
         self.configs = {A: {g: SubscriptionGroupConfig(g) for g in GROUPS},
                         B: {g: SubscriptionGroupConfig(g) for g in GROUPS}}
         self.cluster_fails = 0
@@ -39,6 +42,18 @@ class Counted(TwoBrokers):
             self.cluster_fails -= 1
             raise errors.ConnectionError("name server down")
         return await super().cluster_info()
+
+    async def topic_route(self, topic: str) -> TopicRoute:
+        self.calls.append("topic_route")
+        return await super().topic_route(topic)
+
+    async def topics_by_consumer(self, address: str, group: str) -> list[str]:
+        self._read("topics_by_consumer", address)
+        return ["T"]
+
+    async def offset_topics(self, address: str) -> dict[str, frozenset[str]]:
+        self._read("offset_topics", address)
+        return {g: frozenset({"T"}) for g in GROUPS}
 
     async def subscription_groups(self, address: str) -> dict[str, SubscriptionGroupConfig]:
         found = await super().subscription_groups(address)
@@ -56,20 +71,25 @@ def test_a_round_reads_the_cluster_once_and_each_brokers_group_configs_once() ->
     clock = FakeClock()
     maker = RoundMaker(ClusterService(backend, clock), GROUPS, concurrency=16)
 
-    async def rounds() -> list[Counter[str]]:
+    async def rounds(advance: float) -> list[Counter[str]]:
         counted = []
-        for _ in range(2):
+        for _ in range(3):
             backend.calls.clear()
             result = await maker.take()
             assert sorted(result.groups) == GROUPS and not result.failed_groups
             counted.append(Counter(backend.calls))
-            clock.advance(30)  # the configs are read again after their 30 s
+            clock.advance(advance)  # the configs are read again after their 30 s
         return counted
 
-    for calls in asyncio.run(rounds()):
+    for calls in asyncio.run(rounds(30)):
         assert calls["cluster_info"] == 1
         assert calls["subscription_groups"] == 2
+        assert calls["offset_topics"] == 2 and calls["topics_by_consumer"] == 0
         assert calls["consumer_connection"] == 2 * len(GROUPS)  # live state: every group, every round
+        assert calls["consume_stats"] == 2 * len(GROUPS)
+    first, *later = asyncio.run(rounds(ROUTE_TTL_S))
+    assert first["topic_route"] == len(GROUPS)  # T was read in the rounds above: only the DLQs' are asked
+    assert all(calls["topic_route"] > len(GROUPS) for calls in later)  # T's route again, five minutes on
 
 
 def test_a_shared_cluster_read_that_failed_is_asked_again() -> None:
@@ -122,3 +142,37 @@ def test_the_collector_is_held_while_a_round_reads_and_back_after() -> None:
     asyncio.run(RoundMaker(Watching(views={"g": partial_view()}), ["g"]).take())
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_a_round_is_built_once_and_encoded_only_in_the_formats_scraped() -> None:
+    from prometheus_client.metrics_core import Metric
+
+    from rmqctl.exporter import RoundCollector, RoundResult
+    from rmqctl.exporter.metrics import CachedExposition
+    from tests.exporter.test_metrics import partial_view
+
+    builds: list[int] = []
+
+    class Counting(RoundCollector):
+        def round_metrics(self, rnd: RoundResult | None) -> Iterator[Metric]:
+            builds.append(rnd.number if rnd is not None else 0)
+            return super().round_metrics(rnd)
+
+    maker = RoundMaker(FakeSource(views={"g": partial_view()}), ["g"])
+    collector = Counting()
+    cached = CachedExposition(collector)
+    om = "application/openmetrics-text; version=1.0.0"
+    collector.publish(asyncio.run(maker.take()))
+    cached.warm()  # before any scrape: both formats, from one build
+    assert builds == [1]
+    assert b"rmqctl_group_up" in cached.render(om)[0] and b"rmqctl_group_up" in cached.render(None)[0]
+    assert builds == [1]
+
+    fresh = CachedExposition(collector)
+    fresh.render(om)
+    collector.publish(asyncio.run(maker.take()))
+    fresh.warm()  # only OpenMetrics was asked for
+    assert builds == [1, 1, 2]
+    assert [content_type.split(";")[0] for content_type in fresh._cache] == ["application/openmetrics-text"]
+    fresh.render(None)  # a format not asked before: encoded on its first scrape
+    assert builds == [1, 1, 2, 2]
