@@ -109,6 +109,8 @@ def _kind(value: Any) -> str:
 
 
 def _obj(value: Any, what: str) -> Mapping[Any, Any]:
+    if type(value) is dict:  # what the decoder gives: checked first
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -129,6 +131,8 @@ def _objects(value: Any, what: str) -> list[Mapping[Any, Any]]:
 
 
 def _int(value: Any, what: str, default: int = 0) -> int:
+    if type(value) is int:  # nearly always: checked first
+        return value
     if value is None:
         return default
     if isinstance(value, bool):
@@ -159,6 +163,8 @@ def _int(value: Any, what: str, default: int = 0) -> int:
 
 
 def _float(value: Any, what: str) -> float:
+    if type(value) is float and math.isfinite(value):  # nearly always: checked first
+        return value
     if value is None:
         return 0.0
     if isinstance(value, (bool, int, float)) or (isinstance(value, str) and len(value) <= 40):
@@ -172,6 +178,8 @@ def _float(value: Any, what: str) -> float:
 
 
 def _bool(value: Any, what: str, default: bool = False) -> bool:
+    if value is True or value is False:
+        return value
     if value is None:
         return default
     if isinstance(value, bool):
@@ -182,6 +190,8 @@ def _bool(value: Any, what: str, default: bool = False) -> bool:
 
 
 def _str(value: Any, what: str, default: str = "") -> str:
+    if type(value) is str:  # nearly always: checked first
+        return value
     if value is None:
         return default
     if isinstance(value, str):
@@ -209,6 +219,12 @@ def parse_body(body: bytes, what: str) -> Mapping[Any, Any]:
 
 def message_queue(key: Any) -> MessageQueue:
     """A ``MessageQueue`` map key (object literal or its JSON-string form)."""
+    if type(key) is fastjson.ObjectKey and len(key) == 3:
+        # the key as brokers write it: its three fields, sorted by name, of the right types
+        (n0, broker), (n1, queue_id), (n2, topic) = key
+        if (n0 == "brokerName" and n1 == "queueId" and n2 == "topic" and type(broker) is str
+                and type(queue_id) is int and type(topic) is str):
+            return MessageQueue(topic, broker, queue_id)
     if isinstance(key, str) and key.startswith("{"):
         # BrowserCompatible output writes the object key as a JSON string of the object.
         key = fastjson.loads(key)
@@ -503,21 +519,19 @@ def encode_broker_consume_stats(broker_addr: str,
 
 
 def process_queue_info(data: Mapping[str, Any]) -> ProcessQueueInfo:
-    def num(name: str) -> int:
-        return _int(data.get(name), "ProcessQueueInfo." + name)
-
+    get = data.get
     return ProcessQueueInfo(
-        commit_offset=num("commitOffset"),
-        cached_msg_count=num("cachedMsgCount"),
-        cached_msg_min_offset=num("cachedMsgMinOffset"),
-        cached_msg_max_offset=num("cachedMsgMaxOffset"),
-        cached_msg_size_mib=num("cachedMsgSizeInMiB"),
-        locked=_bool(data.get("locked"), "ProcessQueueInfo.locked"),
-        dropped=_bool(data.get("droped", data.get("dropped")), "ProcessQueueInfo.droped"),
-        try_unlock_times=num("tryUnlockTimes"),
-        last_lock_timestamp=num("lastLockTimestamp"),
-        last_pull_timestamp=num("lastPullTimestamp"),
-        last_consume_timestamp=num("lastConsumeTimestamp"),
+        commit_offset=_int(get("commitOffset"), "ProcessQueueInfo.commitOffset"),
+        cached_msg_count=_int(get("cachedMsgCount"), "ProcessQueueInfo.cachedMsgCount"),
+        cached_msg_min_offset=_int(get("cachedMsgMinOffset"), "ProcessQueueInfo.cachedMsgMinOffset"),
+        cached_msg_max_offset=_int(get("cachedMsgMaxOffset"), "ProcessQueueInfo.cachedMsgMaxOffset"),
+        cached_msg_size_mib=_int(get("cachedMsgSizeInMiB"), "ProcessQueueInfo.cachedMsgSizeInMiB"),
+        locked=_bool(get("locked"), "ProcessQueueInfo.locked"),
+        dropped=_bool(get("droped", get("dropped")), "ProcessQueueInfo.droped"),
+        try_unlock_times=_int(get("tryUnlockTimes"), "ProcessQueueInfo.tryUnlockTimes"),
+        last_lock_timestamp=_int(get("lastLockTimestamp"), "ProcessQueueInfo.lastLockTimestamp"),
+        last_pull_timestamp=_int(get("lastPullTimestamp"), "ProcessQueueInfo.lastPullTimestamp"),
+        last_consume_timestamp=_int(get("lastConsumeTimestamp"), "ProcessQueueInfo.lastConsumeTimestamp"),
     )
 
 
@@ -533,8 +547,10 @@ def encode_process_queue_info(pq: ProcessQueueInfo) -> str:
 
 def consumer_running_info(client_id: str, body: bytes) -> ConsumerRunningInfo:
     data = parse_body(body, "ConsumerRunningInfo")
-    props = {_str(k, "properties key"): _str(v, "properties")
-             for k, v in _obj(data.get("properties"), "properties").items()}
+    raw_props = _obj(data.get("properties"), "properties")
+    props: dict[str, str] = dict(raw_props)
+    if not all(type(k) is str and type(v) is str for k, v in props.items()):
+        props = {_str(k, "properties key"): _str(v, "properties") for k, v in raw_props.items()}
     subs = tuple(
         sorted(
             (subscription(s) for s in _objects(data.get("subscriptionSet"), "subscriptionSet")),

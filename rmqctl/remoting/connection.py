@@ -289,7 +289,12 @@ class ConnectionPool:
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def get(self, address: str) -> Connection:
-        lock = self._locks.setdefault(address, asyncio.Lock())
+        conn = self._conns.get(address)
+        if conn is not None and conn.usable:
+            return conn  # the common case: no lock to take
+        lock = self._locks.get(address)
+        if lock is None:
+            lock = self._locks[address] = asyncio.Lock()
         async with lock:
             conn = self._conns.get(address)
             if conn is not None and conn.usable:

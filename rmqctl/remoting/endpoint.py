@@ -156,8 +156,7 @@ class Endpoint:
         if self.closed:
             raise errors.ConnectionLost(f"connection to {self.peer} is closed")
         opaque = self.next_opaque()
-        cmd = replace(cmd, opaque=opaque, flag=cmd.flag & ~(FLAG_RESPONSE | FLAG_ONEWAY))
-        data = frame.encode(cmd)
+        data = frame.encode_request(cmd, opaque)
         future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._pending[opaque] = future
         try:

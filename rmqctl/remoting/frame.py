@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from json import encoder as _json_encoder
 
 from rmqctl.errors import ProtocolError
 
@@ -112,12 +114,41 @@ _PLAIN_HEADER = ('{"code":%d,"flag":%d,"language":"%s","opaque":%d,'
 _PLAIN_LANGUAGES = frozenset(LANGUAGES)
 
 
+#: the JSON header of any command whose numbers are ints and whose fields and remark are text,
+#: as ``json.dumps`` writes it (``extFields`` and ``remark`` go in the two ``%s``, or nothing)
+_TEXT_HEADER = ('{"code":%s%s,"flag":%s,"language":%s,"opaque":%s%s,'
+                '"serializeTypeCurrentRPC":"JSON","version":%s}')
+#: ``json.dumps(header, separators=(",", ":"), ensure_ascii=False)`` without building an
+#: encoder per call
+_HEADER_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_encode_text: Callable[[str], str] = _json_encoder.encode_basestring
+
+
+def _json_int(value: object) -> str | None:
+    """What ``json.dumps`` writes for an int (or an int subclass such as a request code's enum);
+    None for anything else (a bool is not written as a number)."""
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        return int.__repr__(value)
+    return None
+
+
 def _json_header(cmd: RemotingCommand) -> bytes:
     # Alphabetical keys and no spaces, like fastjson; null remark/extFields are omitted.
     if (not cmd.ext_fields and cmd.remark is None and cmd.language in _PLAIN_LANGUAGES
             and type(cmd.code) is int and type(cmd.flag) is int and type(cmd.opaque) is int
             and type(cmd.version) is int):
         return (_PLAIN_HEADER % (cmd.code, cmd.flag, cmd.language, cmd.opaque, cmd.version)).encode("ascii")
+    numbers = (_json_int(cmd.code), _json_int(cmd.flag), _json_int(cmd.opaque), _json_int(cmd.version))
+    ext, remark, language = cmd.ext_fields, cmd.remark, cmd.language
+    if (None not in numbers and type(language) is str and (remark is None or type(remark) is str)
+            and type(ext) is dict and all(type(k) is str and type(v) is str for k, v in ext.items())):
+        # what json.dumps writes below, filled in without building a dict and an encoder
+        code, flag, opaque, version = numbers
+        fields = (',"extFields":{' + ",".join([_encode_text(k) + ":" + _encode_text(v) for k, v in ext.items()])
+                  + "}") if ext else ""
+        remark_text = "" if remark is None else ',"remark":' + _encode_text(remark)
+        return (_TEXT_HEADER % (code, fields, flag, _encode_text(language), opaque, remark_text,
+                                version)).encode("utf-8")
     header: dict[str, object] = {"code": cmd.code}
     if cmd.ext_fields:
         header["extFields"] = cmd.ext_fields
@@ -128,7 +159,7 @@ def _json_header(cmd: RemotingCommand) -> bytes:
         header["remark"] = cmd.remark
     header["serializeTypeCurrentRPC"] = "JSON"
     header["version"] = cmd.version
-    return json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _HEADER_ENCODER.encode(header).encode("utf-8")
 
 
 def _binary_header(cmd: RemotingCommand) -> bytes:
@@ -145,6 +176,30 @@ def _binary_header(cmd: RemotingCommand) -> bytes:
         ext += struct.pack(">h", len(kb)) + kb + _LENGTH.pack(len(vb)) + vb
     parts.append(_LENGTH.pack(len(ext)) + bytes(ext))
     return b"".join(parts)
+
+
+def encode_request(cmd: RemotingCommand, opaque: int) -> bytes:
+    """:func:`encode` of ``cmd`` as a request under ``opaque`` (the response and oneway flags
+    cleared), without building the changed command first."""
+    flag = cmd.flag & ~(FLAG_RESPONSE | FLAG_ONEWAY)
+    if cmd.serialize_type == SERIALIZE_JSON and type(opaque) is int and type(flag) is int:
+        header = _json_header(_Retagged(cmd, opaque, flag))  # type: ignore[arg-type]
+        length = 4 + len(header) + len(cmd.body)
+        if length > MAX_FRAME_LENGTH:
+            raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME_LENGTH}-byte limit")
+        return _LENGTH.pack(length) + _LENGTH.pack(len(header)) + header + cmd.body
+    return encode(replace(cmd, opaque=opaque, flag=flag))
+
+
+class _Retagged:
+    """The fields of a command that :func:`_json_header` reads, with another opaque and flag."""
+
+    __slots__ = ("code", "flag", "language", "opaque", "version", "remark", "ext_fields")
+
+    def __init__(self, cmd: RemotingCommand, opaque: int, flag: int) -> None:
+        self.code, self.language, self.version = cmd.code, cmd.language, cmd.version
+        self.remark, self.ext_fields = cmd.remark, cmd.ext_fields
+        self.opaque, self.flag = opaque, flag
 
 
 def encode(cmd: RemotingCommand) -> bytes:
@@ -198,12 +253,28 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not allowed")
 
 
+#: A header with no fields and no remark, as brokers (fastjson, keys in order) and the emulator
+#: write most responses: read without the JSON parser. Numbers of at most ten digits without
+#: leading zeros, as JSON writes them; anything else takes the general path below.
+_PLAIN_HEADER_RE = re.compile(
+    rb'\{"code":(-?(?:0|[1-9][0-9]{0,9})),"flag":(-?(?:0|[1-9][0-9]{0,9})),"language":"([A-Z_]{1,16})",'
+    rb'"opaque":(-?(?:0|[1-9][0-9]{0,9})),"serializeTypeCurrentRPC":"JSON","version":(-?(?:0|[1-9][0-9]{0,9}))\}')
+#: ``json.loads(text, parse_constant=...)`` without building a decoder per call
+_HEADER_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _decode_json_header(raw: bytes, body: bytes) -> RemotingCommand:
+    plain = _PLAIN_HEADER_RE.fullmatch(raw)
+    if plain is not None:
+        code, flag, opaque, version = (int(plain[1]), int(plain[2]), int(plain[4]), int(plain[5]))
+        if _INT32[0] <= min(code, flag, opaque, version) and max(code, flag, opaque, version) <= _INT32[1]:
+            return RemotingCommand(code, opaque, flag, plain[3].decode("ascii"), version, None, {}, body,
+                                   SERIALIZE_JSON)
     if raw.count(b"[") + raw.count(b"{") > MAX_HEADER_DEPTH:
         # A real header nests two levels (extFields); deeper input is an attack on the parser.
         raise ProtocolError("frame header nests too deeply", raw)
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        data = _HEADER_DECODER.decode(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProtocolError(f"frame header is not valid JSON: {exc}", raw) from exc
     if not isinstance(data, dict):
