@@ -53,6 +53,9 @@ _WS_CHARS = (" ", "\t", "\n", "\r")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _NON_FINITE = ("NaN", "Infinity", "-Infinity")
+#: an object whose first key is an object, an array or a number: the C decoder cannot read it
+#: (it would fail at once, and its error costs more than the walk)
+_KEYED = re.compile(r"\{[ \t\n\r]*[-0-9{\[]")
 _INT_KEY = re.compile(r"(-?(?:0|[1-9][0-9]{0,18})):")
 _IDENT = re.compile(r"-?[A-Za-z_$][A-Za-z0-9_$]*")
 
@@ -148,7 +151,8 @@ class _Parser:
             raise self.fail("unexpected end of body")
         ch = self.text[self.pos]
         if ch == "{" or ch == "[":
-            if self.budget > 0 and self.depth + 1 not in self.walked:
+            if (self.budget > 0 and self.depth + 1 not in self.walked
+                    and not (ch == "{" and _KEYED.match(self.text, self.pos))):
                 start = self.pos
                 try:
                     value, self.pos = _scan_once(self.text, start)
@@ -284,8 +288,9 @@ class _Parser:
                         break
                     key, end = int(number.group(1)), number.end() - 1
                 start = end + 1
-                if self.depth + 1 in self.walked and text.startswith(("{", "["), start):
-                    # a container at a level where one held what the C decoder cannot read
+                if (self.depth + 1 in self.walked and text.startswith(("{", "["), start)) or _KEYED.match(text, start):
+                    # a container at a level where one held what the C decoder cannot read, or
+                    # one that opens with a key it cannot read
                     self.pos = start
                     value = self.obj() if text.startswith("{", start) else self.arr()
                     end = self.pos
@@ -332,7 +337,13 @@ class _Parser:
             raise self.fail("expected ',' or ']'")
 
     def document(self) -> Any:
-        result = self.value()
+        self.skip_ws()
+        if self.text.startswith("{", self.pos) and "{{" in self.text:
+            # an object key somewhere (a MessageQueue, as a rule): the C decoder would give up on
+            # the whole body, so its top level is walked here, each value read at C speed
+            result: Any = self.obj()
+        else:
+            result = self.value()
         self.skip_ws()
         if self.pos != len(self.text):
             raise self.fail("trailing data after the document")
