@@ -392,7 +392,26 @@ def _loads(text: str) -> Any:
 
 def _check_nesting(document: Any, text: str) -> None:
     """What the C decoder read nests as deep as the interpreter lets it; hold the result to
-    :data:`MAX_DEPTH` (the walk visits each container once, without recursion)."""
+    :data:`MAX_DEPTH` (the walk visits each container once, without recursion).
+
+    The brackets of the text outside its strings nest at least as deep as the document (a map
+    key that is an object is not a container of the document): when they stay within the
+    limit, the document does, and the walk (which costs more than the parse of a large body
+    of many small objects) is not needed. A text with escapes is walked."""
+    # the text parsed, so its strings are well formed: with no escape in it, its quotes pair
+    # up in turn, and every other piece between them is outside a string
+    marks = text.translate(_MARKS)
+    if "\\" not in marks:
+        depth = deepest = 0
+        for bracket in "".join(marks.split('"')[0::2]):
+            if bracket == "[" or bracket == "{":
+                depth += 1
+                if depth > deepest:
+                    deepest = depth
+            else:
+                depth -= 1
+        if deepest <= MAX_DEPTH:
+            return
     stack: list[tuple[Any, int]] = [(document, 1)]
     while stack:
         value, depth = stack.pop()
@@ -407,6 +426,10 @@ def _check_nesting(document: Any, text: str) -> None:
                                 text.encode("utf-8", "replace"))
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
 
+
+#: what str.translate leaves of a JSON text to tell its brackets outside strings: quotes,
+#: backslashes and brackets (and characters beyond ASCII, which only strings hold)
+_MARKS = {c: None for c in range(128) if chr(c) not in '"\\[]{}'}
 
 #: The C decoder's value scanner, with the dialect's rules for numbers.
 _scan_once = json.JSONDecoder(  # type: ignore[attr-defined]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmqctl.errors import ProtocolError
 from rmqctl.model import MessageQueue
@@ -140,3 +142,20 @@ def test_fast_and_tolerant_paths_agree_and_strings_are_never_rewritten() -> None
         assert fastjson.loads(text) == _Parser(text).document(), text
     assert fastjson.loads(texts[1])["remark"] == 'a,{0:1} and ,{"x":1}:'
     assert fastjson.loads(texts[1])["m"] == {1: "{2:3}"}
+
+
+@given(depth=st.integers(500, 530), in_strings=st.integers(0, 700),
+       escaped=st.booleans(), keyed=st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_a_body_is_refused_exactly_when_it_nests_deeper_than_the_limit(
+        depth: int, in_strings: int, escaped: bool, keyed: bool) -> None:
+    """Brackets inside strings (escaped or not) never count; containers do, however many."""
+    from rmqctl.remoting.fastjson import MAX_DEPTH
+
+    text = '{"s":"' + ('\\"' if escaped else "") + "[{" * in_strings + '","d":' + "[" * (depth - 1) + "]" * (depth - 1)
+    text += ',"m":{{"brokerName":"b","queueId":0,"topic":"T"}:1}}' if keyed else "}"
+    if depth > MAX_DEPTH:
+        with pytest.raises(ProtocolError, match="deeper"):
+            fastjson.loads(text)
+    else:
+        assert fastjson.loads(text)["s"].endswith("[{" * in_strings)
