@@ -43,19 +43,16 @@ MAX_INT_DIGITS = 4300
 #: (a Java ``MessageQueue`` key is one level; RocketMQ never writes a second).
 MAX_KEY_DEPTH = 4
 
-#: The C decoder's errors may count up to this many times the body's length, plus the floor,
-#: before containers beside one it could not read are walked here without trying it.
-ERROR_BUDGET_FACTOR = 4
-ERROR_BUDGET_FLOOR = 1 << 16
-
 _WS = re.compile(r"[ \t\n\r]*")
 _WS_CHARS = (" ", "\t", "\n", "\r")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 _NON_FINITE = ("NaN", "Infinity", "-Infinity")
-#: an object whose first key is an object, an array or a number: the C decoder cannot read it
-#: (it would fail at once, and its error costs more than the walk)
-_KEYED = re.compile(r"\{[ \t\n\r]*[-0-9{\[]")
+#: how an object whose first key is an object, an array or a number opens (as fastjson writes
+#: it, without spaces): the C decoder cannot read it, and would fail at once at a cost above
+#: the walk's
+_KEYED = ("{{", "{[", "{-", *(f"{{{digit}" for digit in range(10)))
+_OPENERS = ("{", "[")
 _INT_KEY = re.compile(r"(-?(?:0|[1-9][0-9]{0,18})):")
 _IDENT = re.compile(r"-?[A-Za-z_$][A-Za-z0-9_$]*")
 
@@ -116,20 +113,17 @@ class _Parser:
     before stopping are charged to :attr:`budget`, so however the keys are placed, at most about
     the body's length is read twice before the rest is walked here alone (linear time)."""
 
-    __slots__ = ("text", "pos", "depth", "key_depth", "budget", "error_budget", "walked")
+    __slots__ = ("text", "pos", "depth", "key_depth", "budget", "walked")
 
     def __init__(self, text: str, key_depth: int = 0) -> None:
         self.text = text
         self.pos = 0
         self.depth = 0
         self.budget = len(text) + 64
-        #: what the C decoder's errors may cost in all, in characters: each error counts the
-        #: lines before its offset, so failing on each of thousands of sibling containers of a
-        #: large body would cost the square of the body. Within this budget (a few times the
-        #: body) a container beside one that failed is still tried at C speed.
-        self.error_budget = ERROR_BUDGET_FACTOR * len(text) + ERROR_BUDGET_FLOOR
-        #: nesting levels at which a container held what the C decoder cannot read once the
-        #: error budget ran out: later containers at that level are walked here at once
+        #: nesting levels at which a container held what the C decoder cannot read: later
+        #: containers at that level are walked here at once. The C decoder's error costs time
+        #: in proportion to its offset in the body (it counts the lines before it), so failing
+        #: again on each of thousands of sibling containers would cost the square of the body.
         self.walked: set[int] = set()
         #: how many map keys that are objects or arrays enclose the current position
         self.key_depth = key_depth
@@ -152,14 +146,14 @@ class _Parser:
         ch = self.text[self.pos]
         if ch == "{" or ch == "[":
             if (self.budget > 0 and self.depth + 1 not in self.walked
-                    and not (ch == "{" and _KEYED.match(self.text, self.pos))):
+                    and not self.text.startswith(_KEYED, self.pos)):
                 start = self.pos
                 try:
                     value, self.pos = _scan_once(self.text, start)
                     return value
                 except _json_decoder.JSONDecodeError as exc:
                     self.budget -= exc.pos - start + 1
-                    self.failed(exc.pos)
+                    self.walked.add(self.depth + 1)
                 except (StopIteration, RecursionError, ValueError, ProtocolError):
                     self.budget = 0  # not the C decoder's to judge: walked here, errors named here
             return self.obj() if ch == "{" else self.arr()
@@ -189,12 +183,6 @@ class _Parser:
         if match and match.group() in _NON_FINITE:
             raise self.fail(f"{match.group()} is not a finite number")
         raise self.fail(f"unexpected character {ch!r}")
-
-    def failed(self, offset: int) -> None:
-        """The C decoder gave up at ``offset`` on a container one level below the current one."""
-        self.error_budget -= offset
-        if self.error_budget <= 0:
-            self.walked.add(self.depth + 1)
 
     def enter(self) -> None:
         self.depth += 1
@@ -288,7 +276,8 @@ class _Parser:
                         break
                     key, end = int(number.group(1)), number.end() - 1
                 start = end + 1
-                if (self.depth + 1 in self.walked and text.startswith(("{", "["), start)) or _KEYED.match(text, start):
+                if text.startswith(_OPENERS, start) and (self.depth + 1 in self.walked
+                                                         or text.startswith(_KEYED, start)):
                     # a container at a level where one held what the C decoder cannot read, or
                     # one that opens with a key it cannot read
                     self.pos = start
@@ -301,7 +290,7 @@ class _Parser:
                     break
                 # the value holds what the C decoder cannot read: walk it here, once
                 self.budget -= exc.pos - start
-                self.failed(exc.pos)
+                self.walked.add(self.depth + 1)
                 self.pos = start
                 value = self.obj() if text.startswith("{", start) else self.arr()
                 end = self.pos
@@ -408,7 +397,7 @@ def _check_nesting(document: Any, text: str) -> None:
                 depth += 1
                 if depth > deepest:
                     deepest = depth
-            else:
+            elif bracket == "]" or bracket == "}":
                 depth -= 1
         if deepest <= MAX_DEPTH:
             return
