@@ -21,7 +21,9 @@ ownership says nothing about them: a frozen POP queue is ``STALLED`` (nobody pop
 shows in its retry and dead-letter queues instead: copies written to its POP retry topic while the
 newest copies read back have been delivered :data:`MIN_DELIVERIES` times or more (``REDELIVERING``,
 the doctor's ``REPEATED_REDELIVERY``; :func:`redelivery_verdict`), and messages reaching its
-``%DLQ%`` queue (``DEAD_LETTERING``).
+``%DLQ%`` queue (``DEAD_LETTERING``; the broker creates that queue with its first message, so a queue
+absent from an earlier look that read the group counts from 0 there, while a look that failed says
+nothing of it).
 
 This module holds the names, their order and the thresholds, :func:`frozen_between` (what two looks at
 a queue must show for it to count as frozen: the doctor's two samples, each step of the job's frozen run)
