@@ -231,6 +231,8 @@ _DECIMAL = re.compile(r"-?[0-9]{1,10}")
 
 def _header_int(data: dict[str, object], name: str, raw: bytes, default: int = 0) -> int:
     value = data.get(name, default)
+    if type(value) is int and _INT32[0] <= value <= _INT32[1]:  # what Java writes: the common case
+        return value
     if value is None:
         return default
     # Java writes these as JSON numbers; a numeric string is tolerated, anything else is not.
