@@ -10,13 +10,19 @@ virtual``), then measures from this process, over the real protocol:
   ``ClusterService.group_summaries()`` in-process and as the CLI in a fresh process.
 
 ``--load`` measures the server's throughput instead: ``--connections`` (default 200) connections
-spread over the brokers, each sending admin requests (GET_CONSUMER_CONNECTION_LIST,
-GET_CONSUME_STATS, GET_TOPIC_STATS_INFO of random groups and their topics) one after the other
-for ``--seconds`` after a warm-up, from ``--procs`` load processes (pre-encoded frames, replies
-read by their length only: the generator costs as little as it can). It prints requests per
-second, the latency percentiles, the server's and the generator's CPU seconds and the load
-average, for this tree and, in the same run and alternating with it, for ``--baseline`` (a git
-revision, read with ``git archive`` into a temporary directory; default ``main``).
+spread over the brokers send admin requests (GET_CONSUMER_CONNECTION_LIST, GET_CONSUME_STATS,
+GET_TOPIC_STATS_INFO of random groups and their topics) for ``--seconds`` after a warm-up, from
+``--procs`` load processes. The generator is plain non-blocking sockets on one ``epoll`` per
+process, pre-encoded frames, replies read by their length only, so that it costs less than the
+server per request (both are printed). Two measurements per server: the closed loop (each
+connection keeps one request in flight: the most the server answers, and its latency when
+saturated) and the open loop at ``--rate`` requests per second in all (default 20,000; requests
+are sent when due whether or not the earlier ones were answered, and each latency counts from
+when its request was due, so a server that falls behind shows it in the tail). It prints requests
+per second (replies that arrived in the measured seconds), the latency percentiles, the server's
+and the generator's CPU per request and the load average, for this tree and, in the same run and
+alternating with it, for ``--baseline`` (a git revision, read with ``git archive`` into a
+temporary directory; default ``main``).
 
 ``--list`` runs ``group list`` (``ClusterService.group_summaries()``, in a fresh process each
 time) over one emulator served from this tree, with this tree's client and with ``--baseline``'s,
@@ -26,7 +32,7 @@ the rows (the two builds must print the same rows) and the requests the run sent
 ``--concurrency`` sets the admin client's limit of requests in flight.
 
 Usage: ``python bench/bench_emulator.py [--groups 2000 --queues 16 --brokers 2 --clients 5000]``,
-``python bench/bench_emulator.py --load [--baseline main] [--rounds 2] [--connections 200]`` or
+``python bench/bench_emulator.py --load [--baseline main] [--rounds 2] [--connections 200] [--rate 20000]`` or
 ``python bench/bench_emulator.py --list [--baseline main] [--rounds 3] [--at 5] [--concurrency 16]``.
 """
 
