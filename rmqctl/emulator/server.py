@@ -355,7 +355,9 @@ class ServerConnection(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         self._end(None)
-        return True  # the transport stays open until the replies queued for the peer are out
+        # the transport stays open until the replies queued for the peer are out (a TLS
+        # transport does that itself, and warns when asked to)
+        return self.transport is not None and self.transport.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self._refused:
