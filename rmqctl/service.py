@@ -555,7 +555,7 @@ class ClusterService:
             add_proxy_clients(connections, proxies)
             listed = [*conns_by_broker.values(), *(p.connection for p in proxies if p.connection)]
             known_topics = sorted({t for cc in listed for t in cc.subscriptions})
-            (infos, info_failures), routes, (dlq, dlq_failures), (offset_topics, ot_failures), configs = \
+            (infos, info_failures), routes, (dlq, dlq_failures), committed_topics, configs = \
                 await asyncio.gather(
                     self._running_infos(relay if running_info else {}, group),
                     self._routes(known_topics),
@@ -563,6 +563,7 @@ class ClusterService:
                     self._offset_topics(masters, group, wanted=bool(connections) and running_info),
                     self._group_configs(masters, group),
                 )
+            offset_topics, ot_failures, ot_unavailable = committed_topics
             stats_by_broker, stats_failures = await stats
         finally:
             stats.cancel()  # only still running when something above failed
@@ -626,7 +627,8 @@ class ClusterService:
             group, conns_by_broker, connections, duplicates, running_infos=dict(sorted(infos.items())),
             progress=progress, topic_queues=topic_queues, dlq=dlq, failures=failures,
             sampled_at=int(self._clock.now() * 1000),
-            unavailable={**self._unavailable(masters), **_unsure_topics(unsure, connections, infos)},
+            unavailable={**self._unavailable(masters), **ot_unavailable,
+                         **_unsure_topics(unsure, connections, infos)},
             proxies=tuple(proxies), group_configs=configs,
         )
         if not connections and not any(p.error is None for p in proxies) and self.backend.capabilities.reads_proxies:
@@ -799,12 +801,14 @@ class ClusterService:
 
     async def _offset_topics(
         self, masters: Mapping[str, str], group: str, *, wanted: bool,
-    ) -> tuple[dict[str, list[str]], dict[str, errors.RmqctlError]]:
+    ) -> tuple[dict[str, list[str]], dict[str, errors.RmqctlError], dict[str, str]]:
         """The topics each broker holds the group's committed offsets for (QUERY_TOPICS_BY_CONSUMER),
-        when ``wanted`` and the back end can list them, and the error of each broker that failed
-        (``offset_topics:<broker>``: its left-behind topics are not known)."""
+        when ``wanted`` and the back end can list them, the error of each broker that failed
+        (``offset_topics:<broker>``: its left-behind topics are not known), and ``offset_topics``
+        unavailable when a broker does not serve the request at all (a 4.x broker answers it
+        REQUEST_CODE_NOT_SUPPORTED): that is no failed read, and the check that needs it is skipped."""
         if not wanted or not self.backend.capabilities.lists_group_topics:
-            return {}, {}
+            return {}, {}, {}
         shared = self._shared
 
         async def one(addr: str) -> list[str]:
@@ -822,7 +826,13 @@ class ClusterService:
             return await self.backend.topics_by_consumer(addr, group)
 
         found, failures = await self._fan_out(masters, one)
-        return found, {f"offset_topics:{b}": e for b, e in failures.items()}
+        unsupported = sorted(b for b, e in failures.items() if isinstance(e, errors.RequestCodeNotSupported))
+        unavailable = {"offset_topics": (
+            f"{', '.join(unsupported)} cannot list the topics a group has committed offsets for "
+            "(QUERY_TOPICS_BY_CONSUMER is not supported before RocketMQ 5), so topics no online client "
+            "subscribes are not found there")} if unsupported else {}
+        return (found, {f"offset_topics:{b}": e for b, e in failures.items() if b not in unsupported},
+                unavailable)
 
     async def _connections(
         self, masters: Mapping[str, str], group: str
