@@ -10,7 +10,8 @@ harness build, so building them never rebuilds ``tests/harness/target``.
 Main entry points:
 
 * :func:`build_proxy`, :func:`build_grpc_clients` - run each module's Maven build if needed
-  (file-locked) and return its class path.
+  (file-locked) and return its class path; :func:`build_proxy_line` - the proxy of another
+  release (``5.5.0``) beside the default one.
 * :class:`RealProxy` - ``ProxyStartup`` in cluster mode (``proxyMode: cluster``, the cluster's
   name server, free gRPC and remoting ports), ready when its remoting port answers.
 * :class:`GrpcClientsProcess` - drives ``GrpcClients`` over JSON lines: push consumers (one may
@@ -26,6 +27,7 @@ import fcntl
 import json
 import os
 import queue
+import re
 import shutil
 import socket
 import subprocess
@@ -54,7 +56,8 @@ from tests.harness.realcluster import (
     wait_until,
 )
 
-__all__ = ["GrpcClientsProcess", "RealProxy", "build_grpc_clients", "build_proxy", "create_normal_topic"]
+__all__ = ["GrpcClientsProcess", "RealProxy", "build_grpc_clients", "build_proxy", "build_proxy_line",
+           "create_normal_topic"]
 
 PROXY_DIR = HARNESS_DIR / "proxy"
 GRPC_DIR = HARNESS_DIR / "grpc"
@@ -113,6 +116,50 @@ def build_proxy() -> str:
     return f"{PROXY_DIR / 'target' / 'lib'}{os.sep}*"
 
 
+def build_proxy_line(version: str, timeout: float = 1200.0) -> str:
+    """Class path of rocketmq-proxy ``version`` (e.g. ``5.5.0``), copied by Maven into
+    ``tests/harness/proxy/target/<version>/lib`` beside the default build (which it never
+    touches); rebuilt when the pom is newer than its stamp, file-locked like the others."""
+    if not re.fullmatch(r"[0-9][0-9A-Za-z.-]*", version):
+        raise HarnessError(f"not a RocketMQ release: {version!r}")
+    line_dir = PROXY_DIR / "target" / version
+    lib, stamp = line_dir / "lib", line_dir / ".harness-build.json"
+    line_classpath = f"{lib}{os.sep}*"
+
+    def current() -> bool:
+        return (stamp.is_file() and any(lib.glob("rocketmq-proxy-*.jar"))
+                and (PROXY_DIR / "pom.xml").stat().st_mtime <= stamp.stat().st_mtime)
+
+    find_java()
+    if current():
+        return line_classpath
+    mvn = find_mvn()
+    line_dir.mkdir(parents=True, exist_ok=True)
+    with open(line_dir / ".harness-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if current():
+                return line_classpath
+            if lib.exists():
+                shutil.rmtree(lib)
+            cmd = [mvn, "-q", "-B", "-f", str(PROXY_DIR / "pom.xml"), "-DskipTests", f"-Drocketmq.version={version}",
+                   "dependency:copy-dependencies", f"-DoutputDirectory={lib}"]
+            started = time.monotonic()
+            try:
+                proc = subprocess.run(cmd, cwd=PROXY_DIR, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                      timeout=timeout, check=False)
+            except subprocess.TimeoutExpired as exc:
+                raise HarnessError(f"Maven build timed out after {timeout:.0f}s: {' '.join(cmd)}") from exc
+            if proc.returncode != 0:
+                tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+                raise HarnessError(f"Maven build failed (rc={proc.returncode}): {' '.join(cmd)}\n{tail}")
+            stamp.write_text(json.dumps({"version": version, "built_at": time.time(),
+                                         "seconds": round(time.monotonic() - started, 1)}))
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return line_classpath
+
+
 def build_grpc_clients() -> str:
     """Class path of the GrpcClients program (built from ``tests/harness/grpc`` if needed)."""
     _build_module(GRPC_DIR, compile_sources=True)
@@ -145,8 +192,10 @@ class RealProxy:
 
     def __init__(self, cluster: RealCluster, *, name: str = "proxy", heap: str = "320m",
                  startup_timeout: float = 120.0, config: Mapping[str, Any] | None = None,
-                 jvm_args: Iterable[str] = ()) -> None:
+                 jvm_args: Iterable[str] = (), classpath: str | None = None) -> None:
         self.cluster = cluster
+        #: the proxy's class path (default: the 5.3.3 build; :func:`build_proxy_line` for another)
+        self.classpath = classpath
         #: extra JVM options (e.g. the tls.* system properties of a cluster enforcing TLS)
         self.jvm_args = list(jvm_args)
         self.name = name
@@ -176,7 +225,7 @@ class RealProxy:
     def start(self) -> Self:
         """Build if needed, launch ``ProxyStartup``, wait until the remoting port answers a route
         request and the gRPC port accepts connections (raises :class:`ClusterStartError`)."""
-        classpath = build_proxy()
+        classpath = self.classpath or build_proxy()
         java = find_java()
         base = self.cluster.base_dir
         if base is None:
