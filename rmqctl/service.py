@@ -559,7 +559,7 @@ class ClusterService:
                 await asyncio.gather(
                     self._running_infos(relay if running_info else {}, group),
                     self._routes(known_topics),
-                    self._dlq_offsets(DLQ_PREFIX + group),
+                    self._dlq_offsets(DLQ_PREFIX + group, masters),
                     self._offset_topics(masters, group, wanted=bool(connections) and running_info),
                     self._group_configs(masters, group),
                 )
@@ -877,16 +877,21 @@ class ClusterService:
         return route
 
     async def _dlq_offsets(
-        self, dlq_topic: str
+        self, dlq_topic: str, masters: Mapping[str, str]
     ) -> tuple[tuple[TopicOffset, ...], dict[str, errors.RmqctlError]]:
-        """The group's dead-letter queues (none until a message was given up on: no route yet)."""
+        """The group's dead-letter queues (none until a message was given up on: no route yet).
+
+        Only the broker's "topic does not exist" means no DLQ; a route that could not be read
+        leaves the DLQ of every broker unknown, so no reader takes it for absent."""
         try:
             route = await self.backend.topic_route(dlq_topic)
+        except (errors.TopicNotExist, errors.NotFound):
+            return (), {}
         except errors.RmqctlError as exc:
             fatal = self.backend.capabilities.fatal
             if fatal and isinstance(exc, fatal):
                 raise
-            return (), {}
+            return (), {f"dlq:{broker}": exc for broker in masters}
         stats, failures = await self._fan_out(
             route.master_addrs(), lambda addr: self.backend.topic_stats(addr, dlq_topic))
         offsets = sorted((o for s in stats.values() for o in s.offsets), key=lambda o: o.queue)

@@ -285,6 +285,22 @@ def test_dead_letter_queues_of_every_broker_and_the_error_of_one() -> None:
     assert list(view.errors) == ["dlq:broker-b"]
 
 
+def test_a_dead_letter_route_that_failed_is_an_error_of_every_broker_not_an_absent_dlq() -> None:
+    backend = TwoBrokers()
+
+    async def route_times_out(topic: str) -> TopicRoute:
+        if topic.startswith("%DLQ%"):
+            raise errors.TimeoutError("no answer")
+        return await TwoBrokers.topic_route(backend, topic)
+
+    backend.topic_route = route_times_out  # type: ignore[method-assign]
+    view = view_of(backend)
+    # read as unknown on both brokers (the snapshot writes placeholders), never as "no DLQ yet"
+    assert view.dlq == () and sorted(k for k in view.errors if k.startswith("dlq:")) == ["dlq:broker-a", "dlq:broker-b"]
+    absent = view_of(TwoBrokers())  # the route does not exist: no message was given up on
+    assert absent.dlq == () and absent.errors == {}
+
+
 def test_samples_read_back_to_the_known_end_or_the_queues_max_offset() -> None:
     backend = TwoBrokers()
     service = ClusterService(backend, FakeClock())
