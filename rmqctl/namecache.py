@@ -180,6 +180,9 @@ class RecordingSource:
         self._note(TOPICS, self._user_topics(topics), merge=False)
         return topics
 
+    async def topic_types(self) -> Partial[dict[str, str]]:
+        return await self.inner.topic_types()
+
     async def topic_route(self, topic: str) -> TopicRoute:
         route = await self.inner.topic_route(topic)
         self._note(TOPICS, self._user_topics([topic]), merge=True)

@@ -237,6 +237,26 @@ class ClusterService:
     async def topics(self) -> list[str]:
         return await self.backend.topic_list()
 
+    async def topic_types(self) -> Partial[dict[str, str]]:
+        """Each topic's message type as the brokers declare it in their topic configs (one
+        GET_ALL_TOPIC_CONFIG per master; upper case, ``NORMAL`` when a config names none). A
+        topic that two brokers declare differently keeps the first broker's (by name). What could
+        not be read is no error (the topic list itself comes from the name servers): it is named
+        in ``unavailable`` (``topic_types``), and ``topic list`` types those topics by name."""
+        if not self.backend.capabilities.reads_topic_configs:
+            return Partial({}, unavailable={"topic_types": (
+                "this source does not read the brokers' topic configs: topics are typed by their names")})
+        found, failures = await self._fan_out(await self.masters(), self.backend.topic_message_types)
+        declared: dict[str, str] = {}
+        for _, table in sorted(found.items()):
+            for topic, kind in table.items():
+                declared.setdefault(topic, kind)
+        if not failures:
+            return Partial(declared)
+        why = "; ".join(f"{broker}: {error}" for broker, error in sorted(failures.items()))
+        return Partial(declared, unavailable={"topic_types": (
+            f"the topic configs of a broker could not be read ({why}): its topics are typed by their names")})
+
     async def topic_route(self, topic: str) -> TopicRoute:
         try:
             return await self.backend.topic_route(topic)

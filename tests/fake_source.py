@@ -102,6 +102,11 @@ class FakeSource:
             names.update(view.topic_queues)
         return sorted(names)
 
+    async def topic_types(self) -> Partial[dict[str, str]]:
+        """No topic declares a message type here: ``topic list`` types every topic by its name."""
+        self._check()
+        return Partial({})
+
     async def topic_route(self, topic: str) -> TopicRoute:
         self._check()
         if topic in self.routes:

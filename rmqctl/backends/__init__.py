@@ -79,6 +79,9 @@ class Capabilities:
     #: deliveries): each broker's ``subscription_groups`` when it lists them, else
     #: ``subscription_group``; a back end that answers it only at a cost too high says no
     reads_group_config: bool = True
+    #: ``topic_message_types``: each topic's message type as a broker's topic configs declare it
+    #: (one read per broker), so ``topic list`` types topics by more than their names
+    reads_topic_configs: bool = True
     #: errors that end the whole command rather than one broker's read (a dashboard's failed
     #: re-login): the service's fan-out re-raises them
     fatal: tuple[type[errors.RmqctlError], ...] = ()
@@ -108,6 +111,13 @@ class Backend(Protocol):
     async def topic_route(self, topic: str) -> TopicRoute: ...
 
     async def topic_stats(self, address: str, topic: str) -> TopicStats: ...
+
+    async def topic_message_types(self, address: str) -> Mapping[str, str]:
+        """Every topic one broker keeps a config of, with the message type the config declares
+        (its ``message.type`` attribute, upper case: ``NORMAL``, ``FIFO``, ``DELAY``,
+        ``TRANSACTION``, 5.5's ``LITE`` and ``PRIORITY``; ``NORMAL`` when it names none, as the
+        broker reads such a config) (only when ``reads_topic_configs``)."""
+        ...
 
     # -- consumer groups ----------------------------------------------------------------------
 

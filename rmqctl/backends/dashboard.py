@@ -88,7 +88,7 @@ class DashboardBackend:
             unavailable={"pull_offset": NO_PULL_OFFSET, "inflight": NO_PULL_OFFSET, "offset_topics": NO_OFFSET_TOPICS},
             connections_of_one_broker=None if self._v2 else ONE_BROKER_ONLY,
             lists_groups=True, lists_subscription_groups=False, queue_offsets=False, message_reads=False,
-            one_copy_per_unique_key=ONE_COPY_PER_ID, reads_proxies=False,
+            one_copy_per_unique_key=ONE_COPY_PER_ID, reads_proxies=False, reads_topic_configs=False,
             # a failed re-login ends the command (a slow request is one broker's failure, as natively)
             fatal=(errors.ConfigError,),
         )
@@ -276,6 +276,9 @@ class DashboardBackend:
 
     async def topics_by_consumer(self, address: str, group: str) -> list[str]:
         raise errors.UsageError("the dashboard cannot list the topics one group has offsets for")
+
+    async def topic_message_types(self, address: str) -> Mapping[str, str]:
+        raise errors.UsageError("the dashboard serves one topic's config at a time, not a broker's table")
 
     async def offset_topics(self, address: str) -> Mapping[str, frozenset[str]]:
         raise errors.UsageError("the dashboard does not serve a broker's offset table")

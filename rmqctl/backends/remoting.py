@@ -61,6 +61,10 @@ class RemotingBackend:
     async def topic_stats(self, address: str, topic: str) -> TopicStats:
         return await self.admin.topic_stats(address, topic)
 
+    async def topic_message_types(self, address: str) -> Mapping[str, str]:
+        configs = await self.admin.topic_configs(address)
+        return {name: (config.message_type or "NORMAL").upper() for name, config in configs.items()}
+
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
         return await self.admin.consumer_connection(address, group)
 

@@ -30,14 +30,18 @@ def list_(
     sort: SortOpt = None,
     match: MatchOpt = None,
 ) -> None:
-    """Topics the name servers know (their type: normal, retry, dlq or system)."""
+    """Topics the name servers know, typed as their brokers declare them (normal, fifo, delay,
+    transaction, lite, priority) or by name (retry, dlq, system)."""
 
     async def run(source: ClusterSource) -> View:
-        doc = report.topic_list(await source.cluster(), await source.topics(), system=system or all_)
+        declared = await source.topic_types()
+        doc = report.topic_list(await source.cluster(), await source.topics(), system=system or all_,
+                                declared=declared.value, unavailable=declared.unavailable)
         doc["topics"] = select_rows(doc["topics"], report.TOPIC_LIST_COLUMNS, name_key="topic", match=match,
                                     sort=sort)
-        return View(doc, [Table(["topic", "type"], doc["topics"], flexible=("topic",))],
-                    records=report.topic_list_rows(doc))
+        footer = [f"{key}: unavailable ({why})" for key, why in doc.get("unavailable", {}).items()]
+        return View(doc, [Table(["topic", "type", "type_source"], doc["topics"], flexible=("topic",))],
+                    footer=footer, records=report.topic_list_rows(doc))
 
     execute(opts, run)
 

@@ -6,7 +6,7 @@ Must not import the CLI, the TUI, the doctor or pyspark.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from rmqctl.errors import RmqctlError
 from rmqctl.model import BrokerRuntime, ClusterInfo, TopicRoute, TopicStats, topic_kind
@@ -49,18 +49,35 @@ def cluster_list_rows(doc: ClusterListDoc) -> list[RowSet]:
 class TopicListDoc(TypedDict):
     topics: list[dict[str, Any]]
     errors: Errors
+    unavailable: NotRequired[dict[str, str]]
 
 
-TOPIC_LIST_COLUMNS = ("topic", "type")
+TOPIC_LIST_COLUMNS = ("topic", "type", "type_source")
 
 
-def topic_list(info: ClusterInfo, topics: Iterable[str], *, system: bool) -> TopicListDoc:
-    """``topic list``: each topic with its type (``normal``, ``retry``, ``dlq``, ``system``,
-    ``cluster``, ``broker``); only normal topics unless ``system``."""
-    rows: list[dict[str, Any]] = [{"topic": t, "type": topic_kind(t, info)} for t in topics]
-    if not system:
-        rows = [r for r in rows if r["type"] == "normal"]
-    return TopicListDoc(topics=rows, errors={})
+def topic_list(info: ClusterInfo, topics: Iterable[str], *, system: bool,
+               declared: Mapping[str, str] | None = None,
+               unavailable: Mapping[str, str] | None = None) -> TopicListDoc:
+    """``topic list``: each topic with its type and where the type comes from (``type_source``).
+    A user's topic has the message type its brokers declare (``declared``: ``normal``, ``fifo``,
+    ``delay``, ``transaction``, ``lite``, ``priority``; source ``broker``), else ``normal`` by its
+    name (source ``name``); the others are typed by name (``retry``, ``dlq``, ``system``,
+    ``cluster``, ``broker``). Only users' topics unless ``system``; ``unavailable`` says why some
+    declared types could not be read."""
+    declared = declared or {}
+    rows: list[dict[str, Any]] = []
+    for topic in topics:
+        kind = topic_kind(topic, info)
+        if not system and kind != "normal":
+            continue
+        if kind == "normal" and topic in declared:
+            rows.append({"topic": topic, "type": declared[topic].lower(), "type_source": "broker"})
+        else:
+            rows.append({"topic": topic, "type": kind, "type_source": "name"})
+    doc = TopicListDoc(topics=rows, errors={})
+    if unavailable:
+        doc["unavailable"] = dict(unavailable)
+    return doc
 
 
 def topic_list_rows(doc: TopicListDoc) -> list[RowSet]:

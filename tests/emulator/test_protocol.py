@@ -219,7 +219,8 @@ def test_topic_list_hides_cluster_and_broker_names_and_labels_every_kind() -> No
     runner = CliRunner()
     shown = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "-o", "json"])
     assert shown.exit_code == 0, shown.stderr
-    assert json.loads(shown.stdout) == {"topics": [{"topic": "TopicTest2", "type": "normal"}], "errors": {}}
+    assert json.loads(shown.stdout) == {
+        "topics": [{"topic": "TopicTest2", "type": "normal", "type_source": "broker"}], "errors": {}}
     every = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "--system", "-o", "json"])
     kinds = {row["topic"]: row["type"] for row in json.loads(every.stdout)["topics"]}
     alias = runner.invoke(rmqctl_app, ["--emulator", "tag-overwrite", "topic", "list", "-a", "-o", "json"])

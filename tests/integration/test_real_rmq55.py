@@ -179,7 +179,9 @@ def test_cluster_list_matches_mqadmin(setup: Setup) -> None:
 def test_topic_list_knows_the_5_5_system_topics(setup: Setup) -> None:
     doc = rmqctl_json(setup.cluster, "topic", "list")
     kinds = {t["topic"]: t["type"] for t in doc["topics"]}
-    assert kinds[TOPIC] == "normal" and kinds[LITE_TOPIC] == "normal"
+    # each topic as the broker's topic config declares it: the LITE topic is lite, not normal
+    assert kinds[TOPIC] == "normal" and kinds[LITE_TOPIC] == "lite"
+    assert {t["type_source"] for t in doc["topics"] if t["topic"] in (TOPIC, LITE_TOPIC)} == {"broker"}
     # every 5.5 broker creates its RocksDB transaction store's topics: system ones, not users'
     listed = set(setup.cluster.mqadmin("topicList").split())
     assert "RMQ_SYS_ROCKSDB_TRANS_HALF_TOPIC" in listed
