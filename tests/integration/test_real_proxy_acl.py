@@ -200,3 +200,19 @@ def test_the_proxys_own_acl_check_is_decoded_and_named(
     assert refused.value.exit_code == errors.ExitCode.REFUSED
     assert text.startswith(f"SYSTEM_ERROR (1) from {acl_proxy.remoting_addr}: check signature failed"), text
     assert "(authentication of access key 'viewer' failed)" in text, text
+
+
+def test_topic_list_types_by_name_when_the_broker_refuses_its_topic_configs(acl_cluster: RealCluster) -> None:
+    # the name server (no ACL here) lists the topics to anyone; the broker refuses its topic
+    # configs to keys that fail authentication (5.3.3 lets any authenticated user, even one
+    # without a permission, read them): the list stands, typed by name, and says why
+    viewer = rmqctl("-n", acl_cluster.namesrv_addr, "topic", "list", "-o", "json", keys=("viewer", "wrong"))
+    assert viewer.returncode == 0, viewer.stderr
+    doc = json.loads(viewer.stdout)
+    assert {(t["type"], t["type_source"]) for t in doc["topics"] if t["topic"] == TOPIC} == {("normal", "name")}
+    assert "NO_PERMISSION" in doc["unavailable"]["topic_types"], doc
+    admin = rmqctl("-n", acl_cluster.namesrv_addr, "topic", "list", "-o", "json", keys=SUPER)
+    assert admin.returncode == 0, admin.stderr
+    doc = json.loads(admin.stdout)
+    assert {(t["type"], t["type_source"]) for t in doc["topics"] if t["topic"] == TOPIC} == {("normal", "broker")}
+    assert "unavailable" not in doc
