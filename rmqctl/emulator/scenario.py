@@ -21,6 +21,8 @@ seconds of scenario time. The keys below are a public contract::
     queues = 4                       # per broker; or read_queues / write_queues
     perm = 6                         # optional (2 = W, 4 = R)
     brokers = ["broker-a"]           # optional, default every broker
+    message_type = "FIFO"            # optional: the config's message.type (NORMAL, FIFO, DELAY,
+                                     # TRANSACTION, LITE, PRIORITY); topic list shows it
 
     [[groups]]                       # optional subscription-group configs
     name = "test-consumer"
@@ -127,6 +129,8 @@ class TopicSpec:
     #: brokers serving the topic; empty means every broker
     brokers: tuple[str, ...] = ()
     order: bool = False
+    #: the topic config's ``message.type`` attribute (5.x), ``None`` for none (read as NORMAL)
+    message_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,7 +427,9 @@ def _kind(value: Any) -> str:
 
 _TOP_KEYS = ("name", "description", "duration", "brokers", "topics", "groups", "consumers", "produce")
 _BROKER_KEYS = ("name", "cluster", "long_polling", "server_side_reset", "property_filter")
-_TOPIC_KEYS = ("name", "queues", "read_queues", "write_queues", "perm", "brokers", "order")
+_TOPIC_KEYS = ("name", "queues", "read_queues", "write_queues", "perm", "brokers", "order", "message_type")
+#: the values of a 5.x topic's ``message.type`` (5.5 adds LITE and PRIORITY)
+MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "LITE", "PRIORITY")
 _GROUP_KEYS = ("name", "retry_queue_nums", "retry_max_times", "consume_enable",
                "consume_broadcast_enable", "consume_message_orderly",
                "notify_consumer_ids_changed_enable", "pop_topics", "pop_retry_v2")
@@ -521,6 +527,12 @@ def _topics(check: _Checker, doc: Mapping[str, Any], brokers: Sequence[str]) -> 
         write = check.integer(raw.get("write_queues", queues), [*path, "write_queues"], minimum=0, maximum=1024)
         perm = check.integer(raw.get("perm", 6), [*path, "perm"], minimum=0, maximum=15)
         order = check.boolean(raw.get("order", False), [*path, "order"])
+        message_type = None
+        if "message_type" in raw:
+            message_type = check.string(raw["message_type"], [*path, "message_type"]).upper()
+            if message_type not in MESSAGE_TYPES:
+                raise check.fail([*path, "message_type"], f"unknown message type {raw['message_type']!r}",
+                                 "one of: " + ", ".join(MESSAGE_TYPES))
         on: list[str] = []
         if "brokers" in raw:
             names = raw["brokers"]
@@ -533,7 +545,7 @@ def _topics(check: _Checker, doc: Mapping[str, Any], brokers: Sequence[str]) -> 
                                      "declared brokers: " + ", ".join(brokers))
                 if b not in on:
                     on.append(b)
-        out.append(TopicSpec(name, read, write, perm, tuple(on), order))
+        out.append(TopicSpec(name, read, write, perm, tuple(on), order, message_type))
     return tuple(out)
 
 

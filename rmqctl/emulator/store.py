@@ -154,8 +154,9 @@ class MessageStore:
         self.create_topic(broker_name, 1, 1, PERM_READ | PERM_WRITE)
 
     def create_topic(self, name: str, read: int, write: int, perm: int = PERM_READ | PERM_WRITE,
-                     *, order: bool = False, topic_sys_flag: int = 0) -> TopicConfig:
-        config = TopicConfig(name, read, write, perm, order, topic_sys_flag)
+                     *, order: bool = False, topic_sys_flag: int = 0,
+                     message_type: str | None = None) -> TopicConfig:
+        config = TopicConfig(name, read, write, perm, order, topic_sys_flag, message_type=message_type)
         self.topics[name] = config
         self.topic_version[0] += 1
         self.topic_version[1] = self.scheduler.now_ms

@@ -76,7 +76,7 @@ class EmulatedCluster:
         for topic in scenario.topics:
             for name in scenario.topic_brokers(topic):
                 self.brokers[name].create_topic(topic.name, topic.read_queues, topic.write_queues,
-                                                topic.perm, order=topic.order)
+                                                topic.perm, order=topic.order, message_type=topic.message_type)
         if any(c.trace for c in scenario.consumers) and self.brokers and not any(
                 TRACE_TOPIC in b.store.topics for b in self.brokers.values()):
             # a broker with traceTopicEnable creates the trace topic with one queue

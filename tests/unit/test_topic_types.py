@@ -115,3 +115,34 @@ def test_a_dashboard_is_asked_nothing_and_its_topics_are_typed_by_name() -> None
     found = asyncio.run(ClusterService(DashboardBackend(client), FakeClock()).topic_types())
     assert found.value == {} and asked == []
     assert "typed by their names" in found.unavailable["topic_types"]
+
+
+TYPED_SCENARIO = """
+name = "typed-topics"
+duration = 10
+[[topics]]
+name = "Plain"
+[[topics]]
+name = "Orders"
+message_type = "fifo"
+[[topics]]
+name = "Chats"
+message_type = "LITE"
+"""
+
+
+def test_an_emulated_topic_declares_its_message_type_and_topic_list_shows_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    scenario = tmp_path / "typed.toml"
+    scenario.write_text(TYPED_SCENARIO)
+    shown = CliRunner().invoke(app, ["--emulator", str(scenario), "topic", "list", "-o", "json"])
+    assert shown.exit_code == 0, shown.output
+    rows = {r["topic"]: (r["type"], r["type_source"]) for r in json.loads(shown.stdout)["topics"]}
+    assert rows == {"Plain": ("normal", "broker"), "Orders": ("fifo", "broker"), "Chats": ("lite", "broker")}
+
+
+def test_an_unknown_message_type_in_a_scenario_is_one_line_exit_2(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    scenario = tmp_path / "bad.toml"
+    scenario.write_text(TYPED_SCENARIO.replace('"LITE"', '"STREAM"'))
+    shown = CliRunner().invoke(app, ["--emulator", str(scenario), "topic", "list"])
+    assert shown.exit_code == 2 and "unknown message type 'STREAM'" in shown.stderr, shown.output
+    assert "Traceback" not in shown.stderr
