@@ -21,6 +21,14 @@ COLUMNS_READ = ("ts", *QUEUE_KEY, "broker_offset", "consumer_offset", "pull_offs
                 "broker_last_ts", "owner", "owner_subscribed", "message_model", "error", "pop", "retry_deliveries")
 """The only snapshot columns the job reads (Parquet column pruning)."""
 
+QUEUE_HASH = "queue_hash"
+"""A 64-bit hash of the five :data:`~analysis.schema.QUEUE_KEY` columns, put first in the key each queue's rows
+are shuffled and sorted on: its 8-byte sort prefix tells two queues apart without comparing five columns (the
+five still follow it, so that two queues hashed alike are never mixed)."""
+
+QUEUE_ROWS = (QUEUE_HASH, *QUEUE_KEY)
+"""What names a queue's rows in the window and the per-queue aggregate."""
+
 
 def select_window(since_ms: int, until_ms: int) -> Transform:
     """Keep the read columns and the snapshots with ``since <= ts <= until`` (pushed down to Parquet)."""
@@ -49,16 +57,18 @@ def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
     window's start is no boundary), ``caught_up`` (in the window) and ``rewind`` (ts, offset before, offset
     after) where the consumer offset went back between two snapshots of the window. Only offset window
     functions (row_number, lag): one sort per queue, no running frames. Rows a broker failed to answer are
-    removed first: a gap, not a zero.
+    removed first: a gap, not a zero. The rows are shuffled and sorted per queue on :data:`QUEUE_ROWS` (the
+    hash first), which the aggregate after it reuses; ``queue_hash`` is added to the rows when missing.
     """
 
     def apply(df: DataFrame) -> DataFrame:
-        by_time = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+        by_time = Window.partitionBy(*QUEUE_ROWS).orderBy("ts")
         in_window = F.lit(True) if since_ms is None else F.col("ts") >= F.timestamp_millis(F.lit(since_ms))
         # a POP group's dead-letter queue has no committed offset of the group: its broker offset alone tells
         # the messages that reached it (its lag is unknown)
         pop_dlq = F.col("topic").startswith("%DLQ%") & F.coalesce(F.col("pop"), F.lit(False))
-        answered = df.where(
+        hashed = df if QUEUE_HASH in df.columns else df.select("*", F.xxhash64(*QUEUE_KEY).alias(QUEUE_HASH))
+        answered = hashed.where(
             F.col("error").isNull() & F.col("broker_offset").isNotNull()
             & (F.col("consumer_offset").isNotNull() | pop_dlq)
         ).drop("error").select(
@@ -98,7 +108,8 @@ def summarize_queues(df: DataFrame) -> DataFrame:
     owner segment and of the last frozen run (the latest boundary rows; a run may have begun before the window,
     and ``run_start.seen`` is false when it was frozen already at the first row read), the last caught-up
     position, the highest consumer offset, the last rewind and the most deliveries retry copies showed in the
-window."""
+window. Grouped by :data:`QUEUE_ROWS` where the rows carry :data:`QUEUE_HASH` (as :func:`mark_progress`
+leaves them: no second shuffle), else by the five key columns."""
     first = F.struct(
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"), F.col("lag"),
     )
@@ -118,7 +129,8 @@ window."""
         F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), (F.col("rn") > 1).alias("seen"),
     )
     window_ts = F.when(F.col("in_window"), F.col("ts"))
-    return df.groupBy(*QUEUE_KEY).agg(
+    by = QUEUE_ROWS if QUEUE_HASH in df.columns else QUEUE_KEY
+    return df.groupBy(*by).agg(
         F.count(window_ts).alias("n_window"),
         # min_by/max_by skip rows whose ordering is null: rows before the window, and rows that start nothing
         F.min_by(first, window_ts).alias("first"),
@@ -130,7 +142,7 @@ window."""
         F.max("rewind").alias("rewind"),
         # the most deliveries the retry copies read back in the window showed (null: none read)
         F.max(F.when(F.col("in_window"), F.col("retry_deliveries"))).alias("retry_deliveries"),
-    ).where(F.col("n_window") > 0)
+    ).where(F.col("n_window") > 0).drop(QUEUE_HASH)
 
 
 def count_missing(df: DataFrame) -> DataFrame:

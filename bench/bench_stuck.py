@@ -1,25 +1,26 @@
 """The stuck-queue job on Spark and on the local engine against the same rules as one DuckDB query, same files.
 
-``python bench/bench_stuck.py DIR [--master local[2]] [--driver-memory 2g]`` (DIR from
-``bench/gen_snapshots.py``) runs, each in its own child process and over the whole dataset:
+``python bench/bench_stuck.py --rows 1e6,1e7`` generates (once, under ``--data``, default ``.bench-data/``) and
+judges a dataset of each size; ``python bench/bench_stuck.py DIR...`` judges given datasets (from
+``bench/gen_snapshots.py``). Each engine runs in its own child process over the whole dataset:
 
-- **spark**: ``analysis.stuck`` (``plan`` + ``run``, JSON out) on a fresh session as the job builds it (a
-  local master tuned for small input: shuffle partitions = cores, a fast-starting JVM); the
-  child reports the session start-up and the job separately;
-- **spark-before**: the same on the session as it was built before that tuning (8 shuffle partitions, the
-  JVM's defaults), for a before/after in one run;
 - **duckdb**: :data:`DUCKDB_SQL`, the same rules (statuses only, no explanations) over ``read_parquet``;
+- **spark**: ``analysis.stuck`` (``plan`` + ``run``, JSON out) on a fresh session as the job builds it; the
+  child reports the session start-up and the job separately;
+- **spark-5col**: the same with each queue's rows sorted on its five key columns instead of their 64-bit hash
+  (the job before the hash), for a before/after in one run;
 - **local**: the local engine (``rmqctl.localjob``: ``plan`` + ``run``, the whole document with every
-  explanation), start-up being the import of pyarrow and the engine;
+  explanation; above 10^6 rows in buckets spilled to disk), start-up being the import of pyarrow and the engine;
+- **local-whole**: the same holding every row in memory at once (the engine before its buckets);
 - **command**: ``rmqctl analyze stuck DIR -o json --out FILE`` as a user runs it (``--engine auto``: the engine
   it picks for the input), from command to verdict; its start-up is not told apart.
 
 For each it reports whole-process wall time, the CPU time of the whole process tree (the JVM included: a
 loaded machine stretches wall time, CPU time much less), time without start-up, rows per second and the peak
-resident memory of the whole process tree, both sampled every 50 ms from /proc. Then it checks that both
-give every queue the same status, and both the generator's expected status (with ``--since`` after the data's
-start only the same status: frozen runs begun before the window are then looked for in the hour before it).
-Prints a table and one JSON line.
+resident memory of the whole process tree, both sampled every 50 ms from /proc, with the load average before
+and after each dataset. Then it checks that all give every queue the same status, and the generator's expected
+status (with ``--since`` after the data's start only the same status: frozen runs begun before the window are
+then looked for in the hour before it). Prints a table and one JSON line per dataset.
 """
 
 from __future__ import annotations
@@ -99,15 +100,17 @@ def child_spark(args: argparse.Namespace) -> dict[str, Any]:
 
     started = time.perf_counter()
     files = sorted(Path(args.directory).glob("date=*/*.parquet"))
-    if args.child == "spark-before":
-        spark = stuck.build_session(args.master, args.driver_memory, args.driver_memory, 8, tuned=False)
-    else:
-        spark = stuck.build_session(args.master, args.driver_memory, args.driver_memory, args.shuffle_partitions,
-                                    input_bytes=sum(p.stat().st_size for p in files))
+    spark = stuck.build_session(args.master, args.driver_memory, args.driver_memory, args.shuffle_partitions,
+                                input_bytes=sum(p.stat().st_size for p in files))
     spark.sparkContext.setLogLevel("ERROR")
     ready = time.perf_counter()
     job = stuck.plan(stuck.build_parser().parse_args(
         [str(args.directory), "--since", args.since, "--until", UNTIL, "-o", "json", "--out", str(args.result)]))
+    if args.child == "spark-5col":
+        from analysis import transforms
+
+        # the window and the aggregate keyed by the five columns alone: the hash, unused, is pruned from the plan
+        transforms.QUEUE_ROWS = transforms.QUEUE_KEY
     code = stuck.run(spark, job)
     done = time.perf_counter()
     spark.stop()
@@ -122,7 +125,8 @@ def child_local(args: argparse.Namespace) -> dict[str, Any]:
     from rmqctl.localjob import job
 
     ready = time.perf_counter()
-    code, document = job.run(job.plan(args.directory, since=args.since, until=UNTIL), lambda _: None)
+    bucket_rows = 1 << 62 if args.child == "local-whole" else job.BUCKET_ROWS
+    code, document = job.run(job.plan(args.directory, since=args.since, until=UNTIL), lambda _: None, bucket_rows)
     done = time.perf_counter()
     args.result.write_text(json.dumps({_key(q): q["status"] for q in document["queues"]}))
     return {"startup_s": ready - started, "job_s": done - ready, "exit": code}
@@ -233,32 +237,26 @@ def count_rows(directory: Path) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in directory.glob("date=*/*.parquet"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("directory", type=Path)
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--driver-memory", default="2g")
-    parser.add_argument("--shuffle-partitions", type=int, default=None,
-                        help="for spark (default: the job's, the local cores); spark-before always has 8")
-    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
-    parser.add_argument("--engines", default="duckdb,spark-before,spark,local,command")
-    parser.add_argument("--since", default=SINCE, help="window start (default: the whole dataset); a later start "
-                        "judges frozen runs begun before it, and skips the check against expected.json")
-    parser.add_argument("--child", choices=["spark", "spark-before", "duckdb", "local", "command"],
-                        help=argparse.SUPPRESS)
-    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        children = {"duckdb": child_duckdb, "local": child_local, "command": child_command}
-        report = children.get(args.child, child_spark)(args)
-        print(json.dumps(report))
-        return
+ENGINES = ("duckdb", "spark", "spark-5col", "local", "local-whole", "command")
 
-    rows = count_rows(args.directory)
+
+def dataset(data: Path, rows: str) -> Path:
+    """The generated dataset of about ``rows`` rows under ``data`` (generated on first use)."""
+    directory = data / f"snap-{rows}"
+    if not (directory / "expected.json").exists():
+        subprocess.run([sys.executable, str(ROOT / "bench" / "gen_snapshots.py"), str(directory), "--rows", rows],
+                       check=True)
+    return directory
+
+
+def bench(directory: Path, args: argparse.Namespace) -> bool:
+    """Every engine over one dataset; prints the table and the JSON line; True when all verdicts agree."""
+    rows = count_rows(directory)
     load_before = os.getloadavg()
     results, verdicts = [], {}
-    work = args.directory / ".bench"
+    work = directory / ".bench"
     work.mkdir(exist_ok=True)
+    args.directory = directory
     for engine in args.engines.split(","):
         result = work / f"{engine}.json"
         measured = measure(engine, args, result)
@@ -268,27 +266,58 @@ def main() -> None:
         verdicts[measured["engine"]] = json.loads(result.read_text())
     load_after = os.getloadavg()
 
-    expected = json.loads((args.directory / "expected.json").read_text()) if args.since == SINCE else {}
+    expected = json.loads((directory / "expected.json").read_text()) if args.since == SINCE else {}
     agree = {engine: sum(1 for k, s in expected.items() if got.get(k) == s) for engine, got in verdicts.items()}
     same = all(v == next(iter(verdicts.values())) for v in verdicts.values())
-    print(f"{rows:,} rows, {len(expected):,} queues, load average {load_before[0]:.1f} before / "
+    print(f"{directory}: {rows:,} rows, {len(expected):,} queues, load average {load_before[0]:.1f} before / "
           f"{load_after[0]:.1f} after")
-    print(f"{'engine':16} {'wall s':>8} {'cpu s':>7} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} "
+    print(f"{'engine':20} {'wall s':>8} {'cpu s':>7} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} "
           f"{'Mrows/s wall':>13} {'peak MiB':>9}  expected")
     for r in results:
-        print(f"{r['engine']:16} {r['wall_s']:8.1f} {r['cpu_s']:7.1f} {r['startup_s']:8.1f} {r['job_s']:8.1f} "
+        print(f"{r['engine']:20} {r['wall_s']:8.1f} {r['cpu_s']:7.1f} {r['startup_s']:8.1f} {r['job_s']:8.1f} "
               f"{r['rows_per_s_job'] / 1e6:12.2f} {r['rows_per_s_wall'] / 1e6:13.2f} {r['peak_rss_mib']:9.0f}  "
               f"{agree[r['engine']]}/{len(expected)}")
     by_engine = {r["engine"]: r for r in results}
     for name in by_engine:
         if name != "duckdb" and "duckdb" in by_engine:
-            spark, duck = by_engine[name], by_engine["duckdb"]
-            print(f"{name} / duckdb: wall {spark['wall_s'] / duck['wall_s']:.2f}x, "
-                  f"cpu {spark['cpu_s'] / duck['cpu_s']:.2f}x, without start-up {spark['job_s'] / duck['job_s']:.2f}x")
+            other, duck = by_engine[name], by_engine["duckdb"]
+            print(f"{name} / duckdb: wall {other['wall_s'] / duck['wall_s']:.2f}x, "
+                  f"cpu {other['cpu_s'] / duck['cpu_s']:.2f}x, without start-up {other['job_s'] / duck['job_s']:.2f}x")
     print(f"same verdicts: {same}")
     print(json.dumps({"rows": rows, "queues": len(expected), "results": results, "expected_agree": agree,
-                      "same_verdicts": same, "load": [load_before[0], load_after[0]]}))
-    if not same or any(a != len(expected) for a in agree.values()):
+                      "same_verdicts": same, "load": [load_before[0], load_after[0]]}), flush=True)
+    return same and all(a == len(expected) for a in agree.values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path, nargs="*", help="datasets from gen_snapshots.py")
+    parser.add_argument("--rows", default=None,
+                        help="comma-separated sizes to generate (once) and judge, e.g. 1e6,1e7 (default without DIR)")
+    parser.add_argument("--data", type=Path, default=ROOT / ".bench-data", help="where --rows datasets are kept")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--shuffle-partitions", type=int, default=None,
+                        help="for spark (default: the job's)")
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
+    parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, of {', '.join(ENGINES)}")
+    parser.add_argument("--since", default=SINCE, help="window start (default: the whole dataset); a later start "
+                        "judges frozen runs begun before it, and skips the check against expected.json")
+    parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        args.directory = args.directory[0]
+        children = {"duckdb": child_duckdb, "local": child_local, "local-whole": child_local,
+                    "command": child_command}
+        report = children.get(args.child, child_spark)(args)
+        print(json.dumps(report))
+        return
+    directories = list(args.directory)
+    if args.rows or not directories:
+        directories += [dataset(args.data, rows) for rows in (args.rows or "1e6,1e7").split(",")]
+    ok = [bench(directory, args) for directory in directories]
+    if not all(ok):
         raise SystemExit(1)
 
 

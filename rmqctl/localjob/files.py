@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,17 +185,6 @@ def _iso(ms: int) -> str:
         return f"{ms} ms since 1970"
 
 
-def _readable_rows(parquet: pq.ParquetFile, columns: Sequence[str]) -> int:
-    """Rows of the row groups that decode, up to the first that does not (where a reader stops)."""
-    readable = 0
-    for i in range(parquet.metadata.num_row_groups):
-        try:
-            readable += parquet.read_row_group(i, columns=list(columns)).num_rows
-        except Exception:  # noqa: BLE001 - pyarrow raises OSError or ArrowInvalid by version
-            break
-    return readable
-
-
 def normalized(table: pa.Table) -> pa.Table:
     """The file's columns as :data:`~rmqctl.localjob.verdicts.ROWS` (timestamps in microseconds, absent
     columns null, narrower integers widened)."""
@@ -216,14 +205,109 @@ def normalized(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=ROWS)
 
 
+class _Rows:
+    """Where the rows of the usable files go, bucket by bucket: each file's rows are held apart until the file
+    is known to be whole (a corrupt page or a bad row at its end leaves out the whole file, as before), then
+    kept. One bucket is kept in memory; more are written to Arrow files in ``spill`` and read back one at a
+    time, so that only one bucket's rows are in memory while it is judged."""
+
+    def __init__(self, buckets: int, spill: Path | None) -> None:
+        self.buckets = buckets
+        self.spill = spill
+        self.kept: list[list[pa.Table]] = [[] for _ in range(buckets)]
+        self.files: list[list[Path]] = [[] for _ in range(buckets)]
+        self.pending: list[list[pa.Table]] = [[] for _ in range(buckets)]
+        self.pending_rows = 0
+        self.writers: dict[int, tuple[Path, pa.ipc.RecordBatchWriter]] = {}
+        self.serial = 0
+
+    def add(self, rows: pa.Table) -> None:
+        """Rows of the file being read (not yet known to be whole)."""
+        if self.buckets == 1:
+            self.pending[0].append(rows)
+            return
+        bucket = queue_buckets(rows, self.buckets)
+        for b in range(self.buckets):
+            part = rows.filter(pc.equal(bucket, b))
+            if part.num_rows:
+                self._writer(b).write_table(part)
+
+    def _writer(self, bucket: int) -> pa.ipc.RecordBatchWriter:
+        if bucket not in self.writers:
+            assert self.spill is not None
+            self.serial += 1
+            path = self.spill / f"rows-{self.serial}-{bucket}.arrow"
+            options = pa.ipc.IpcWriteOptions(compression="lz4" if pa.Codec.is_available("lz4") else None)
+            self.writers[bucket] = (path, pa.ipc.new_file(path, ROWS, options=options))
+        return self.writers[bucket][1]
+
+    def end_file(self, keep: bool) -> None:
+        """The file read is whole (``keep``) or left out."""
+        for b, pending in enumerate(self.pending):
+            if keep:
+                self.kept[b].extend(pending)
+            pending.clear()
+        for b, (path, writer) in self.writers.items():
+            writer.close()
+            if keep:
+                self.files[b].append(path)
+            else:
+                path.unlink()
+        self.writers.clear()
+
+    def tables(self) -> Iterator[pa.Table]:
+        """Each bucket's rows, one bucket at a time (spilled files deleted once read)."""
+        for b in range(self.buckets):
+            parts = self.kept[b]
+            for path in self.files[b]:
+                with pa.memory_map(str(path)) as source:
+                    parts.append(pa.ipc.open_file(source).read_all().combine_chunks())
+                path.unlink()
+            self.kept[b] = []
+            yield pa.concat_tables(parts) if parts else ROWS.empty_table()
+
+
+BUCKET_KEY = ("cluster", "group", "broker")
+"""What puts rows in one bucket: a group's queues on one broker are judged together (a POP group's dead-letter
+queue that appears in the window is judged against the group's other queues on its broker)."""
+
+
+def queue_buckets(rows: pa.Table, buckets: int) -> pa.Array:
+    """A bucket in ``0 .. buckets - 1`` per row that depends on the row's :data:`BUCKET_KEY` columns alone: the
+    same for every row of a group's queues on a broker, in every file and row group (of this process: Python's
+    string hash)."""
+    total: pa.Array | None = None
+    for name in BUCKET_KEY:
+        column = rows[name]
+        encoded = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+        # each distinct value hashed once, then spread over the rows by its dictionary code
+        value_hash = pa.array([hash(v) % buckets for v in encoded.dictionary.to_pylist()], pa.int64())
+        part = pc.fill_null(pc.take(value_hash, encoded.indices), 0)
+        total = part if total is None else pc.add(total, part)
+    assert total is not None
+    # the sum is below len(BUCKET_KEY) * buckets: its remainder, looked up
+    remainder = pa.array([i % buckets for i in range(len(BUCKET_KEY) * buckets)], pa.int64())
+    return pc.take(remainder, total)
+
+
 def read_files(files: Sequence[SnapshotFile], warn: Callable[[str], None],
                now_ms: int) -> tuple[list[ReadFile], pa.Table]:
     """The usable files among ``files`` and their rows (:data:`~rmqctl.localjob.verdicts.ROWS`), each file
     opened once; every file left out is named through ``warn`` with its reason, and a file newer than the
     engine raises :class:`JobError`. Rows dated after ``now_ms`` (the engine's clock) plus a day are refused."""
+    usable, tables = read_buckets(files, warn, now_ms, 1, None)
+    return usable, next(iter(tables))
+
+
+def read_buckets(files: Sequence[SnapshotFile], warn: Callable[[str], None], now_ms: int, buckets: int,
+                 spill: Path | None) -> tuple[list[ReadFile], Iterator[pa.Table]]:
+    """:func:`read_files` with the rows cut into ``buckets`` (:func:`queue_buckets`): every row of a group's
+    queues on a broker in one bucket, the buckets read back one at a time. With more than one bucket the rows
+    are written to Arrow files under ``spill`` as each row group is read, so memory holds one row group while
+    reading and one bucket while judging."""
     latest_ms = now_ms + FUTURE_SLACK_MS
     usable: list[ReadFile] = []
-    tables: list[pa.Table] = []
+    rows_out = _Rows(buckets, spill)
     for snapshot in files:
         try:
             parquet = pq.ParquetFile(snapshot.path)
@@ -236,45 +320,75 @@ def read_files(files: Sequence[SnapshotFile], warn: Callable[[str], None],
         if problem is not None:
             warn(f"skipped {snapshot.path}: {problem}")
             continue
-        columns = [c for c in (*COLUMNS_READ, "schema_version") if c in schema.names]
-        try:
-            table = parquet.read(columns=columns)
-        except Exception:  # noqa: BLE001 - a page that does not decode
-            readable = _readable_rows(parquet, columns)
-            warn(f"skipped {snapshot.path}: corrupt pages: its footer counts {counted} rows, {readable} could be read")
+        found = _read_file(parquet, snapshot, rows_out)
+        if found.readable < counted:
+            # a whole header and footer, but pages that do not decode: the rest of the file is not read
+            warn(f"skipped {snapshot.path}: corrupt pages: its footer counts {counted} rows, {found.readable} could "
+                 "be read")
+            rows_out.end_file(keep=False)
             continue
-        if table.num_rows < counted:
-            warn(f"skipped {snapshot.path}: corrupt pages: its footer counts {counted} rows, "
-                 f"{table.num_rows} could be read")
-            continue
-        if table.num_rows == 0:
+        if found.readable == 0:
+            rows_out.end_file(keep=True)
             usable.append(ReadFile(snapshot, None, None))
             continue
-        incomplete = 0
-        for name in REQUIRED:
-            incomplete_here = table[name].null_count
-            incomplete = max(incomplete, incomplete_here)
-        if incomplete:
-            nulls = pc.is_null(table[REQUIRED[0]])
-            for name in REQUIRED[1:]:
-                nulls = pc.or_(nulls, pc.is_null(table[name]))
-            count = pc.sum(pc.cast(nulls, pa.int64())).as_py()
-            warn(f"skipped {snapshot.path}: not a snapshot file ({count} rows without a value in "
+        if found.incomplete:
+            warn(f"skipped {snapshot.path}: not a snapshot file ({found.incomplete} rows without a value in "
                  f"{', '.join(REQUIRED)})")
+            rows_out.end_file(keep=False)
             continue
-        version = int(pc.max(table["schema_version"]).as_py())
-        if version > SCHEMA_VERSION:
-            raise JobError(f"{snapshot.path} has snapshot schema version {version}; this job knows up to "
+        if found.version > SCHEMA_VERSION:
+            rows_out.end_file(keep=False)
+            raise JobError(f"{snapshot.path} has snapshot schema version {found.version}; this job knows up to "
                            f"{SCHEMA_VERSION} (upgrade rmqctl)")
-        rows = normalized(table)
-        bounds = pc.min_max(rows["ts"]).as_py()
-        first_ms, last_ms = bounds["min"] // 1000, bounds["max"] // 1000
+        first_ms, last_ms = found.first_us // 1000, found.last_us // 1000
         if first_ms < EARLIEST_MS or last_ms > latest_ms:
             bad = first_ms if first_ms < EARLIEST_MS else last_ms
             warn(f"skipped {snapshot.path}: rows dated {_iso(bad)}, outside {_iso(EARLIEST_MS)} .. "
                  f"{_iso(latest_ms)} (a wrong clock?)")
+            rows_out.end_file(keep=False)
             continue
-        usable.append(ReadFile(snapshot, version, bounds["max"]))
-        tables.append(rows)
-    rows_read = pa.concat_tables(tables) if tables else ROWS.empty_table()
-    return usable, rows_read
+        rows_out.end_file(keep=True)
+        usable.append(ReadFile(snapshot, found.version, found.last_us))
+    return usable, rows_out.tables()
+
+
+@dataclass
+class _FileRead:
+    """What reading one file's row groups found."""
+
+    readable: int = 0
+    incomplete: int = 0
+    version: int = 0
+    first_us: int = 0
+    last_us: int = 0
+
+
+def _read_file(parquet: pq.ParquetFile, snapshot: SnapshotFile, rows_out: _Rows) -> _FileRead:
+    """Read the file row group by row group into ``rows_out``, up to the first row group that does not decode;
+    rows of a file with a row lacking a required value are not normalized (the file is left out)."""
+    columns = [c for c in (*COLUMNS_READ, "schema_version") if c in parquet.schema_arrow.names]
+    found = _FileRead()
+    bounds: list[int] = []
+    for i in range(parquet.metadata.num_row_groups):
+        try:
+            table = parquet.read_row_group(i, columns=columns)
+        except Exception:  # noqa: BLE001 - a page that does not decode (pyarrow raises OSError or ArrowInvalid)
+            break
+        found.readable += table.num_rows
+        if table.num_rows == 0:
+            continue
+        nulls = pc.is_null(table[REQUIRED[0]])
+        for name in REQUIRED[1:]:
+            nulls = pc.or_(nulls, pc.is_null(table[name]))
+        missing = pc.sum(pc.cast(nulls, pa.int64())).as_py() or 0
+        found.incomplete += missing
+        if found.incomplete:
+            continue
+        found.version = max(found.version, int(pc.max(table["schema_version"]).as_py()))
+        rows = normalized(table)
+        ts = pc.min_max(rows["ts"]).as_py()
+        bounds += [ts["min"], ts["max"]]
+        rows_out.add(rows)
+    if bounds:
+        found.first_us, found.last_us = min(bounds), max(bounds)
+    return found

@@ -11,9 +11,11 @@ Imports pyarrow, the standard library, :mod:`rmqctl.stuck` and :mod:`rmqctl.cloc
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +26,15 @@ import pyarrow.parquet as pq
 
 from rmqctl import stuck
 from rmqctl.clock import SystemClock
-from rmqctl.localjob.files import FUTURE_SLACK_MS, JobError, SnapshotFile, list_snapshot_files, read_files
-from rmqctl.localjob.verdicts import Thresholds, diagnose, summarize_groups
+from rmqctl.localjob.files import (
+    FUTURE_SLACK_MS,
+    JobError,
+    SnapshotFile,
+    footer_rows,
+    list_snapshot_files,
+    read_buckets,
+)
+from rmqctl.localjob.verdicts import QUEUE_KEY, Thresholds, diagnose, summarize_groups
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -131,11 +140,26 @@ def _quiet(message: str) -> None:
     pass
 
 
-def run(job: Plan, warn: Callable[[str], None]) -> tuple[int, dict[str, Any]]:
-    """Read, judge and return ``(exit code, document)``: 1 when a queue is STALLED or ORPHANED, else 0."""
+BUCKET_ROWS = 1_000_000
+"""Input of more rows than this (counted from the footers) is judged in buckets of about this many rows, cut by
+queue and spilled to a temporary directory as it is read (:func:`~rmqctl.localjob.files.read_buckets`), so that
+memory holds one bucket: about 600 MB at this size, whatever the input's."""
+
+
+def run(job: Plan, warn: Callable[[str], None], bucket_rows: int = BUCKET_ROWS) -> tuple[int, dict[str, Any]]:
+    """Read, judge and return ``(exit code, document)``: 1 when a queue is STALLED or ORPHANED, else 0.
+
+    More than ``bucket_rows`` rows (counted from the footers) are judged in buckets of about that many."""
     for message in job.skipped:
         warn(message)
-    usable, rows = read_files(job.files, warn, job.now_ms)
+    buckets = max(1, -(-footer_rows(job.files) // max(1, bucket_rows)))
+    with tempfile.TemporaryDirectory(prefix="rmqctl-stuck-") if buckets > 1 else contextlib.nullcontext() as spill:
+        return _judge_buckets(job, warn, buckets, Path(spill) if spill else None)
+
+
+def _judge_buckets(job: Plan, warn: Callable[[str], None], buckets: int,
+                   spill: Path | None) -> tuple[int, dict[str, Any]]:
+    usable, tables = read_buckets(job.files, warn, job.now_ms, buckets, spill)
     if not usable:
         raise JobError(f"none of the {len(job.files)} snapshot file(s) under {job.root} for the requested window "
                        "could be read (each is named above with its reason)")
@@ -147,7 +171,9 @@ def run(job: Plan, warn: Callable[[str], None]) -> tuple[int, dict[str, Any]]:
             raise JobError(f"no snapshots under {job.root}")
         until_ms = max(lasts) // 1000
     since_ms = job.since_ms if job.since_ms is not None else until_ms - job.window_ms
-    queues = diagnose(rows, since_ms, until_ms, job.thresholds)
+    queues = [verdict for rows in tables for verdict in diagnose(rows, since_ms, until_ms, job.thresholds)]
+    if buckets > 1:
+        queues.sort(key=lambda q: tuple(q[k] for k in QUEUE_KEY))
     if not queues:
         raise JobError(f"no snapshots under {job.root} between {iso(since_ms)} and {iso(until_ms)}")
     document = {"since": iso(since_ms), "until": iso(until_ms), "since_ts": since_ms, "until_ts": until_ms,

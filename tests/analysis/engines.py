@@ -85,14 +85,23 @@ def run_both(spark: Any, argv: list[str], now_ms: int | None = None,
         code = stuck.run(spark, stuck.plan(parsed, now_ms=now_ms), spark_warnings.append)
     except stuck.JobError as exc:
         spark_error = str(exc)
+    local_plan = local_job.plan(Path(parsed.directory), parsed.window, parsed.since, parsed.until, th,
+                                now_ms=now_ms)
     try:
-        local_code, document = local_job.run(
-            local_job.plan(Path(parsed.directory), parsed.window, parsed.since, parsed.until, th, now_ms=now_ms,
-                           ), local_warnings.append)
+        local_code, document = local_job.run(local_plan, local_warnings.append)
     except local_files.JobError as exc:
         local_error = str(exc)
     assert local_warnings == spark_warnings
     assert local_error == spark_error
+    # the same again with the rows cut into buckets of a few rows, spilled and judged one at a time
+    bucketed_warnings: list[str] = []
+    try:
+        bucketed = local_job.run(local_plan, bucketed_warnings.append, bucket_rows=7)
+    except local_files.JobError as exc:
+        assert str(exc) == local_error
+    else:
+        assert bucketed == (local_code, document)
+    assert bucketed_warnings == local_warnings
     for message in spark_warnings:
         (on_warning or (lambda _: None))(message)
     if spark_error is not None:
