@@ -47,7 +47,7 @@ LOCAL_MAX_ROWS = 20_000_000
 """``--engine auto`` judges up to this many snapshot rows (counted from the files' footers, no page read) on
 the local engine, and more on Spark: the local engine answers 10^6 rows in a few seconds, where Spark alone
 needs several to start, and 10^7 rows on one core in less CPU time than DuckDB on two; above 10^6 rows it
-judges in buckets spilled to disk, so its memory stays under 1 GB at any size (bench/README.md). Twice the
+judges in buckets spilled to disk, so its memory stays under 1 GB (bench/README.md: 10^7 rows). Twice the
 size measured."""
 
 
