@@ -399,6 +399,12 @@ class CachedExposition:
             self._built = None  # every format asked for is encoded: the families are not kept
 
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
+        head, body, content_type = self.render_parts(accept)
+        return head + body, content_type
+
+    def render_parts(self, accept: str | None = None) -> tuple[bytes, bytes, str]:
+        """The exporter's own series and the round's (encoded once), to be sent one after the
+        other: a scrape of megabytes copies nothing."""
         encoder, content_type = choose_encoder(accept or "")
         current = self.collector.current
         with self._lock:
@@ -407,4 +413,4 @@ class CachedExposition:
         head = encoder(self._self)
         if head.endswith(_EOF):  # OpenMetrics: one "# EOF", at the very end
             head = head[: -len(_EOF)]
-        return head + body, content_type
+        return head, body, content_type

@@ -140,10 +140,10 @@ class MetricsServer:
                            [("Content-Type", "text/plain; charset=utf-8")])
             return [body]
         started = time.perf_counter()
-        body, content_type = self.exposition.render(environ.get("HTTP_ACCEPT"))
+        head, body, content_type = self.exposition.render_parts(environ.get("HTTP_ACCEPT"))
         self.collector.scraped(time.perf_counter() - started)
-        start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body)))])
-        return [body]
+        start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(head) + len(body)))])
+        return [head, body]
 
 
 def _stderr_line(message: str) -> None:

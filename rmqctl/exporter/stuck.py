@@ -150,14 +150,21 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
 def observations(view: GroupView) -> dict[MessageQueue, Observation]:
     """This round's observation of every queue of ``view`` whose offsets were read."""
     holders: dict[MessageQueue, str] = {mq: cids[0] for mq, cids in view.owners().items()}
+    pop = view.pop  # derived from the whole view: once, not per queue
+    subscribes: dict[tuple[str, str], bool | None] = {}
     out = {}
     for p in view.progress:
         if not p.known:
             continue
         owner = holders.get(p.queue)
-        subscribed = view.subscribes(owner, p.queue.topic) if owner else None
+        subscribed = None
+        if owner:
+            key = (owner, p.queue.topic)
+            if key not in subscribes:
+                subscribes[key] = view.subscribes(owner, p.queue.topic)
+            subscribed = subscribes[key]
         out[p.queue] = Observation(view.sampled_at, p.broker_offset, p.consumer_offset, p.pull_offset,
-                                   owner, subscribed, view.pop)
+                                   owner, subscribed, pop)
     return out
 
 
