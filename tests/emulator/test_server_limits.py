@@ -30,7 +30,7 @@ from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.codes import RequestCode
 from rmqctl.service import ClusterService
 
-BOUND = 10.0
+BOUND = 30.0
 LIMITS = ServerLimits(idle_timeout=0.8, max_connections=4, max_frame_bytes=64 * 1024,
                       write_buffer_bytes=64 * 1024)
 

@@ -25,7 +25,7 @@ from rmqctl.remoting import bodies, fastjson, frame, messages
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 GOLDEN_FRAMES = sorted(p.read_bytes() for p in GOLDEN.rglob("*.bin"))
 
-FAST = settings(max_examples=150, deadline=200, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=150, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
 
 BODY_DECODERS: dict[str, Callable[[bytes], Any]] = {
     "cluster_info": bodies.cluster_info,
