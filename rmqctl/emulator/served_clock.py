@@ -5,8 +5,8 @@ for it (the registry of served emulators, plain files), and if so reads its cloc
 control API's health answer (``now_ms`` and ``speed``), so the doctor's "now" is the emulator's
 and not the host's. That one read is a plain HTTP/1.1 GET written with the standard library
 (the control API answers every request with ``Connection: close``), so a command pays neither
-for an HTTP client library nor for the emulator itself; the emulator's controls
-(:mod:`~rmqctl.emulator.control_client`) are loaded only by a watcher that reads the clock again.
+for an HTTP client library nor for the emulator itself; a watcher that reads the clock again
+after each sleep reads it the same way.
 
 Must not import the CLI, textual, pyspark, httpx, or the emulator's broker and servers.
 """
@@ -20,7 +20,6 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from rmqctl import errors
 from rmqctl.emulator.registry import find_for_namesrv
 
 #: environment variable naming a served emulator's control API (as ``emulator ctl`` reads it)
@@ -54,15 +53,8 @@ class ServedClock:
         await asyncio.sleep(seconds)
         if self._url is None:
             return
-        from rmqctl.emulator.control_client import HttpControl
-
-        control = HttpControl(self._url, token=self._token, timeout=2.0)
-        try:
-            now_ms = (await control.health()).get("now_ms")
-        except errors.RmqctlError:
-            return  # run on from the last reading
-        finally:
-            await control.close()
+        health = await read_health(self._url, self._token)
+        now_ms = health.get("now_ms") if health is not None else None  # none: run on as before
         if isinstance(now_ms, int) and not isinstance(now_ms, bool):
             self._start, self._host_start = now_ms / 1000, time.monotonic()
 
