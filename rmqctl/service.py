@@ -121,6 +121,21 @@ def all_failed(failures: Mapping[str, errors.RmqctlError], message: str) -> erro
     return kind(f"{message}: {detail}")
 
 
+def _joined(
+    reads: dict[str, asyncio.Future[T]], key: str, start: Callable[[], Awaitable[T]],
+    on_done: Callable[[asyncio.Future[T]], None] | None = None,
+) -> Awaitable[T]:
+    """The read ``key`` of ``reads`` already on its way on this event loop, or a new one from
+    ``start`` (``on_done`` called when it ends): many views wait for one request. Awaited through a
+    shield, so that one waiter's cancellation does not cancel the read for the others."""
+    read = reads.get(key)
+    if read is None or read.get_loop() is not asyncio.get_running_loop():
+        read = reads[key] = asyncio.ensure_future(start())
+        if on_done is not None:
+            read.add_done_callback(on_done)
+    return asyncio.shield(read)
+
+
 class ClusterService:
     """Cluster-wide reads over one back end, stamped with one clock."""
 
@@ -195,17 +210,14 @@ class ClusterService:
         shared = self._shared
         if shared is None:
             return await self.backend.cluster_info()
-        read = shared.get("cluster")
-        if read is None or read.get_loop() is not asyncio.get_running_loop():
-            read = shared["cluster"] = asyncio.ensure_future(self.backend.cluster_info())
 
-            def forget(done: asyncio.Future[ClusterInfo]) -> None:
-                if done.cancelled() or done.exception() is not None:
-                    if shared.get("cluster") is done:
-                        del shared["cluster"]
+        def forget(done: asyncio.Future[ClusterInfo]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                if shared.get("cluster") is done:
+                    del shared["cluster"]
 
-            read.add_done_callback(forget)
-        return await asyncio.shield(read)
+        cluster: ClusterInfo = await _joined(shared, "cluster", self.backend.cluster_info, forget)
+        return cluster
 
     async def masters(self) -> dict[str, str]:
         masters = (await self.cluster()).masters()
@@ -798,18 +810,13 @@ class ClusterService:
                 return cached[1]
             # a table of thousands of groups takes a while to decode: views that want it while it
             # is on its way wait for that read instead of each asking the broker again
-            pending = self._config_reads.get(addr)
-            if pending is None or pending.get_loop() is not asyncio.get_running_loop():
-                pending = self._config_reads[addr] = asyncio.ensure_future(self.backend.subscription_groups(addr))
+            def done(read: asyncio.Future[Mapping[str, SubscriptionGroupConfig]]) -> None:
+                if self._config_reads.get(addr) is read:
+                    del self._config_reads[addr]
+                if not read.cancelled() and read.exception() is None:
+                    self._config_tables[addr] = (now, read.result())
 
-                def done(read: asyncio.Future[Mapping[str, SubscriptionGroupConfig]]) -> None:
-                    if self._config_reads.get(addr) is read:
-                        del self._config_reads[addr]
-                    if not read.cancelled() and read.exception() is None:
-                        self._config_tables[addr] = (now, read.result())
-
-                pending.add_done_callback(done)
-            return await asyncio.shield(pending)
+            return await _joined(self._config_reads, addr, lambda: self.backend.subscription_groups(addr), done)
 
         tables, _ = await self._fan_out(masters, table)
         return {broker: t[group] for broker, t in sorted(tables.items()) if group in t}
@@ -834,11 +841,9 @@ class ClusterService:
         async def one(addr: str) -> list[str]:
             if shared is not None and self.backend.capabilities.reads_offset_table:
                 # inside a round of many groups, each broker's whole offset table is read once
-                read = shared.get(f"offset_topics:{addr}")
-                if read is None or read.get_loop() is not asyncio.get_running_loop():
-                    read = shared[f"offset_topics:{addr}"] = asyncio.ensure_future(self.backend.offset_topics(addr))
                 try:
-                    table: Mapping[str, frozenset[str]] = await asyncio.shield(read)
+                    table: Mapping[str, frozenset[str]] = await _joined(
+                        shared, f"offset_topics:{addr}", lambda: self.backend.offset_topics(addr))
                 except errors.RmqctlError:
                     pass  # the group's own read says what the broker answers
                 else:
