@@ -126,10 +126,13 @@ class Scheduler:
 
     def compact(self) -> None:
         """Drop cancelled timers from the heap (they are otherwise dropped when their time comes)."""
-        live = [entry for entry in self._heap if not entry[2].cancelled]
-        if len(live) < len(self._heap):
+        heap = self._heap
+        live = [entry for entry in heap if not entry[2].cancelled]
+        if len(live) < len(heap):
             heapq.heapify(live)
-            self._heap = live
+            # in place: a run in progress (``run_until``) holds this very list, and must neither
+            # run an event twice nor miss one scheduled after the compaction
+            heap[:] = live
 
     def scheduled(self) -> int:
         """Timers in the heap, cancelled ones included (what it holds in memory)."""
