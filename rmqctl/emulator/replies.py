@@ -41,7 +41,9 @@ MAX_ENTRIES = 65_536
 
 
 class ReplyCache:
-    """The answers of :data:`CACHED_READS`, each with the cluster version it was built at."""
+    """The answers of :data:`CACHED_READS`, each with the cluster version it was built at, kept
+    per server: one cache serves every port, and the same request asked of two brokers has two
+    answers (each broker's own queues and offsets)."""
 
     def __init__(self, cluster: EmulatedCluster) -> None:
         self.cluster = cluster
@@ -59,10 +61,10 @@ class ReplyCache:
         """Something outside the scheduler may have changed the cluster."""
         self.cluster.changes += 1
 
-    def answer(self, cmd: RemotingCommand, conn: Channel, handler: Handler) -> Result:
-        """The answer to ``cmd``: the one kept for the same request at the same version, or
-        the handler's (kept when it answered at once)."""
-        key = (cmd.code, cmd.version, tuple(cmd.ext_fields.items()))
+    def answer(self, cmd: RemotingCommand, conn: Channel, handler: Handler, server: str = "") -> Result:
+        """The answer of ``server`` (its name) to ``cmd``: the one it gave to the same request at
+        the same version, or the handler's (kept when it answered at once)."""
+        key = (server, cmd.code, cmd.version, tuple(cmd.ext_fields.items()))
         version = self.version()
         kept = self._answers.get(key)
         if kept is not None and kept[0] == version:

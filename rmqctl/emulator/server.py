@@ -591,7 +591,7 @@ class RemotingServer:
         replies = self.replies
         if replies is not None:
             if cmd.code in CACHED_READS:
-                return replies.answer(cmd, conn, handler)
+                return replies.answer(cmd, conn, handler, self.name)
             replies.changed()  # anything else may change what the reads answer
         result = handler(cmd, conn)
         if self.sync is not None:

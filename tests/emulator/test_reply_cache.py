@@ -184,3 +184,16 @@ async def test_kept_answers_are_the_bytes_an_uncached_server_answers() -> None:
     assert len(cached) == 3 * 2 * len(reads)
     assert hits == 3 * len(reads)  # each repeated read was a kept answer
     assert cached == uncached
+
+
+async def test_the_same_read_on_two_brokers_is_each_brokers_own_answer(monkeypatch) -> None:
+    """One cache serves every port: a read asked of broker-a and then, unchanged, of broker-b
+    is broker-b's answer (its own queues), never broker-a's kept one."""
+    async with served(monkeypatch) as (info, _cluster, _replies, admin):
+        for code, ext in ((RequestCode.GET_CONSUME_STATS, {"consumerGroup": GROUP}),
+                          (RequestCode.GET_TOPIC_STATS_INFO, {"topic": TOPIC})):
+            for name in ("broker-a", "broker-b", "broker-a"):
+                body = await read(admin, info.brokers[name], code, ext)
+                assert f'"brokerName":"{name}"'.encode() in body, (code, name)
+                other = "broker-b" if name == "broker-a" else "broker-a"
+                assert f'"brokerName":"{other}"'.encode() not in body, (code, name)
