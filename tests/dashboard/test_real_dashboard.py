@@ -92,6 +92,13 @@ def test_group_list_equals_native(setup: Setup, dashboard: DashboardProcess) -> 
 
 def test_group_show_equals_native(setup: Setup, dashboard: DashboardProcess) -> None:
     native, web = both(setup, dashboard, "group", "show", setup.group)
+    for _ in range(2):
+        if web["retry_policy"] is not None or native["retry_policy"] is None:
+            break
+        # dashboard 1.0.0 reads each broker's whole config table with its own 3 s timeout, which a
+        # loaded machine trips now and then; rmqctl then shows the policy as unknown
+        # (tests/unit/test_retry_policy.py), and only the dashboard's next read can be compared
+        web = run_json("group", "show", setup.group, "--dashboard", dashboard.url)
     assert set(web.pop("unavailable")) == {"pull_offset", "inflight", "offset_topics"}
     assert "unavailable" not in native
     # consume rates are sampled by each read at its own moment (the dashboard also truncates
