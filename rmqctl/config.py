@@ -35,12 +35,13 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from rmqctl import errors
 from rmqctl.durations import duration_seconds
+from rmqctl.records import dataclass
 
 _CONTEXT_KEYS: dict[str, type | tuple[type, ...]] = {
     "namesrv": str, "timeout": (int, float, str), "access_key": str, "secret_key": str,

@@ -17,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from rmqctl import errors
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.clock import Clock
 from rmqctl.config import TlsFiles, resolve
+from rmqctl.records import dataclass
 from rmqctl.remoting.acl import Credentials
 from rmqctl.remoting.admin import AdminClient
 from rmqctl.remoting.admin import parse_namesrv as parse_namesrv

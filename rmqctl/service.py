@@ -23,7 +23,7 @@ import dataclasses
 import gc
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Generic, TypeVar
 
 from rmqctl import errors
@@ -66,6 +66,7 @@ from rmqctl.model import (
     retry_topic_groups,
     version_desc,
 )
+from rmqctl.records import dataclass
 
 T = TypeVar("T")
 

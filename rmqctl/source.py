@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from rmqctl.clock import Clock
@@ -30,6 +29,7 @@ from rmqctl.model import (
     TopicStats,
     TraceEvent,
 )
+from rmqctl.records import dataclass
 from rmqctl.service import Partial
 
 __all__ = ["ClusterSource", "Opened", "Partial"]

@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.fanout import fan_out
 from rmqctl.model import RETRY_PREFIX, ExpressionHistory, GroupView, MessageQueue, sort_queues
+from rmqctl.records import dataclass
 from rmqctl.source import ClusterSource
 
 #: groups sampled at the same time by default (each view itself fans out to every broker)

@@ -18,7 +18,7 @@ Imports only the model and errors: never the CLI, the TUI, the emulator or pyspa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 from rmqctl import errors
@@ -34,6 +34,7 @@ from rmqctl.model import (
     TopicRoute,
     TopicStats,
 )
+from rmqctl.records import dataclass
 
 __all__ = ["Backend", "Capabilities"]
 

@@ -16,7 +16,7 @@ import math
 import sys
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
@@ -26,6 +26,7 @@ from rmqctl.cli.durations import DURATION, duration_parser
 from rmqctl.cli.framework import with_shared_options
 from rmqctl.cli.render import Console, OutputFormat, TableOptions, View, emit
 from rmqctl.errors import ExitCode
+from rmqctl.records import dataclass
 
 if TYPE_CHECKING:  # the wire client loads with the first command that needs it, not with --help
     from rmqctl.connect import Target
@@ -123,6 +124,8 @@ MatchOpt = Annotated[
 
 @dataclass(frozen=True)
 class Settings:
+    """The root options every command of this invocation shares."""
+
     namesrv: str | None = None
     context: str | None = None
     output: OutputFormat = OutputFormat.table

@@ -35,13 +35,15 @@ import importlib
 import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import PurePath
 from typing import Any, ClassVar, NoReturn
 
 import typer
 import typer.main
 from typer.core import TyperGroup
+
+from rmqctl.records import dataclass
 
 #: a Click command (group or single command) as Typer builds it; typed loosely because Typer
 #: keeps the Click classes out of its public names

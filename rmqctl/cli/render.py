@@ -25,10 +25,11 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from rmqctl import errors
+from rmqctl.records import dataclass
 
 if TYPE_CHECKING:  # the model and the documents load with the command that renders them
     from rmqctl.report import RowSet

@@ -8,7 +8,7 @@ Must not do I/O, and must not import the CLI, the TUI, pyspark or the other doct
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from rmqctl import errors
@@ -23,6 +23,7 @@ from rmqctl.model import (
     Subscription,
     sort_queues,
 )
+from rmqctl.records import dataclass
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rmqctl import errors
 from rmqctl.clock import Clock
 from rmqctl.doctor.checks import run_checks, skipped_checks, tag_conflict_topics
 from rmqctl.doctor.failures import orderly_candidates
 from rmqctl.model import RETRY_PREFIX, SEVERITY_RANK, Finding, GroupView
+from rmqctl.records import dataclass
 from rmqctl.source import ClusterSource
 from rmqctl.watch import REDELIVERY_SAMPLE, sample_retry_copies
 

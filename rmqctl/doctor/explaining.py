@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rmqctl import errors
 from rmqctl.doctor.explain import explain_message
 from rmqctl.model import Explanation, Message, MessageRef, QueueOwnership, TraceEvent
+from rmqctl.records import dataclass
 from rmqctl.source import ClusterSource
 
 #: who held a queue for a group when a message was stored (None: not known there)

@@ -12,7 +12,7 @@ Must not do I/O, and must not import the CLI, the TUI or pyspark.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from rmqctl.doctor.context import (
@@ -48,6 +48,7 @@ from rmqctl.model import (
     sort_queues,
     unpullable_reason,
 )
+from rmqctl.records import dataclass
 
 #: the label under which, without a message sample, every tag no client names is counted
 OTHER_TAGS = "(any other tag)"

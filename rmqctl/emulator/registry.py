@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from rmqctl.records import dataclass
 
 
 @dataclass(frozen=True, slots=True)

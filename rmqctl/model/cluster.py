@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from rmqctl.model.java import java_str_key
@@ -19,6 +18,7 @@ from rmqctl.model.names import (
     RETRY_PREFIX,
     SYSTEM_TOPICS,
 )
+from rmqctl.records import dataclass
 
 TopicKind = Literal["normal", "retry", "dlq", "system", "cluster", "broker"]
 
@@ -227,6 +227,8 @@ class TopicOffset:
 
 @dataclass(frozen=True, slots=True)
 class TopicStats:
+    """A topic's offsets per queue as the brokers report them, and its put rate (messages/s) when known."""
+
     topic: str
     offsets: tuple[TopicOffset, ...]
     put_tps: float | None = None

@@ -9,12 +9,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rmqctl.model.cluster import MessageQueue
 from rmqctl.model.java import java_string_hash, version_desc
 from rmqctl.model.names import RETRY_PREFIX, SUB_ALL
 from rmqctl.model.sql92 import Selector, Sql92Error, compile_sql92
+from rmqctl.records import dataclass
 
 #: ``ExpressionType.SQL92``
 SQL92 = "SQL92"
@@ -227,6 +228,8 @@ class OffsetEntry:
 
 @dataclass(frozen=True, slots=True)
 class ConsumeStats:
+    """A group's offsets per queue as one broker reports them, and its consume rate (messages/s)."""
+
     offsets: Mapping[MessageQueue, OffsetEntry]
     consume_tps: float = 0.0
 

@@ -7,8 +7,9 @@ import anything from rmqctl.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from rmqctl.records import dataclass
 
 Severity = Literal["info", "warning", "error"]
 #: severities in increasing order of gravity

@@ -8,7 +8,7 @@ in a command or widget. Frozen dataclasses, no I/O; must not import anything fro
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from rmqctl.errors import RmqctlError
@@ -22,6 +22,7 @@ from rmqctl.model.consumer import (
     SubscriptionGroupConfig,
 )
 from rmqctl.model.names import RETRY_PREFIX
+from rmqctl.records import dataclass
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,12 @@ Must not import anything that does I/O, and nothing from the rest of rmqctl but 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rmqctl.model.cluster import MessageQueue
 from rmqctl.model.consumer import Subscription
 from rmqctl.model.group import GroupView
+from rmqctl.records import dataclass
 
 #: observations kept per queue (the oldest are forgotten first; what they judged becomes unknown)
 HISTORY_DEPTH = 16

@@ -18,12 +18,13 @@ from __future__ import annotations
 import ipaddress
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from rmqctl.model.cluster import MessageQueue
 from rmqctl.model.consumer import Subscription
 from rmqctl.model.names import DLQ_PREFIX, RETRY_PREFIX
+from rmqctl.records import dataclass
 
 #: property names the broker and clients write (``MessageConst``)
 _PROPERTY_TAGS = "TAGS"

@@ -34,10 +34,11 @@ import math
 import re
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Union
 
 from rmqctl.errors import UsageError
+from rmqctl.records import dataclass
 
 #: longest expression accepted (characters)
 SQL92_MAX_CHARS = 16_384
@@ -225,6 +226,8 @@ Props = Mapping[str, str]
 
 @dataclass(frozen=True)
 class _Node:
+    """One node of a parsed expression."""
+
     kind: str
     #: children, evaluated left to right
     args: tuple[_Node, ...] = ()
@@ -368,6 +371,8 @@ _SPACE = frozenset(" \t\n\r\f")
 
 @dataclass(frozen=True)
 class _Tok:
+    """One token of an expression, with its position in the text."""
+
     kind: str  # a keyword, a punctuation string, "int", "float", "str", "id" or "eof"
     text: str
     pos: int

@@ -8,7 +8,7 @@ Must not import anything that does I/O, nor the CLI or TUI layers.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rmqctl.errors import NotFound, UsageError
 from rmqctl.model import DEFAULT_STRATEGY, RETRY_PREFIX, GroupView, MessageQueue
@@ -18,6 +18,7 @@ from rmqctl.rebalance.strategies import (
     java_sorted_ids,
     java_sorted_queues,
 )
+from rmqctl.records import dataclass
 
 
 @dataclass(frozen=True, slots=True)

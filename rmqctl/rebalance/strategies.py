@@ -17,12 +17,13 @@ import bisect
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol, runtime_checkable
 
 from rmqctl.errors import AllocationError as AllocationError
 from rmqctl.errors import UnknownStrategyError as UnknownStrategyError
 from rmqctl.model import MessageQueue, java_str_key
+from rmqctl.records import dataclass
 
 #: ``new AllocateMessageQueueConsistentHash()`` uses this many virtual nodes per client.
 DEFAULT_VIRTUAL_NODES = 10

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import base64
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from rmqctl.model import java_str_key
+from rmqctl.records import dataclass
 from rmqctl.remoting.frame import RemotingCommand
 
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
+    """The ACL keys a request is signed with; the secret never shows in a repr."""
+
     access_key: str
     secret_key: str = field(repr=False)
     security_token: str | None = field(default=None, repr=False)

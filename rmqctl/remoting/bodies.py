@@ -27,7 +27,6 @@ import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from rmqctl import errors
@@ -51,6 +50,7 @@ from rmqctl.model import (
     TopicStats,
     parse_tag_expression,
 )
+from rmqctl.records import dataclass
 from rmqctl.remoting import fastjson
 from rmqctl.remoting.fastjson import encode_string as _encode_string
 

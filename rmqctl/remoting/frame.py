@@ -15,10 +15,11 @@ import json
 import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from json import encoder as _json_encoder
 
 from rmqctl.errors import ProtocolError
+from rmqctl.records import dataclass
 
 #: Largest frame a RocketMQ server accepts (``com.rocketmq.remoting.frameMaxLength`` default).
 MAX_FRAME_LENGTH = 16 * 1024 * 1024

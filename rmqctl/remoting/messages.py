@@ -18,10 +18,11 @@ import ipaddress
 import struct
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rmqctl import errors
 from rmqctl.model import Message, MessageQueue, SampledMessage, encode_offset_message_id
+from rmqctl.records import dataclass
 
 #: ``MessageDecoder.MESSAGE_MAGIC_CODE`` (1-byte topic length) and ``_V2`` (2-byte topic length)
 MAGIC_V1 = -626843481

@@ -30,10 +30,11 @@ Imports nothing of rmqctl but :mod:`rmqctl.errors`; ``ssl`` is loaded only when 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from rmqctl import errors
+from rmqctl.records import dataclass
 
 if TYPE_CHECKING:
     import ssl

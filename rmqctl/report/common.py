@@ -9,11 +9,11 @@ Must not import the CLI, the TUI, the doctor or pyspark.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from rmqctl.errors import RmqctlError
 from rmqctl.model import ClientConnection, Finding, MessageQueue, Subscription
+from rmqctl.records import dataclass
 
 
 @dataclass(frozen=True, slots=True)

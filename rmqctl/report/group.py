@@ -8,11 +8,11 @@ Must not import the CLI, the TUI, the doctor or pyspark.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from rmqctl.errors import RmqctlError
 from rmqctl.model import Finding, GroupSummary, GroupView, QueueProgress, Subscription, unpullable_reason
+from rmqctl.records import dataclass
 from rmqctl.report.common import (
     Errors,
     QueueDict,

@@ -126,3 +126,33 @@ def test_group_show_loads_only_what_it_uses(tmp_path: Path) -> None:
                                env=env)
         assert "rmqctl.emulator.served_clock" in modules
         assert top(modules, NOT_FOR_GROUP_SHOW) == []
+
+
+def dataclasses_compiled_after(code: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """The dataclasses of rmqctl loaded by a fresh interpreter that ran ``code`` whose methods were
+    compiled from source by ``dataclasses.dataclass`` (``rmqctl.records.dataclass`` builds them
+    without: compiling them was most of the model's import time)."""
+    probe = (f"import sys\n{code}\nimport dataclasses, json\n"
+             "found = sorted(f'{name}.{value.__qualname__}' for name, module in list(sys.modules.items())\n"
+             "    if name.startswith('rmqctl') and module is not None for value in vars(module).values()\n"
+             "    if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value)\n"
+             "    and value.__eq__.__module__ != 'rmqctl.records')\n"
+             "sys.__stdout__.write(json.dumps(found))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stderr
+    return list(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def test_group_show_compiles_no_dataclass_methods(tmp_path: Path) -> None:
+    """Every dataclass ``group show`` and ``group progress`` load is built by ``rmqctl.records``."""
+    from rmqctl.emulator.serve import ServeOptions
+    from tests.emulator.helpers import served_in_thread
+
+    env = {"XDG_STATE_HOME": str(tmp_path), "RMQCTL_CONFIG": str(tmp_path / "none.toml")}
+    assert dataclasses_compiled_after(run_command("-n", "127.0.0.1:1", "--timeout", "1", "group", "show", "G"),
+                                      env=env) == []
+    with served_in_thread("tag-overwrite", ServeOptions(clock="virtual", at=60)) as served:
+        for command in ("show", "progress"):
+            assert dataclasses_compiled_after(run_command("-n", served.namesrv, "group", command, "test-consumer"),
+                                              env=env) == [], command

@@ -1,0 +1,259 @@
+"""``dataclass`` for rmqctl's own classes, built without compiling source at import time.
+
+:func:`dataclasses.dataclass` writes the source of up to six methods per class (``__init__``,
+``__repr__``, ``__eq__``, ``__hash__``, and a frozen class's ``__setattr__`` and ``__delattr__``)
+and compiles each one; for the few dozen classes a command imports that is most of the time the
+model takes to import. This decorator takes the same options and gives the same class: the
+standard decorator still collects the fields (``dataclasses.fields``, ``replace``, ``asdict``,
+``__match_args__``, slots and pickling are its own), but the comparison, hash, repr and frozen
+methods are closures over the field names, which need no compiler, and ``__init__``, which must
+stay compiled to construct objects fast, is compiled the first time the class is constructed
+or its ``__init__`` is looked up on the class (for a signature). The methods behave as the
+standard ones: ``__eq__`` compares the same tuples of fields of two objects of the same class,
+``__hash__`` hashes that tuple, ``__repr__`` prints the fields with ``repr=True``, assigning or
+deleting a field of a frozen object raises :class:`dataclasses.FrozenInstanceError` (so does any
+other attribute of a frozen slotted object, where Python 3.11's decorator fails with a
+``TypeError`` from its ``super()`` call), and a class that defines one of these methods itself
+keeps its own. Anything outside that common
+shape (``order``, ``unsafe_hash``, ``kw_only``, ``InitVar``, dataclass bases, a class without a
+docstring) goes to :func:`dataclasses.dataclass` unchanged.
+
+Type checkers see :func:`dataclasses.dataclass` itself. Standard library only; must not import
+anything from rmqctl.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import reprlib
+from collections.abc import Callable
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as dataclass
+else:
+    def dataclass(cls: type | None = None, /, *, init: bool = True, repr: bool = True, eq: bool = True,
+                  order: bool = False, unsafe_hash: bool = False, frozen: bool = False, match_args: bool = True,
+                  kw_only: bool = False, slots: bool = False, weakref_slot: bool = False) -> Any:
+        options = {"init": init, "repr": repr, "eq": eq, "order": order, "unsafe_hash": unsafe_hash,
+                   "frozen": frozen, "match_args": match_args, "kw_only": kw_only, "slots": slots,
+                   "weakref_slot": weakref_slot}
+
+        def wrap(cls: type) -> type:
+            return _build(cls, options)
+
+        return wrap if cls is None else wrap(cls)
+
+
+_MISSING = dataclasses.MISSING
+
+
+def _plain(cls: type, options: dict[str, bool]) -> bool:
+    """Whether ``cls`` and ``options`` are of the shape this module builds itself."""
+    if (options["order"] or options["unsafe_hash"] or options["kw_only"] or options["weakref_slot"]
+            or not (options["init"] and options["repr"] and options["eq"])):
+        return False
+    own = cls.__dict__
+    if not own.get("__doc__"):
+        return False  # the standard decorator writes a docstring from the signature
+    if options["frozen"] and ("__setattr__" in own or "__delattr__" in own):
+        return False  # the standard decorator refuses them
+    if any(dataclasses.is_dataclass(base) for base in cls.__mro__[1:]):
+        return False
+    for annotation in own.get("__annotations__", {}).values():
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", repr(annotation))
+        if "InitVar" in text or "KW_ONLY" in text:
+            return False
+    return not any(isinstance(value, dataclasses.Field) and value.kw_only is True for value in own.values())
+
+
+def _build(cls: type, options: dict[str, bool]) -> type:
+    if not _plain(cls, options):
+        return _standard(cls, options)
+    own = cls.__dict__
+    class_hash = own.get("__hash__", _MISSING)
+    explicit_hash = not (class_hash is _MISSING or (class_hash is None and "__eq__" in own))
+    frozen = options["frozen"]
+    new: type = dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=False,
+                                      match_args=options["match_args"], slots=options["slots"])
+    fields = list(dataclasses.fields(new))
+    _check_default_order(new, fields)
+    names = tuple(f.name for f in fields)
+    _install(new, "__init__", _LazyInit(new, fields, frozen))
+    _install(new, "__repr__", _repr_method(new, tuple(f.name for f in fields if f.repr)))
+    compared = tuple(f.name for f in fields if f.compare)
+    _install(new, "__eq__", _eq_method(new, compared))
+    if frozen:
+        _install(new, "__setattr__", _frozen_setattr(new, names))
+        _install(new, "__delattr__", _frozen_delattr(new, names))
+        if options["slots"]:
+            setattr(new, "__getstate__", _getstate)  # noqa: B010 - pickling, as the standard decorator
+            setattr(new, "__setstate__", _setstate)  # noqa: B010
+    if not explicit_hash:
+        if frozen:
+            hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+            setattr(new, "__hash__", _hash_method(new, hashed))  # noqa: B010
+        else:
+            setattr(new, "__hash__", None)  # noqa: B010 - unhashable, as the standard decorator
+    params = getattr(new, "__dataclass_params__")  # noqa: B009
+    params.init, params.repr, params.eq, params.frozen = True, True, True, frozen
+    return new
+
+
+def _standard(cls: type, options: dict[str, bool]) -> type:
+    made: type = dataclasses.dataclass(cls, **options)
+    return made
+
+
+def _install(cls: type, name: str, method: Any) -> None:
+    """Set ``method`` unless the class body defined ``name`` itself (as the standard decorator)."""
+    if name in cls.__dict__:
+        return
+    if not isinstance(method, _LazyInit):
+        method.__qualname__ = f"{cls.__qualname__}.{name}"
+    setattr(cls, name, method)
+
+
+def _check_default_order(cls: type, fields: list[dataclasses.Field[Any]]) -> None:
+    seen_default = False
+    for f in fields:
+        if not f.init:
+            continue
+        if f.default is _MISSING and f.default_factory is _MISSING:
+            if seen_default:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        else:
+            seen_default = True
+
+
+def _tuple_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    if len(names) >= 2:
+        return attrgetter(*names)
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
+
+
+def _eq_method(cls: type, names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
+    values = _tuple_of(names)
+
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+    return __eq__
+
+
+def _hash_method(cls: type, names: tuple[str, ...]) -> Callable[[Any], int]:
+    values = _tuple_of(names)
+
+    def __hash__(self: Any) -> int:
+        return hash(values(self))
+    return __hash__
+
+
+def _repr_method(cls: type, names: tuple[str, ...]) -> Callable[[Any], str]:
+    @reprlib.recursive_repr()
+    def __repr__(self: Any) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{self.__class__.__qualname__}({shown})"
+    return __repr__
+
+
+def _frozen_setattr(cls: Any, names: tuple[str, ...]) -> Callable[[Any, str, Any], None]:
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+    return __setattr__
+
+
+def _frozen_delattr(cls: Any, names: tuple[str, ...]) -> Callable[[Any, str], None]:
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    return __delattr__
+
+
+def _getstate(self: Any) -> list[Any]:
+    # a frozen slotted object is pickled and copied by its fields' values, as the standard decorator
+    return [getattr(self, f.name) for f in dataclasses.fields(self)]
+
+
+def _setstate(self: Any, state: list[Any]) -> None:
+    for f, value in zip(dataclasses.fields(self), state, strict=False):
+        object.__setattr__(self, f.name, value)
+
+
+class _LazyInit:
+    """The class's ``__init__`` until it is first needed: then it compiles the real one (the
+    source the standard decorator would write), puts it on the class and steps aside."""
+
+    __slots__ = ("_cls", "_fields", "_frozen")
+
+    def __init__(self, cls: type, fields: list[dataclasses.Field[Any]], frozen: bool) -> None:
+        self._cls, self._fields, self._frozen = cls, fields, frozen
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        real = self._compile()
+        return real if obj is None else real.__get__(obj, objtype)
+
+    def __call__(self, obj: Any, *args: Any, **kwargs: Any) -> None:
+        self._compile()(obj, *args, **kwargs)
+
+    def _compile(self) -> Callable[..., None]:
+        current = self._cls.__dict__.get("__init__")
+        if current is not self:
+            return cast("Callable[..., None]", current)  # compiled by another caller meanwhile
+        cls = self._cls
+        namespace: dict[str, Any] = {"__dataclass_object__": object, "__dataclass_factory__": _HAS_FACTORY}
+        this = "__dataclass_self__" if any(f.name == "self" for f in self._fields) else "self"
+        params, body = [this], []
+        for f in self._fields:
+            default_name = f"__dataclass_dflt_{f.name}__"
+            if f.default_factory is not _MISSING:
+                namespace[default_name] = f.default_factory
+                if f.init:
+                    params.append(f"{f.name}=__dataclass_factory__")
+                    value = f"{default_name}() if {f.name} is __dataclass_factory__ else {f.name}"
+                else:
+                    value = f"{default_name}()"
+            elif f.init:
+                if f.default is not _MISSING:
+                    namespace[default_name] = f.default
+                    params.append(f"{f.name}={default_name}")
+                else:
+                    params.append(f.name)
+                value = f.name
+            elif f.default is not _MISSING:
+                namespace[default_name] = f.default
+                value = default_name
+            else:
+                continue
+            if self._frozen:
+                body.append(f"    __dataclass_object__.__setattr__({this}, {f.name!r}, {value})")
+            else:
+                body.append(f"    {this}.{f.name} = {value}")
+        if hasattr(cls, "__post_init__"):
+            body.append(f"    {this}.__post_init__()")
+        source = f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
+        exec(source, namespace)  # noqa: S102 - the source is built above from the field names
+        init: Callable[..., None] = namespace["__init__"]
+        init.__qualname__ = f"{cls.__qualname__}.__init__"
+        init.__module__ = cls.__module__
+        init.__annotations__ = {f.name: f.type for f in self._fields if f.init} | {"return": None}
+        type.__setattr__(cls, "__init__", init)
+        return init
+
+
+class _HasFactory:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_HAS_FACTORY = _HasFactory()
