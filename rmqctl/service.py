@@ -248,7 +248,29 @@ class ClusterService:
         return Partial(runtimes, failures)
 
     async def topics(self) -> list[str]:
-        return await self.backend.topic_list()
+        shared = self._shared
+        if shared is None:
+            return await self.backend.topic_list()
+        # inside a sharing scope the list is read once (a failed read fails the scope's callers)
+        listed: list[str] = await _joined(shared, "topic_list", self.backend.topic_list)
+        return list(listed)
+
+    async def _listed_topics(self) -> frozenset[str] | None:
+        """Inside a sharing scope, every topic the name servers list, read once for the scope,
+        when the back end's list is theirs (``lists_every_topic``); None outside a scope, for
+        another back end or when the list could not be read."""
+        shared = self._shared
+        if shared is None or not self.backend.capabilities.lists_every_topic:
+            return None
+
+        async def read() -> frozenset[str]:
+            return frozenset(await self.topics())
+
+        try:
+            names: frozenset[str] = await _joined(shared, "topic_names", read)
+        except errors.RmqctlError:
+            return None  # each caller asks its own way
+        return names
 
     async def topic_types(self) -> Partial[dict[str, str]]:
         """Each topic's message type as the brokers declare it in their topic configs (one
@@ -908,7 +930,13 @@ class ClusterService:
         """The group's dead-letter queues (none until a message was given up on: no route yet).
 
         Only the broker's "topic does not exist" means no DLQ; a route that could not be read
-        leaves the DLQ of every broker unknown, so no reader takes it for absent."""
+        leaves the DLQ of every broker unknown, so no reader takes it for absent. Inside a sharing
+        scope, a dead-letter topic the name servers' topic list does not name has no route either
+        (both come from one table): a round over thousands of groups reads one list, and a route
+        only for the groups that have a DLQ."""
+        listed = await self._listed_topics()
+        if listed is not None and dlq_topic not in listed:
+            return (), {}
         try:
             route = await self.backend.topic_route(dlq_topic)
         except (errors.TopicNotExist, errors.NotFound):

@@ -62,6 +62,10 @@ class Capabilities:
     #: ``offset_topics``: the same for every group of a broker in one read of its offset table
     #: (a group list then asks one request per broker, not one per group and broker)
     reads_offset_table: bool = False
+    #: ``topic_list`` is the name servers' own list, the table routes are read from: a topic it
+    #: does not name has no route (views of many groups then ask one list for their dead-letter
+    #: topics instead of one route each)
+    lists_every_topic: bool = False
     #: ``broker_consume_stats``: many groups' consume stats in one read per broker (a group list
     #: then asks the others, groups the answer leaves out, one by one)
     broker_consume_stats: bool = False

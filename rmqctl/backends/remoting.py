@@ -30,7 +30,8 @@ from rmqctl.model import (
 from rmqctl.remoting.admin import AdminClient
 
 #: a broker answers every read of the protocol, except a list of groups with their numbers
-REMOTING = Capabilities(lists_group_topics=True, reads_offset_table=True, broker_consume_stats=True)
+REMOTING = Capabilities(lists_group_topics=True, reads_offset_table=True, broker_consume_stats=True,
+                        lists_every_topic=True)
 
 
 class RemotingBackend:

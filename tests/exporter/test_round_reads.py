@@ -176,3 +176,43 @@ def test_a_round_is_built_once_and_encoded_only_in_the_formats_scraped() -> None
     assert [content_type.split(";")[0] for content_type in fresh._cache] == ["application/openmetrics-text"]
     fresh.render(None)  # a format not asked before: encoded on its first scrape
     assert builds == [1, 1, 2, 2]
+
+
+class Listing(Counted):
+    """A back end whose topic list is the name servers' own; one group (g03) has a DLQ."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = dataclasses.replace(self.capabilities, lists_every_topic=True)
+        self.list_fails = False
+
+    async def topic_list(self) -> list[str]:
+        self.calls.append("topic_list")
+        if self.list_fails:
+            raise errors.ConnectionError("name server down")
+        return ["T", "%DLQ%g03", *(f"%RETRY%{g}" for g in GROUPS)]
+
+    async def topic_route(self, topic: str) -> TopicRoute:
+        self.dlq = topic == "%DLQ%g03"
+        return await super().topic_route(topic)
+
+
+def test_a_round_reads_one_topic_list_instead_of_each_groups_dead_letter_route() -> None:
+    backend = Listing()
+    maker = RoundMaker(ClusterService(backend, FakeClock()), GROUPS, concurrency=16)
+    asyncio.run(maker.take())  # the first round reads T's route
+    backend.calls.clear()
+    result = asyncio.run(maker.take())
+    calls = Counter(backend.calls)
+    assert calls["topic_list"] == 1
+    assert calls["topic_route"] == 1  # g03's dead-letter topic, which the list names
+    views = {g: r.view for g, r in result.groups.items()}
+    assert all(v is not None for v in views.values())
+    assert [(o.queue.broker_name, o.max_offset) for o in views["g03"].dlq] == [("broker-a", 10), ("broker-b", 10)]
+    assert all(v.dlq == () and "dlq" not in str(v.errors) for g, v in views.items() if g != "g03")
+    # the list could not be read: every group asks for its dead-letter route, as without a list
+    backend.list_fails = True
+    backend.calls.clear()
+    again = asyncio.run(maker.take())
+    assert Counter(backend.calls)["topic_route"] == len(GROUPS)
+    assert {g: r.view.dlq for g, r in again.groups.items() if r.view} == {g: v.dlq for g, v in views.items()}
