@@ -40,6 +40,7 @@ DECODERS: list[Callable[[bytes], Any]] = [
     lambda b: bodies.topic_stats("T", b),
     bodies.consumer_connection,
     bodies.consume_stats,
+    bodies.broker_consume_stats,
     lambda b: bodies.consumer_running_info("c", b),
     bodies.subscription_groups,
     bodies.kv_table,

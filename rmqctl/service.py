@@ -357,17 +357,30 @@ class ClusterService:
         # the broker-wide consume stats (a broker may take a while to gather them) stay in
         # flight while each group's other reads go out; only its consume stats wait for them
         bulk = self.broker_consume_stats(masters)
+        # where the back end batches them, every group's connections go out at once too, one
+        # pipelined batch per broker beside the broker-wide reads
+        batches = {addr: asyncio.ensure_future(self.backend.consumer_connections(addr, listed.value))
+                   for addr in masters.values()} if self.backend.capabilities.batches_connections else {}
         try:
             tables = await self._offset_tables(masters)
+            connections: dict[str, dict[str, ConsumerConnection | errors.RmqctlError]] = {}
+            if batches:
+                answers = {addr: await read for addr, read in batches.items()}
+                connections = {group: {b: answers[addr][i] for b, addr in masters.items()}
+                               for i, group in enumerate(listed.value)}
+                if bulk:
+                    await asyncio.wait(bulk.values())  # so that each group takes its stats as they are
             # groups subscribing one topic share its stats: each broker is asked once per topic
             shared: dict[tuple[str, str], asyncio.Future[TopicStats]] = {}
             rows = await asyncio.gather(
-                *(self._summarize_group(masters, group, tables, shared, bulk) for group in listed.value)
+                *(self._summarize_group(masters, group, tables, shared, bulk, connections.get(group))
+                  for group in listed.value)
             )
         finally:
-            for read in bulk.values():
+            reads: list[asyncio.Future[Any]] = [*bulk.values(), *batches.values()]
+            for read in reads:
                 read.cancel()  # only still running when something above failed
-            await asyncio.gather(*bulk.values(), return_exceptions=True)
+            await asyncio.gather(*reads, return_exceptions=True)
         failures = dict(listed.errors)
         for summary in rows:
             if summary.error:
@@ -426,8 +439,11 @@ class ClusterService:
         tables: Mapping[str, Mapping[str, frozenset[str]]] | None = None,
         shared: dict[tuple[str, str], asyncio.Future[TopicStats]] | None = None,
         bulk: Mapping[str, asyncio.Future[Mapping[str, ConsumeStats]]] | None = None,
+        connections: Mapping[str, ConsumerConnection | errors.RmqctlError] | None = None,
     ) -> GroupSummary:
         """One ``group list`` row: connections and total lag, never raising for one bad group.
+        ``connections``: each broker's answer to the group's connection list (or its error),
+        when it was read already.
 
         A broker leaves out of consume stats a topic missing from the group's subscription table
         (which flips when clients subscribe different topics); ``group progress`` fills those
@@ -455,13 +471,14 @@ class ClusterService:
                 # the offset tables are here and the broker-wide consume stats on their way: only
                 # the connections are asked now; reads that need no request take no task
                 topics = {b: sorted(by_address[addr].get(group, ())) for b, addr in masters.items()}
-                conns, conn_failures = await self._connections(masters, group)
+                conns, conn_failures = (self._answered_connections(connections) if connections is not None
+                                        else await self._connections(masters, group))
                 held = _held_by_bulk(masters, group, bulk)
                 stats, stats_failures = held if held is not None else await self._fan_out(
                     masters, self.consume_stats_of(group, bulk))
             else:
                 (conns, conn_failures), (stats, stats_failures), (topics, _) = await asyncio.gather(
-                    self._connections(masters, group),
+                    self._connections(masters, group, connections),
                     self._fan_out(masters, self.consume_stats_of(group, bulk)),
                     self._fan_out(masters, offset_topics),
                 )
@@ -883,8 +900,12 @@ class ClusterService:
                 unavailable)
 
     async def _connections(
-        self, masters: Mapping[str, str], group: str
+        self, masters: Mapping[str, str], group: str,
+        answered: Mapping[str, ConsumerConnection | errors.RmqctlError] | None = None,
     ) -> tuple[dict[str, ConsumerConnection], dict[str, errors.RmqctlError]]:
+        if answered is not None:
+            return self._answered_connections(answered)
+
         async def one(addr: str) -> ConsumerConnection | None:
             try:
                 return await self.backend.consumer_connection(addr, group)
@@ -893,6 +914,25 @@ class ClusterService:
 
         results, failures = await self._fan_out(masters, one)
         return {b: c for b, c in results.items() if c is not None}, failures
+
+    def _answered_connections(
+        self, answered: Mapping[str, ConsumerConnection | errors.RmqctlError]
+    ) -> tuple[dict[str, ConsumerConnection], dict[str, errors.RmqctlError]]:
+        """:meth:`_connections` of answers read already (by broker name): a broker without a
+        channel of the group is left out, an error the back end declares fatal is raised."""
+        conns: dict[str, ConsumerConnection] = {}
+        failures: dict[str, errors.RmqctlError] = {}
+        fatal = self.backend.capabilities.fatal
+        for broker, answer in answered.items():
+            if isinstance(answer, errors.ConsumerNotOnline):
+                continue
+            if isinstance(answer, errors.RmqctlError):
+                if fatal and isinstance(answer, fatal):
+                    raise answer
+                failures[broker] = answer
+            else:
+                conns[broker] = answer
+        return conns, failures
 
     async def _running_infos(
         self, relay: Mapping[str, str], group: str

@@ -17,7 +17,7 @@ Imports only the model and errors: never the CLI, the TUI, the emulator or pyspa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import Protocol
 
@@ -69,6 +69,9 @@ class Capabilities:
     #: ``broker_consume_stats``: many groups' consume stats in one read per broker (a group list
     #: then asks the others, groups the answer leaves out, one by one)
     broker_consume_stats: bool = False
+    #: ``consumer_connections``: many groups' connections on one broker in one pipelined batch
+    #: (a group list then asks them without a task per request)
+    batches_connections: bool = False
     #: ``pull_by_offset``: recent messages are read back (read-only) to count real tags
     message_reads: bool = True
     #: why, when the back end cannot look one message up by its id or a key (``view_message``,
@@ -127,6 +130,13 @@ class Backend(Protocol):
     # -- consumer groups ----------------------------------------------------------------------
 
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection: ...
+
+    async def consumer_connections(
+        self, address: str, groups: Sequence[str]
+    ) -> Sequence[ConsumerConnection | errors.RmqctlError]:
+        """:meth:`consumer_connection` of each of ``groups`` on one broker, in order: its answer or
+        the error it raised, never raising itself (only when ``batches_connections``)."""
+        ...
 
     async def consume_stats(self, address: str, group: str) -> ConsumeStats: ...
 

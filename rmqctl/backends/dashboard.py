@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from rmqctl import errors
@@ -137,6 +137,11 @@ class DashboardBackend:
         return TopicStats(topic, tuple(o for o in stats.offsets if o.queue.broker_name == broker), stats.put_tps)
 
     # -- consumer groups ----------------------------------------------------------------------
+
+    async def consumer_connections(
+        self, address: str, groups: Sequence[str]
+    ) -> Sequence[ConsumerConnection | errors.RmqctlError]:
+        raise errors.UsageError("a dashboard answers one group's connections at a time")
 
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
         params = {"consumerGroup": group}

@@ -11,7 +11,7 @@ Must not import the CLI, the TUI, the emulator or pyspark.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rmqctl import errors
 from rmqctl.backends import Capabilities
@@ -31,7 +31,7 @@ from rmqctl.remoting.admin import AdminClient
 
 #: a broker answers every read of the protocol, except a list of groups with their numbers
 REMOTING = Capabilities(lists_group_topics=True, reads_offset_table=True, broker_consume_stats=True,
-                        lists_every_topic=True)
+                        lists_every_topic=True, batches_connections=True)
 
 
 class RemotingBackend:
@@ -68,6 +68,11 @@ class RemotingBackend:
 
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
         return await self.admin.consumer_connection(address, group)
+
+    async def consumer_connections(
+        self, address: str, groups: Sequence[str]
+    ) -> Sequence[ConsumerConnection | errors.RmqctlError]:
+        return await self.admin.consumer_connections(address, groups)
 
     async def consume_stats(self, address: str, group: str) -> ConsumeStats:
         return await self.admin.consume_stats(address, group)

@@ -17,6 +17,7 @@ Must not import the CLI, the TUI or anything above ``source``.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -37,6 +38,7 @@ from rmqctl.remoting import bodies, frame
 from rmqctl.remoting.acl import Credentials
 from rmqctl.remoting.codes import RequestCode, ResponseCode
 from rmqctl.remoting.connection import ConnectionPool, RequestHandler, split_address
+from rmqctl.remoting.endpoint import Endpoint
 from rmqctl.remoting.frame import RemotingCommand
 from rmqctl.remoting.messages import decode_full_messages, decode_messages
 from rmqctl.remoting.permissions import denied, is_acl_refusal, is_proxy_acl_refusal
@@ -92,6 +94,7 @@ class AdminClient:
         )
         self._ns_index = 0
         self._limit = asyncio.Semaphore(max(1, concurrency))
+        self._concurrency = max(1, concurrency)
 
     async def close(self) -> None:
         await self._pool.close()
@@ -135,7 +138,12 @@ class AdminClient:
         async with self._limit:
             started = loop.time()
             response = await self._pool.request(address, cmd, limit)
-        if response.code not in tuple(accept):
+        return self._answer(address, code, cmd, response, parse, tuple(accept), started, limit)
+
+    def _answer(self, address: str, code: int, cmd: RemotingCommand, response: RemotingCommand,
+                parse: Callable[[RemotingCommand], T], accept: tuple[int, ...], started: float, limit: float) -> T:
+        """What :meth:`fetch` makes of ``response``: the parsed answer, or the error it raises."""
+        if response.code not in accept:
             if (response.code == ResponseCode.NO_PERMISSION and is_acl_refusal(response.remark)) or (
                     response.code == ResponseCode.SYSTEM_ERROR and is_proxy_acl_refusal(response.remark)):
                 # name what is missing, and for whom (a proxy says it as a SYSTEM_ERROR)
@@ -149,13 +157,142 @@ class AdminClient:
         except errors.ProtocolError as exc:
             exc.raw = exc.raw or response.body  # for --debug
             raise
-        elapsed = loop.time() - started
+        elapsed = asyncio.get_running_loop().time() - started
         if elapsed > limit:
             raise errors.TimeoutError(
                 f"request {code} to {address} timed out after {round(limit, 2):g}s "
                 f"(its answer took {elapsed:.1f}s to arrive and read)"
             )
         return value
+
+    async def fetch_many(
+        self,
+        address: str,
+        code: int,
+        exts: Sequence[Mapping[str, object] | None],
+        parse: Callable[[RemotingCommand], T],
+        *,
+        timeout: float | None = None,
+        accept: Iterable[int] = (ResponseCode.SUCCESS,),
+    ) -> list[T | errors.RmqctlError]:
+        """:meth:`fetch` of one request per item of ``exts`` to one server: each item's parsed
+        answer or the error :meth:`fetch` raises for it, in order.
+
+        The requests are pipelined on the server's pooled connection within the ``concurrency``
+        limit and read by a callback when their answers come, without a task or a deadline timer
+        each; each keeps its own deadline of ``timeout`` seconds from when it was sent (one timer
+        watches the oldest). When no more may go out, more are sent once half of those in flight
+        are answered, together in one write, so that the server reads and answers them together too (sent one by one
+        as slots free, each would cost a system call at both ends). A request whose connection
+        was lost or told to go away is asked again on its own with :meth:`fetch`, which
+        reconnects."""
+        limit = timeout or self.timeout
+        accepted = tuple(accept)
+        loop = asyncio.get_running_loop()
+        count = len(exts)
+        results: list[T | errors.RmqctlError | None] = [None] * count
+        if not count:
+            return []
+        try:
+            async with asyncio.timeout(limit):
+                conn = await self._pool.get(address)
+        except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout
+            failed: errors.RmqctlError = errors.TimeoutError(
+                f"request {int(code)} to {address} timed out after {round(limit, 2):g}s")
+            failed.__cause__ = exc
+            return [failed] * count
+        except errors.RmqctlError as exc:
+            return [exc] * count
+        again: list[int] = []
+        #: requests sent and not answered, in the order sent (so by deadline): opaque → index,
+        #: deadline, the endpoint that sent it
+        waiting: dict[int, tuple[int, float, Endpoint]] = {}
+        unfinished = count
+        finished: asyncio.Future[None] = loop.create_future()
+        timer: asyncio.TimerHandle | None = None
+        cmds: list[RemotingCommand] = []
+        window = self._concurrency
+        #: set when the requests in flight fall to ``low_water``
+        room: asyncio.Future[None] | None = None
+        low_water = 0
+
+        def finish(index: int, value: T | errors.RmqctlError | None) -> None:
+            nonlocal unfinished
+            results[index] = value
+            self._limit.release()
+            unfinished -= 1
+            if not unfinished and not finished.done():
+                finished.set_result(None)
+            if room is not None and len(waiting) <= low_water and not room.done():
+                room.set_result(None)
+
+        def answered(index: int, opaque: int, started: float, future: asyncio.Future[RemotingCommand]) -> None:
+            if waiting.pop(opaque, None) is None:
+                return  # it timed out, or the batch was given up
+            if future.cancelled() or future.exception() is not None or future.result().code == ResponseCode.GO_AWAY:
+                # the connection failed or is going away: :meth:`fetch` reconnects and names
+                # what went wrong the way it does for one request
+                again.append(index)
+                finish(index, None)
+                return
+            try:
+                finish(index, self._answer(address, code, cmds[index], future.result(), parse, accepted, started,
+                                           limit))
+            except errors.RmqctlError as exc:
+                finish(index, exc)
+
+        def expire() -> None:
+            nonlocal timer
+            timer = None
+            now = loop.time()
+            for opaque, (index, deadline, endpoint) in list(waiting.items()):
+                if deadline > now:
+                    timer = loop.call_at(deadline, expire)
+                    return
+                del waiting[opaque]
+                endpoint.forget(opaque)
+                finish(index, errors.TimeoutError(
+                    f"request {int(code)} to {address} timed out after {round(limit, 2):g}s"))
+
+        try:
+            for index, ext in enumerate(exts):
+                cmd = frame.request(code, dict(ext or {}))
+                cmds.append(cmd)
+                if len(waiting) >= window or (waiting and self._limit.locked()):
+                    low_water = len(waiting) // 2
+                    room = loop.create_future()
+                    await room
+                    room = None
+                await self._limit.acquire()
+                started = loop.time()
+                try:
+                    endpoint, opaque, future = conn.start_request(cmd)
+                except errors.ConnectionLost:
+                    again.append(index)
+                    finish(index, None)
+                    continue
+                waiting[opaque] = (index, started + limit, endpoint)
+                future.add_done_callback(functools.partial(answered, index, opaque, started))
+                if timer is None:
+                    timer = loop.call_at(started + limit, expire)
+            await finished
+        finally:
+            if timer is not None:
+                timer.cancel()
+            for opaque, (_, _, endpoint) in waiting.items():  # only when given up half-way
+                endpoint.forget(opaque)
+                self._limit.release()
+            waiting.clear()
+
+        async def alone(index: int) -> T | errors.RmqctlError:
+            try:
+                return await self.fetch(address, code, exts[index], parse, timeout=timeout, accept=accepted)
+            except errors.RmqctlError as exc:
+                return exc
+
+        for index, value in zip(again, await asyncio.gather(*(alone(i) for i in again)), strict=True):
+            results[index] = value
+        return results  # type: ignore[return-value]  # every item is set by now
 
     async def call_namesrv(
         self, code: int, ext: Mapping[str, object] | None = None
@@ -262,6 +399,16 @@ class AdminClient:
     async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
         return await self.fetch(
             address, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group},
+            lambda r: bodies.consumer_connection(r.body),
+        )
+
+    async def consumer_connections(
+        self, address: str, groups: Sequence[str]
+    ) -> list[ConsumerConnection | errors.RmqctlError]:
+        """:meth:`consumer_connection` of many groups on one broker, pipelined (:meth:`fetch_many`):
+        each group's answer or its error, in order."""
+        return await self.fetch_many(
+            address, RequestCode.GET_CONSUMER_CONNECTION_LIST, [{"consumerGroup": g} for g in groups],
             lambda r: bodies.consumer_connection(r.body),
         )
 

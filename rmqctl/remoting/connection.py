@@ -211,6 +211,15 @@ class Connection:
             self._going_away = True
         return response
 
+    def start_request(self, cmd: RemotingCommand) -> tuple[Endpoint, int, asyncio.Future[RemotingCommand]]:
+        """Send a request without waiting (:meth:`Endpoint.start_request`, signed): the endpoint,
+        the opaque and the future of its response. The caller bounds the wait; an answer it gets
+        this way is not looked at for TLS or HTTP mix-ups or ``GO_AWAY`` (ask again with
+        :meth:`request` for that)."""
+        endpoint = self._live_endpoint()
+        opaque, future = endpoint.start_request(self._signed(cmd))
+        return endpoint, opaque, future
+
     async def _accepts_tls(self) -> bool:
         host, port = split_address(self.address)
         try:

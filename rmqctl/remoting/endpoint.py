@@ -184,6 +184,26 @@ class Endpoint:
             elif not future.done():
                 future.cancel()
 
+    def start_request(self, cmd: RemotingCommand) -> tuple[int, asyncio.Future[RemotingCommand]]:
+        """Write ``cmd`` as a request under a fresh opaque and return the opaque with the future
+        its response completes, without waiting: many requests are then pipelined without a task
+        each. The caller bounds the wait and calls :meth:`forget` when it gives up; the future
+        fails like :meth:`request` when the stream ends."""
+        if self.closed:
+            raise errors.ConnectionLost(f"connection to {self.peer} is closed")
+        opaque = self.next_opaque()
+        data = frame.encode_request(cmd, opaque)
+        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        self._pending[opaque] = future
+        self._write(data)
+        return opaque, future
+
+    def forget(self, opaque: int) -> None:
+        """Stop waiting for the response to ``opaque`` (it is dropped if it comes)."""
+        future = self._pending.pop(opaque, None)
+        if future is not None and not future.done():
+            future.cancel()
+
     def send_oneway(self, cmd: RemotingCommand) -> None:
         """Write ``cmd`` as a oneway request (fresh opaque, no answer expected)."""
         self.send(replace(cmd, opaque=self.next_opaque(), flag=FLAG_ONEWAY))
@@ -256,7 +276,7 @@ class Endpoint:
     def receive(self, cmd: RemotingCommand) -> None:
         """Dispatch one arriving command: a response to its future, a request to the handler."""
         if cmd.is_response:
-            future = self._pending.get(cmd.opaque)
+            future = self._pending.pop(cmd.opaque, None)
             if future is not None and not future.done():
                 future.set_result(cmd)
             else:

@@ -34,6 +34,7 @@ BODY_DECODERS: dict[str, Callable[[bytes], Any]] = {
     "topic_stats": lambda b: bodies.topic_stats("T", b),
     "consumer_connection": bodies.consumer_connection,
     "consume_stats": bodies.consume_stats,
+    "broker_consume_stats": bodies.broker_consume_stats,
     "consumer_running_info": lambda b: bodies.consumer_running_info("c", b),
     "subscription_groups": bodies.subscription_groups,
     "kv_table": bodies.kv_table,
@@ -143,7 +144,8 @@ def test_fastjson_any_text(text: str) -> None:
         st.sampled_from(["brokerAddrTable", "clusterAddrTable", "brokerAddrs", "queueDatas", "brokerDatas",
                          "topicList", "offsetTable", "connectionSet", "subscriptionTable", "tagsSet", "codeSet",
                          "mqTable", "properties", "subscriptionSet", "subscriptionGroupTable", "table",
-                         "consumeTps", "topicPutTps", "brokerOffset", "queueId", "topic", "brokerName",
+                         "consumeTps", "topicPutTps", "consumeStatsList",
+                         "brokerOffset", "queueId", "topic", "brokerName",
                          "locked", "droped", "retryQueueNums", "topicConfigTable", "readQueueNums",
                          "consumerDataSet", "subscriptionDataSet", "subscriptionData", "x"]), inner, max_size=4),
     max_leaves=12))

@@ -9,8 +9,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 
-from rmqctl.model import SubscriptionGroupConfig
+from rmqctl import errors
+from rmqctl.backends import Capabilities
+from rmqctl.model import ConsumerConnection, SubscriptionGroupConfig
 from rmqctl.service import ClusterService
 from tests.fake_source import FakeClock
 from tests.unit.test_doctor import G
@@ -103,3 +106,52 @@ def test_the_groups_other_reads_go_out_while_the_broker_wide_read_is_in_flight()
     rows, calls = listed(backend)
     assert rows == [(G, 12, ()), (G2, 12, ())]
     assert calls["broker_consume_stats"] == 2 and calls["consume_stats"] == 0
+
+
+class Batched(NeverCommittedU):
+    """Answers every group's connection list of a broker in one batch, each item what
+    ``consumer_connection`` answers or raises for it; ``failing`` groups fail on broker B."""
+
+    def __init__(self, capabilities: Capabilities, failing: dict[str, errors.RmqctlError]) -> None:
+        super().__init__(dataclasses.replace(capabilities, batches_connections=True), 7, 7)
+        self.configs[B] = {G: SubscriptionGroupConfig(G), G2: SubscriptionGroupConfig(G2)}
+        self.configs[A] = dict(self.configs[B])
+        self.failing = failing
+
+    async def consumer_connection(self, address: str, group: str) -> ConsumerConnection:
+        if address == B and group in self.failing:
+            self.calls.append("consumer_connection")
+            raise self.failing[group]
+        return await super().consumer_connection(address, group)
+
+    async def consumer_connections(
+        self, address: str, groups: Sequence[str]
+    ) -> list[ConsumerConnection | errors.RmqctlError]:
+        self.calls.append("consumer_connections")
+        calls = list(self.calls)
+        out: list[ConsumerConnection | errors.RmqctlError] = []
+        for group in groups:
+            try:
+                out.append(await self.consumer_connection(address, group))
+            except errors.RmqctlError as exc:
+                out.append(exc)
+        self.calls[:] = calls
+        return out
+
+
+def test_batched_connection_lists_give_the_rows_of_one_read_per_group_and_broker() -> None:
+    """A back end that batches connection lists is asked once per broker for all of them, and
+    every row (a broker without the group's clients, a broker that failed) reads the same."""
+    failing = {G2: errors.RemoteError(1, "broker busy"), G: errors.ConsumerNotOnline(206, "offline")}
+    for capabilities in (BROKER_WIDE, REMOTING):
+        one_by_one = Batched(capabilities, failing)
+        one_by_one.capabilities = capabilities
+        batched = Batched(capabilities, failing)
+        expected = asyncio.run(ClusterService(one_by_one, FakeClock()).group_summaries())
+        found = asyncio.run(ClusterService(batched, FakeClock()).group_summaries())
+        assert found.value == expected.value
+        assert [s.error for s in found.value] == [None, "broker-b: response code 1: broker busy"]
+        assert {k: str(e) for k, e in found.errors.items()} == {k: str(e) for k, e in expected.errors.items()}
+        assert Counter(batched.calls)["consumer_connections"] == 2
+        assert "consumer_connection" not in batched.calls
+        assert Counter(one_by_one.calls)["consumer_connection"] == 4
