@@ -1,90 +1,78 @@
 """Benchmark: the exporter at scale on the served emulator, beside ``group list`` (numbers, not pass/fail).
 
 Serves ``scale:GROUPSxQUEUESxBROKERSxCLIENTS`` (default 2,000 groups x 4 queues x 2 brokers, 2,000
-simulated clients) from a separate process on loopback (``rmqctl emulator serve --clock virtual``),
-then, in this process and over the real protocol:
+simulated clients) from a separate process on loopback (``rmqctl emulator serve --clock virtual``,
+this tree's emulator), then, in a worker process per build (this tree, and with ``--baseline REV``
+that revision's ``rmqctl`` read with ``git archive``, each over an emulator of its own), over the
+real protocol:
 
 - takes ``--rounds`` exporter rounds (every group's view, findings, lag in seconds, stuck verdicts),
   publishing each to the metrics endpoint and encoding it once in both formats (as the exporter does
   after each round, off its event loop), then scrapes ``/metrics`` over HTTP in both formats (a
   scrape reads the encoded round: it never waits on a broker);
-- records each round's time, each scrape's latency and the resident memory (VmRSS) after each;
-- between rounds, moves the emulator's virtual clock on by ``--advance`` seconds (its control API),
+- records each round's time and CPU time, the encoding's, each scrape's latency, the resident
+  memory (VmRSS) after each round, and a digest of the round's series (the scraped text without
+  the exporter's own ``rmqctl_exporter_*`` series): the builds' digests of one round must agree;
+- between rounds, moves its emulator's virtual clock on by ``--advance`` seconds (its control API),
   as an exporter's interval would in production: the stuck verdicts' window fills and then rolls,
   so the resident memory after ``--rounds`` rounds shows whether anything grows with time; the
   rounds themselves cost only their reads (no waiting), so 1,000 of them take ~1,000 round times;
 - then runs ``group list`` (``ClusterService.group_summaries()``, the same source) ``--list-runs``
-  times and records the same figures;
+  times and records the same figures.
 
-and prints both side by side with the load average before and after, the process's CPU seconds
-beside the wall times (the machine is shared), and the resident memory after the first round,
-after a tenth of the rounds and after the last.
+The builds take their rounds in turns (one round of each, then the next), so a change of the
+machine's load falls on both alike; the figures to compare are the CPU seconds. It prints both
+side by side with the load average before and after, and the resident memory after the first
+round, after a tenth of the rounds, after the last and the maximum.
 
-Usage: ``python bench/bench_exporter.py [--groups 2000 --queues 4 --brokers 2 --clients 2000 --rounds 1000]``;
-the run to compare at 2,000 groups: ``--rounds 20 --list-runs 5``; the memory curve over 1,000
-rounds: ``--groups 100 --clients 100 --rounds 1000 --list-runs 0``.
+Usage: ``python bench/bench_exporter.py [--baseline main] [--groups 2000 --queues 4 --brokers 2
+--clients 2000 --rounds 1000 --list-runs 20 --advance 30]``; the run to compare at 2,000 groups:
+``--baseline main --rounds 20 --list-runs 3``; the memory curve over 1,000 rounds: ``--rounds 1000
+--list-runs 1``.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-
-import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rmqctl.backends.remoting import RemotingBackend  # noqa: E402
-from rmqctl.emulator.serve import ServedClock  # noqa: E402
-from rmqctl.exporter import MetricsServer, RoundCollector, RoundMaker  # noqa: E402
-from rmqctl.exporter.stuck import StuckJudge  # noqa: E402
-from rmqctl.remoting.admin import AdminClient  # noqa: E402
-from rmqctl.service import ClusterService  # noqa: E402
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = "from rmqctl.cli.emulator_cmd import app; app(prog_name='rmqctl emulator')"
 
+WORKER = r'''
+import asyncio, gc, hashlib, json, sys, time
+import httpx
+from rmqctl.backends.remoting import RemotingBackend
+from rmqctl.emulator.serve import ServedClock
+from rmqctl.exporter import MetricsServer, RoundCollector, RoundMaker
+from rmqctl.exporter.stuck import StuckJudge
+from rmqctl.remoting.admin import AdminClient
+from rmqctl.service import ClusterService
 
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
+
+def rss_mib():
+    for line in open("/proc/self/status"):
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+def digest(body):
+    kept = [line for line in body.split(b"\n") if b"rmqctl_exporter_" not in line]
+    return hashlib.sha256(b"\n".join(kept)).hexdigest()[:12]
 
 
-def row(name: str, seconds: list[float], cpu: list[float] | None = None) -> str:
-    if not seconds:
-        return f"  {name:<30} not run"
-    ms = [s * 1000 for s in seconds]
-    text = (f"  {name:<30} n={len(ms):<5} p50={pct(ms, 0.5):9.1f} ms  p99={pct(ms, 0.99):9.1f} ms  "
-            f"max={max(ms):9.1f} ms")
-    if cpu:
-        text += f"  CPU p50={pct([c * 1000 for c in cpu], 0.5):9.1f} ms"
-    return text
-
-
-def memory(name: str, rss: list[float]) -> str:
-    if not rss:
-        return f"  {name:<30} not run"
-    tenth = max(1, len(rss) // 10)
-    return (f"  {name:<30} RSS first={rss[0]:.0f} MiB  after 10%={rss[tenth - 1]:.0f} MiB  "
-            f"last={rss[-1]:.0f} MiB  max={max(rss):.0f} MiB")
-
-
-async def measure(served: dict[str, str], rounds: int, list_runs: int, advance: float) -> None:
-    namesrv, control = served["namesrv"], served["control"]
+async def main():
+    namesrv, control, advance = sys.argv[1], sys.argv[2], float(sys.argv[3])
     async with httpx.AsyncClient(timeout=60) as http:
         health = (await http.get(f"{control}/v1/health")).json()
     now_ms = health.get("now_ms")
@@ -94,54 +82,136 @@ async def measure(served: dict[str, str], rounds: int, list_runs: int, advance: 
     server = MetricsServer(collector, "127.0.0.1", 0)
     server.start()
     maker = RoundMaker(source, concurrency=16, stuck=StuckJudge(600_000), own_heap=True)  # as run_exporter
-    round_s, round_cpu, warm_s, warm_cpu, scrape_s, rss, sizes = [], [], [], [], [], [], []
+    print(json.dumps({"ready": True}), flush=True)
     try:
         async with httpx.AsyncClient(timeout=60) as http:
-            for n in range(rounds):
-                started, cpu = time.perf_counter(), time.process_time()
-                result = await maker.take()
-                round_s.append(time.perf_counter() - started)
-                round_cpu.append(time.process_time() - cpu)
-                collector.publish(result)
-                started, cpu = time.perf_counter(), time.process_time()
-                await asyncio.to_thread(server.exposition.warm)  # what the exporter does after a round
-                warm_s.append(time.perf_counter() - started)
-                warm_cpu.append(time.process_time() - cpu)
-                for accept in ("text/plain", "application/openmetrics-text; version=1.0.0"):
-                    started = time.perf_counter()
-                    body = (await http.get(server.url, headers={"Accept": accept})).content
-                    scrape_s.append(time.perf_counter() - started)
-                sizes.append(len(body))
-                rss.append(rss_mib())
-                if advance > 0:
-                    (await http.post(f"{control}/v1/advance", json={"seconds": advance})).raise_for_status()
-                    if clock is not None:
-                        await clock.sleep(0)  # reads the moved clock back
-                if n == 0 or (n + 1) % max(1, rounds // 10) == 0:
-                    print(f"  round {n + 1}/{rounds}: {round_s[-1]:.2f} s, {len(result.groups)} groups, "
-                          f"{sum(1 for g in result.groups.values() if g.view is None)} unreadable, "
-                          f"scrape {scrape_s[-1] * 1000:.1f} ms ({sizes[-1] / 1024:.0f} KiB), RSS {rss[-1]:.0f} MiB",
-                          flush=True)
-        list_s, list_cpu, list_rss, listed_groups = [], [], [], 0
-        for _ in range(list_runs):
-            started, cpu = time.perf_counter(), time.process_time()
-            listed = await source.group_summaries()
-            list_s.append(time.perf_counter() - started)
-            list_cpu.append(time.process_time() - cpu)
-            list_rss.append(rss_mib())
-            listed_groups = len(listed.value)
-        print(f"\nexporter ({rounds} rounds over {len(result.groups)} groups, virtual clock +{advance:g} s a round) "
-              f"vs group list ({list_runs} runs over {listed_groups} groups), same process, same source:")
-        print(row("exporter round", round_s, round_cpu))
-        print(row("group list", list_s, list_cpu))
-        print(row("encode a round", warm_s, warm_cpu))
-        print(row("scrape /metrics (cached)", scrape_s))
-        print(f"  {'scrape body':<30} {statistics.fmean(sizes) / 1024:.0f} KiB")
-        print(memory("exporter", rss))
-        print(memory("group list (after exporter)", list_rss))
+            while True:
+                command = (await asyncio.to_thread(sys.stdin.readline)).strip()
+                if command == "round":
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    result = await maker.take()
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    collector.publish(result)
+                    warm, warm_cpu = time.perf_counter(), time.process_time()
+                    await asyncio.to_thread(server.exposition.warm)  # what the exporter does after a round
+                    warm, warm_cpu = time.perf_counter() - warm, time.process_time() - warm_cpu
+                    scrapes, bodies = [], []
+                    for accept in ("text/plain", "application/openmetrics-text; version=1.0.0"):
+                        started = time.perf_counter()
+                        bodies.append((await http.get(server.url, headers={"Accept": accept})).content)
+                        scrapes.append(time.perf_counter() - started)
+                    out = {"wall": wall, "cpu": cpu, "warm": warm, "warm_cpu": warm_cpu, "scrapes": scrapes,
+                           "size": len(bodies[-1]), "rss": rss_mib(), "groups": len(result.groups),
+                           "unreadable": sum(1 for g in result.groups.values() if g.view is None),
+                           "digest": digest(bodies[0])}
+                    if advance > 0:
+                        (await http.post(f"{control}/v1/advance", json={"seconds": advance})).raise_for_status()
+                        if clock is not None:
+                            await clock.sleep(0)  # reads the moved clock back
+                elif command == "list":
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    listed = await source.group_summaries()
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    rows = repr([(s.group, s.clients, s.total_diff, s.error) for s in listed.value])
+                    out = {"wall": wall, "cpu": cpu, "rss": rss_mib(), "groups": len(listed.value),
+                           "digest": hashlib.sha256(rows.encode()).hexdigest()[:12]}
+                else:
+                    break
+                print(json.dumps(out), flush=True)
     finally:
         server.close()
         await source.close()
+
+
+asyncio.run(main())
+'''
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def row(name: str, seconds: list[float], cpu: list[float] | None = None) -> str:
+    if not seconds:
+        return f"  {name:<34} not run"
+    ms = [s * 1000 for s in seconds]
+    text = (f"  {name:<34} n={len(ms):<5} p50={pct(ms, 0.5):8.1f} ms  p99={pct(ms, 0.99):8.1f} ms  "
+            f"max={max(ms):8.1f} ms")
+    if cpu:
+        cpu_ms = [c * 1000 for c in cpu]
+        text += f"  CPU p50={pct(cpu_ms, 0.5):8.1f} ms p99={pct(cpu_ms, 0.99):8.1f} ms"
+    return text
+
+
+def memory(name: str, rss: list[float]) -> str:
+    if not rss:
+        return f"  {name:<34} not run"
+    tenth = max(1, len(rss) // 10)
+    return (f"  {name:<34} RSS first={rss[0]:.0f} MiB  after 10%={rss[tenth - 1]:.0f} MiB  "
+            f"last={rss[-1]:.0f} MiB  max={max(rss):.0f} MiB")
+
+
+def baseline_tree(rev: str) -> Path:
+    out = Path(tempfile.mkdtemp(prefix="bench-exporter-"))
+    archive = subprocess.run(["git", "archive", rev, "rmqctl"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
+
+
+class Build:
+    """One build's emulator and worker process."""
+
+    def __init__(self, label: str, tree: Path, scenario: str, advance: float) -> None:
+        self.label = label
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.server = subprocess.Popen(
+            [sys.executable, "-c", SERVE, "serve", "--scenario", scenario, "--clock", "virtual", "--at", "5",
+             "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env, text=True)
+        assert self.server.stdout is not None
+        line = self.server.stdout.readline()
+        if not line:
+            raise SystemExit(f"the emulator did not start: {self.server.stderr.read() if self.server.stderr else ''}")
+        served = json.loads(line)
+        self.worker = subprocess.Popen(
+            [sys.executable, "-c", WORKER, served["namesrv"], served["control"], str(advance)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tree, env={**env, "PYTHONPATH": str(tree)}, text=True)
+        self.rounds: list[dict[str, Any]] = []
+        self.lists: list[dict[str, Any]] = []
+        self.ask("")  # the worker's "ready"
+
+    def ask(self, command: str) -> dict[str, Any]:
+        assert self.worker.stdin is not None and self.worker.stdout is not None
+        if command:
+            self.worker.stdin.write(command + "\n")
+            self.worker.stdin.flush()
+        line = self.worker.stdout.readline()
+        if not line:
+            raise SystemExit(f"the worker of {self.label} stopped")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        for proc in (self.worker, self.server):
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def report(build: Build, advance: float) -> None:
+    rounds, lists = build.rounds, build.lists
+    print(f"\n{build.label}: exporter ({len(rounds)} rounds over {rounds[-1]['groups'] if rounds else 0} groups, "
+          f"virtual clock +{advance:g} s a round) vs group list ({len(lists)} runs), same process, same source:")
+    print(row("exporter round", [r["wall"] for r in rounds], [r["cpu"] for r in rounds]))
+    print(row("group list", [r["wall"] for r in lists], [r["cpu"] for r in lists]))
+    print(row("encode a round (both formats)", [r["warm"] for r in rounds], [r["warm_cpu"] for r in rounds]))
+    print(row("scrape /metrics (cached)", [s for r in rounds for s in r["scrapes"]]))
+    if rounds:
+        print(f"  {'scrape body':<34} {statistics.fmean(r['size'] for r in rounds) / 1024:.0f} KiB")
+    print(memory("exporter", [r["rss"] for r in rounds]))
+    print(memory("group list (after exporter)", [r["rss"] for r in lists]))
 
 
 def main() -> None:
@@ -154,28 +224,45 @@ def main() -> None:
     parser.add_argument("--list-runs", type=int, default=20)
     parser.add_argument("--advance", type=float, default=30.0,
                         help="virtual seconds the emulator's clock moves on after each round (0: none)")
+    parser.add_argument("--baseline", default="", help="git revision to compare with, in turns ('' for none)")
     args = parser.parse_args()
     scenario = f"scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
-    started = time.perf_counter()
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "serve", "--scenario", scenario, "--clock", "virtual", "--at", "5",
-         "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=env, text=True)
+    base = baseline_tree(args.baseline) if args.baseline else None
+    builds: list[Build] = []
     try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        if not line:
-            sys.exit(f"the emulator did not start: {server.stderr.read() if server.stderr else ''}")
-        served = json.loads(line)
-        print(f"emulator {scenario}: up in {time.perf_counter() - started:.1f} s (namesrv {served['namesrv']})")
-        asyncio.run(measure(served, args.rounds, args.list_runs, args.advance))
+        started = time.perf_counter()
+        if base is not None:
+            builds.append(Build(f"baseline {args.baseline}", base, scenario, args.advance))
+        builds.append(Build("this tree", ROOT, scenario, args.advance))
+        print(f"emulator {scenario}: {len(builds)} up in {time.perf_counter() - started:.1f} s", flush=True)
+        every = max(1, args.rounds // 10)
+        for n in range(args.rounds):
+            for build in builds:
+                figures = build.ask("round")
+                build.rounds.append(figures)
+                if n == 0 or (n + 1) % every == 0 or len(builds) > 1:
+                    print(f"  {build.label:<16} round {n + 1}/{args.rounds}: {figures['wall']:.2f} s "
+                          f"(CPU {figures['cpu']:.2f} s), {figures['groups']} groups, {figures['unreadable']} "
+                          f"unreadable, encode {figures['warm']:.2f} s, scrape {figures['scrapes'][-1] * 1000:.1f} ms "
+                          f"({figures['size'] / 1024:.0f} KiB), RSS {figures['rss']:.0f} MiB, "
+                          f"series {figures['digest']}", flush=True)
+            if len(builds) > 1 and len({b.rounds[-1]["digest"] for b in builds}) > 1:
+                print(f"  round {n + 1}: the builds' series DIFFER", flush=True)
+        for _ in range(args.list_runs):
+            for build in builds:
+                build.lists.append(build.ask("list"))
+        for build in builds:
+            report(build, args.advance)
+        if len(builds) > 1:
+            same = sum(1 for pair in zip(*(b.rounds for b in builds), strict=True)
+                       if len({r["digest"] for r in pair}) == 1)
+            print(f"\nseries digests equal in {same} of {args.rounds} rounds")
     finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        for build in builds:
+            build.close()
+        if base is not None:
+            shutil.rmtree(base, ignore_errors=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
