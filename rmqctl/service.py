@@ -627,15 +627,19 @@ class ClusterService:
             add_proxy_clients(connections, proxies)
             listed = [*conns_by_broker.values(), *(p.connection for p in proxies if p.connection)]
             known_topics = sorted({t for cc in listed for t in cc.subscriptions})
-            (infos, info_failures), routes, (dlq, dlq_failures), committed_topics, configs = \
-                await asyncio.gather(
-                    self._running_infos(relay if running_info else {}, group),
-                    self._routes(known_topics),
-                    self._dlq_offsets(DLQ_PREFIX + group, masters),
-                    self._offset_topics(masters, group, wanted=bool(connections) and running_info),
-                    self._group_configs(masters, group),
-                )
-            offset_topics, ot_failures, ot_unavailable = committed_topics
+            infos_read = asyncio.ensure_future(self._running_infos(relay if running_info else {}, group))
+            try:
+                # while the clients answer: what a round of many views has mostly read already (the
+                # routes kept, the topic list, the offset and config tables) comes back without a
+                # request, so these are awaited in turn and take no task of their own
+                routes = await self._routes(known_topics)
+                dlq, dlq_failures = await self._dlq_offsets(DLQ_PREFIX + group, masters)
+                offset_topics, ot_failures, ot_unavailable = await self._offset_topics(
+                    masters, group, wanted=bool(connections) and running_info)
+                configs = await self._group_configs(masters, group)
+                infos, info_failures = await infos_read
+            finally:
+                infos_read.cancel()  # only still running when something above failed
             stats_by_broker, stats_failures = await stats
         finally:
             stats.cancel()  # only still running when something above failed
@@ -843,6 +847,10 @@ class ClusterService:
             configs, _ = await self._fan_out(masters, lambda addr: self.backend.subscription_group(addr, group))
             return {broker: config for broker, config in sorted(configs.items()) if config is not None}
         now = self._clock.now()
+        at_hand = {broker: kept[1] for broker, addr in masters.items()
+                   if (kept := self._config_tables.get(addr)) is not None and now - kept[0] < CONFIG_TABLE_TTL_S}
+        if len(at_hand) == len(masters):  # every table is at hand: no read, no task
+            return {broker: t[group] for broker, t in sorted(at_hand.items()) if group in t}
 
         async def table(addr: str) -> Mapping[str, SubscriptionGroupConfig]:
             cached = self._config_tables.get(addr)
@@ -877,6 +885,14 @@ class ClusterService:
         if not wanted or not self.backend.capabilities.lists_group_topics:
             return {}, {}, {}
         shared = self._shared
+        if shared is not None and self.backend.capabilities.reads_offset_table:
+            loop = asyncio.get_running_loop()
+            tables = [shared.get(f"offset_topics:{addr}") for addr in masters.values()]
+            if all(t is not None and t.get_loop() is loop and t.done() and not t.cancelled()
+                   and t.exception() is None for t in tables):
+                # every broker's table has come back: no read, no task
+                return ({broker: sorted(t.result().get(group, ()))  # type: ignore[union-attr]
+                         for broker, t in zip(masters, tables, strict=True)}, {}, {})
 
         async def one(addr: str) -> list[str]:
             if shared is not None and self.backend.capabilities.reads_offset_table:
@@ -946,6 +962,16 @@ class ClusterService:
 
     async def _routes(self, topics: Sequence[str]) -> dict[str, TopicRoute | errors.RmqctlError]:
         """Each topic's route, or the error that says why there is none."""
+        if self._shared is not None:
+            now = self._clock.now()
+            kept: dict[str, TopicRoute | errors.RmqctlError] = {}
+            for topic in topics:
+                route = self._routes_kept.get(topic)
+                if route is None or now - route[0] >= ROUTE_TTL_S:
+                    break
+                kept[topic] = route[1]
+            else:
+                return kept  # every route kept (as :meth:`_kept_route` answers): no read, no task
         read = self.backend.topic_route if self._shared is None else self._kept_route
         found, failures = await self._fan_out({t: t for t in topics}, read)
         routes: dict[str, TopicRoute | errors.RmqctlError] = {}

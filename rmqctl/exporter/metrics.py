@@ -14,6 +14,7 @@ Must not import the CLI, textual or pyspark.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from rmqctl.exporter.rounds import GroupResult, RoundResult
 from rmqctl.exporter.stuck import STATUSES
@@ -349,6 +351,100 @@ def exposition(registry: CollectorRegistry, accept: str | None = None) -> tuple[
 
 
 _EOF = b"# EOF\n"
+#: samples the encoder puts apart from the family's others (OpenMetrics' own series)
+_APART = ("_created", "_gsum", "_gcount")
+
+#: what one sample's encoded line depends on: its name, labels, value and timestamp
+_SampleKey = tuple[str, tuple[tuple[str, str], ...], object, object]
+
+
+def _sample_key(sample: Sample) -> _SampleKey | None:
+    """``sample``'s key among encoded lines; None for one the lines are not kept for (an
+    exemplar, a native histogram, a value whose line ``==`` does not tell: 0 or -0, NaN)."""
+    if sample.exemplar is not None or sample.native_histogram is not None:
+        return None
+    value: object = sample.value
+    if sample.value == 0:
+        value = (sample.value, math.copysign(1.0, sample.value))  # 0.0 == -0.0, their lines differ
+    elif sample.value != sample.value:
+        return None
+    return sample.name, tuple(sample.labels.items()), value, sample.timestamp
+
+
+def _encode_one(encoder: Callable[[CollectorRegistry], bytes], family: Metric) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Part(lambda: iter([family])))
+    body = encoder(registry)
+    return body[: -len(_EOF)] if body.endswith(_EOF) else body
+
+
+class _Lines:
+    """One format's encoding that keeps each sample's line from the previous encoding.
+
+    A round's series mostly repeat the previous round's (groups that did not move): each family is
+    encoded as the library encodes it — its header, then one line per sample in order — but only
+    the samples not seen last time go through the encoder (all of a family's at once); the others'
+    lines are the ones it wrote then. What the lines cannot be told apart for goes through the
+    encoder whole. Only the last encoding's lines are kept."""
+
+    def __init__(self, encoder: Callable[[CollectorRegistry], bytes]) -> None:
+        self.encoder = encoder
+        self._lines: dict[_SampleKey, bytes] = {}
+        self._heads: dict[tuple[str, str, str, str], bytes] = {}
+
+    def encode(self, families: Iterable[Metric]) -> bytes:
+        kept = self._lines
+        lines: dict[_SampleKey, bytes] = {}
+        out: list[bytes] = []
+        for family in families:
+            part = self._family(family, kept, lines)
+            out.append(_encode_one(self.encoder, family) if part is None else part)
+        self._lines = lines
+        whole = b"".join(out)
+        # the encoder's end of the exposition (OpenMetrics' "# EOF"), as it writes it
+        return whole + _encode_one_tail(self.encoder)
+
+    def _family(self, family: Metric, kept: Mapping[_SampleKey, bytes],
+                lines: dict[_SampleKey, bytes]) -> bytes | None:
+        head_key = (family.name, family.documentation, family.type, family.unit)
+        head = self._heads.get(head_key)
+        if head is None:
+            head = self._heads[head_key] = _encode_one(self.encoder, _empty(family))
+        keys: list[_SampleKey] = []
+        missing: dict[_SampleKey, Sample] = {}
+        for sample in family.samples:
+            key = _sample_key(sample)
+            if key is None or any(sample.name == family.name + suffix for suffix in _APART):
+                return None
+            keys.append(key)
+            if key not in kept and key not in lines and key not in missing:
+                missing[key] = sample
+        fresh: dict[_SampleKey, bytes] = {}
+        if missing:
+            only = _empty(family)
+            only.samples = list(missing.values())
+            body = _encode_one(self.encoder, only)
+            if not body.startswith(head):
+                return None
+            encoded = body[len(head):].splitlines(keepends=True)
+            if len(encoded) != len(missing):
+                return None
+            fresh = dict(zip(missing, encoded, strict=True))
+        parts = [head]
+        for key in keys:
+            line = fresh.get(key) or lines.get(key) or kept[key]
+            lines[key] = line
+            parts.append(line)
+        return b"".join(parts)
+
+
+def _empty(family: Metric) -> Metric:
+    return Metric(family.name, family.documentation, family.type, family.unit)
+
+
+def _encode_one_tail(encoder: Callable[[CollectorRegistry], bytes]) -> bytes:
+    body = encoder(CollectorRegistry(auto_describe=False))
+    return body if body == _EOF else b""
 
 
 class CachedExposition:
@@ -366,6 +462,8 @@ class CachedExposition:
         self._self.register(_Part(collector.collect_self))
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[RoundResult | None, bytes]] = {}
+        #: per format, the lines of the last encoding (a new round re-encodes only what changed)
+        self._lines: dict[str, _Lines] = {}
         #: the round's metric families, built once for every format (round, families)
         self._built: tuple[RoundResult | None, list[Metric]] | None = None
         #: content type → an Accept header asking for it, for every format scraped so far
@@ -381,10 +479,10 @@ class CachedExposition:
         encoder, content_type = choose_encoder(accept or "")
         cached = self._cache.get(content_type)
         if cached is None or cached[0] is not current:
-            families = self._families(current)
-            registry = CollectorRegistry(auto_describe=False)
-            registry.register(_Part(lambda: iter(families)))
-            cached = (current, encoder(registry))
+            lines = self._lines.get(content_type)
+            if lines is None:
+                lines = self._lines[content_type] = _Lines(encoder)
+            cached = (current, lines.encode(self._families(current)))
             self._cache[content_type] = cached
         return cached[1], content_type
 
