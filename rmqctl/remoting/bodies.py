@@ -366,6 +366,18 @@ def subscription(data: Mapping[str, Any]) -> Subscription:
     they are taken as sent; only a TAG subscription that carries no sets at all (a client other
     than Java's) has them parsed from its expression.
     """
+    topic, expression, version = data.get("topic"), data.get("subString"), data.get("subVersion")
+    expression_type, tags, codes = data.get("expressionType"), data.get("tagsSet"), data.get("codeSet")
+    if (type(topic) is str and type(expression) is str and type(version) is int and type(expression_type) is str
+            and expression_type and type(tags) is list and type(codes) is list
+            and (not tags or all(type(t) is str for t in tags)) and (not codes or all(type(c) is int for c in codes))):
+        # every field of the type Java writes (nearly always): taken as it is
+        return Subscription(topic=topic, expression=expression, tags=tuple(tags), codes=tuple(codes),
+                            sub_version=version, expression_type=expression_type)
+    return _subscription_general(data)
+
+
+def _subscription_general(data: Mapping[str, Any]) -> Subscription:
     topic = _str(data.get("topic"), "SubscriptionData.topic")
     expression = _str(data.get("subString"), "SubscriptionData.subString", "*")
     version = _int(data.get("subVersion"), "SubscriptionData.subVersion")
@@ -486,23 +498,48 @@ def broker_consume_stats(body: bytes) -> dict[str, ConsumeStats]:
     A body laid out as brokers write it (fastjson's field order, no spaces, strings without
     escapes) is read in one pass, entry by entry, straight into the model; anything else, and
     anything wrong, takes the general parser, which gives the same result or names the error."""
-    if body:
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            pass  # the general path names it
-        else:
-            found = _broker_consume_stats_as_written(text)
-            if found is not None:
-                return found
+    text = _utf8(body)
+    if text is not None:
+        found = _broker_consume_stats_as_written(text)
+        if found is not None:
+            return found
     return _broker_consume_stats_general(body)
+
+
+def _utf8(body: bytes) -> str | None:
+    """The body's text, None when it is empty or not UTF-8 (the general path names that)."""
+    if not body:
+        return None
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+_DOCUMENT_END = re.compile(r"\}[ \t\n\r]*\Z")
+
+
+def _rest_as_written(text: str, pos: int, read: str) -> bool:
+    """Whether the object fields after ``pos`` (where the field ``read`` ended) close the body
+    and leave the general parser nothing else to say: none, or further fields (read here and
+    dropped, as the general path drops them) that parse and do not name ``read`` again."""
+    if _DOCUMENT_END.match(text, pos) is not None:
+        return True
+    if not text.startswith(",", pos):
+        return False
+    try:
+        rest = fastjson.loads("{" + text[pos + 1:])
+    except errors.ProtocolError:
+        return False
+    return isinstance(rest, dict) and read not in rest
 
 
 #: pieces of the layout fastjson writes: a string without escapes or control characters, an
 #: integer of at most 18 digits (a Java long has 19: longer ones take the general path) and a
 #: number, each a group
 _W_STR = r'"([^"\\\x00-\x1f]*)"'
-_W_INT = r"(-?(?:0|[1-9][0-9]{0,17}))"
+_W_LONG = r"-?(?:0|[1-9][0-9]{0,17})"
+_W_INT = f"({_W_LONG})"
 _W_NUM = r"(-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,40})?(?:[eE][-+]?[0-9]{1,3})?)"
 _CSL_HEAD = re.compile(r'\{(?:"brokerAddr":"[^"\\\x00-\x1f]*",)?"consumeStatsList":\[')
 _CSL_GROUP = re.compile(r"\{" + _W_STR + r":\[")
@@ -511,9 +548,7 @@ _CSL_STATS = re.compile(r'\{"consumeTps":' + _W_NUM + r',"offsetTable":\{')
 _CSL_ENTRY = re.compile(
     r'\{"brokerName":' + _W_STR + r',"queueId":' + _W_INT + r',"topic":' + _W_STR + r"\}:"
     r'\{"brokerOffset":' + _W_INT + r',"consumerOffset":' + _W_INT + r',"lastTimestamp":' + _W_INT
-    + r'(?:,"pullOffset":-?(?:0|[1-9][0-9]{0,17}))?\}([,}])')
-_CSL_TAIL = re.compile(r'(?:,"totalDiff":-?(?:0|[1-9][0-9]{0,17}))?'
-                       r'(?:,"totalInflightDiff":-?(?:0|[1-9][0-9]{0,17}))?\}[ \t\n\r]*\Z')
+    + r'(?:,"pullOffset":' + _W_LONG + r")?\}([,}])")
 
 
 def _written_number(token: str) -> float:
@@ -598,7 +633,7 @@ def _broker_consume_stats_as_written(text: str) -> dict[str, ConsumeStats] | Non
                 pos += 1
                 break
             return None
-    return out if _CSL_TAIL.match(text, pos) is not None else None
+    return out if _rest_as_written(text, pos, "consumeStatsList") else None
 
 
 def _broker_consume_stats_general(body: bytes) -> dict[str, ConsumeStats]:
@@ -722,6 +757,24 @@ def encode_consumer_running_info(info: ConsumerRunningInfo, *, jstack: str | Non
 
 
 def _group_config(cfg: Mapping[Any, Any], default_name: str) -> SubscriptionGroupConfig:
+    get = cfg.get
+    name, enable, broadcast, orderly = (get("groupName"), get("consumeEnable"), get("consumeBroadcastEnable"),
+                                        get("consumeMessageOrderly"))
+    queues, deliveries, broker_id, notify, attributes = (get("retryQueueNums"), get("retryMaxTimes"), get("brokerId"),
+                                                         get("notifyConsumerIdsChangedEnable"), get("attributes"))
+    if (type(name) is str and type(enable) is bool and type(broadcast) is bool and type(orderly) is bool
+            and type(queues) is int and type(deliveries) is int and type(broker_id) is int and type(notify) is bool
+            and type(attributes) is dict):
+        # every field of the type Java writes (nearly always): taken as it is
+        return SubscriptionGroupConfig(
+            group_name=name, consume_enable=enable, consume_broadcast_enable=broadcast,
+            consume_message_orderly=orderly, retry_queue_nums=queues, retry_max_times=deliveries,
+            broker_id=broker_id, notify_consumer_ids_changed_enable=notify,
+            retry_policy=_retry_policy(get("groupRetryPolicy")), lite_bind_topic=_lite_bind_topic(attributes))
+    return _group_config_general(cfg, default_name)
+
+
+def _group_config_general(cfg: Mapping[Any, Any], default_name: str) -> SubscriptionGroupConfig:
     def flag(field: str, default: bool) -> bool:
         return _bool(cfg.get(field), "SubscriptionGroupConfig." + field, default)
 
@@ -876,6 +929,19 @@ class TopicConfig:
 
 
 def _topic_config(data: Mapping[Any, Any], default_name: str) -> TopicConfig:
+    get = data.get
+    name, reads, writes, perm, order, flag, kind, attributes = (
+        get("topicName"), get("readQueueNums"), get("writeQueueNums"), get("perm"), get("order"),
+        get("topicSysFlag"), get("topicFilterType"), get("attributes"))
+    if (type(name) is str and type(reads) is int and type(writes) is int and type(perm) is int
+            and type(order) is bool and type(flag) is int and type(kind) is str and type(attributes) is dict):
+        # every field of the type Java writes (nearly always): taken as it is
+        return TopicConfig(name=name, read_queue_nums=reads, write_queue_nums=writes, perm=perm, order=order,
+                           topic_sys_flag=flag, topic_filter_type=kind, message_type=_message_type(attributes))
+    return _topic_config_general(data, default_name)
+
+
+def _topic_config_general(data: Mapping[Any, Any], default_name: str) -> TopicConfig:
     return TopicConfig(
         name=_str(data.get("topicName"), "TopicConfig.topicName", default_name),
         read_queue_nums=_int(data.get("readQueueNums"), "TopicConfig.readQueueNums", 16),
@@ -937,7 +1003,58 @@ def encode_topic_configs(topics: Mapping[str, TopicConfig], version: tuple[int, 
 
 
 def consumer_offsets(body: bytes) -> dict[tuple[str, str], dict[int, int]]:
-    """ConsumerOffsetManager's JSON (43): ``(topic, group)`` → {queue id: committed offset}."""
+    """ConsumerOffsetManager's JSON (43): ``(topic, group)`` → {queue id: committed offset}.
+
+    Read in one pass when laid out as brokers write it (as :func:`broker_consume_stats`), by
+    the general parser otherwise."""
+    text = _utf8(body)
+    if text is not None:
+        found = _consumer_offsets_as_written(text)
+        if found is not None:
+            return found
+    return _consumer_offsets_general(body)
+
+
+_OFFSETS_HEAD = re.compile(r'\{(?:"dataVersion":\{"counter":' + _W_LONG + r',"stateVersion":' + _W_LONG
+                           + r',"timestamp":' + _W_LONG + r'\},)?"offsetTable":\{')
+#: one ``topic@group`` and its queues' offsets (``{0:5,1:7}``), then the comma or brace after it
+_OFFSETS_ENTRY = re.compile(_W_STR + r":\{((?:" + _W_LONG + ":" + _W_LONG + ",)*" + _W_LONG + ":" + _W_LONG
+                            + r")?\}([,}])")
+
+
+def _consumer_offsets_as_written(text: str) -> dict[tuple[str, str], dict[int, int]] | None:
+    """:func:`consumer_offsets` of a body in the layout brokers write, read in one pass; None at
+    the first thing outside that layout."""
+    match = _OFFSETS_HEAD.match(text)
+    if match is None:
+        return None
+    pos = match.end()
+    out: dict[tuple[str, str], dict[int, int]] = {}
+    entry_at = _OFFSETS_ENTRY.match
+    if text.startswith("}", pos):
+        pos += 1
+    else:
+        while True:
+            match = entry_at(text, pos)
+            if match is None:
+                return None
+            key, queues, after = match.groups()
+            topic, sep, group = key.partition("@")
+            if not sep or key.startswith("{"):
+                return None  # the general path names a key that is not topic@group
+            table: dict[int, int] = {}
+            if queues:
+                for pair in queues.split(","):
+                    queue_id, _, offset = pair.partition(":")
+                    table[int(queue_id)] = int(offset)
+            out[(topic, group)] = table
+            pos = match.end()
+            if after == "}":
+                break
+    return out if _rest_as_written(text, pos, "offsetTable") else None
+
+
+def _consumer_offsets_general(body: bytes) -> dict[tuple[str, str], dict[int, int]]:
     data = parse_body(body, "ConsumerOffsetSerializeWrapper")
     out: dict[tuple[str, str], dict[int, int]] = {}
     for key, table in _obj(data.get("offsetTable"), "offsetTable").items():
