@@ -324,6 +324,14 @@ async def counted(self, address, code, *args, **kw):
     return await _fetch(self, address, code, *args, **kw)
 
 AdminClient.fetch = counted
+_fetch_many = getattr(AdminClient, "fetch_many", None)
+
+async def counted_many(self, address, code, exts, *args, **kw):
+    sent[int(code)] = sent.get(int(code), 0) + len(exts)
+    return await _fetch_many(self, address, code, exts, *args, **kw)
+
+if _fetch_many is not None:  # a build that pipelines some requests in batches
+    AdminClient.fetch_many = counted_many
 
 async def main():
     admin = AdminClient([sys.argv[1]], timeout=60, concurrency=int(sys.argv[2]))
