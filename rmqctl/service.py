@@ -348,21 +348,37 @@ class ClusterService:
             # asking every group's topics and holders would cost a full view per group: say
             # what the list cannot know instead
             return Partial(summaries, failures, {"uncommitted_topics": UNCOMMITTED_NOT_COUNTED})
-        with collector_paused():
+        with collector_paused(), self.sharing():
             return await self._group_summaries(include_system=include_system)
 
     async def _group_summaries(self, *, include_system: bool) -> Partial[list[GroupSummary]]:
-        listed = await self.groups(include_system=include_system)
-        masters = await self.masters()
+        # the list of groups (each broker's group configs) and the reads that need only the
+        # brokers go out together: the cluster is read once (shared) and neither waits for the other
+        listing = asyncio.ensure_future(self.groups(include_system=include_system))
+        try:
+            masters = await self.masters()
+        except errors.RmqctlError:
+            await asyncio.wait([listing])
+            first = None if listing.cancelled() else listing.exception()
+            if first is not None:
+                raise first from None  # the list's own error, as when the list was read first
+            raise
+        except BaseException:
+            listing.cancel()
+            raise
         # the broker-wide consume stats (a broker may take a while to gather them) stay in
         # flight while each group's other reads go out; only its consume stats wait for them
         bulk = self.broker_consume_stats(masters)
-        # where the back end batches them, every group's connections go out at once too, one
-        # pipelined batch per broker beside the broker-wide reads
-        batches = {addr: asyncio.ensure_future(self.backend.consumer_connections(addr, listed.value))
-                   for addr in masters.values()} if self.backend.capabilities.batches_connections else {}
+        offset_tables = asyncio.ensure_future(self._offset_tables(masters))
+        batches: dict[str, asyncio.Future[Sequence[ConsumerConnection | errors.RmqctlError]]] = {}
         try:
-            tables = await self._offset_tables(masters)
+            listed = await listing
+            # where the back end batches them, every group's connections go out at once too, one
+            # pipelined batch per broker beside the broker-wide reads
+            if self.backend.capabilities.batches_connections:
+                batches = {addr: asyncio.ensure_future(self.backend.consumer_connections(addr, listed.value))
+                           for addr in masters.values()}
+            tables = await offset_tables
             connections: dict[str, dict[str, ConsumerConnection | errors.RmqctlError]] = {}
             if batches:
                 answers = {addr: await read for addr, read in batches.items()}
@@ -377,7 +393,7 @@ class ClusterService:
                   for group in listed.value)
             )
         finally:
-            reads: list[asyncio.Future[Any]] = [*bulk.values(), *batches.values()]
+            reads: list[asyncio.Future[Any]] = [listing, offset_tables, *bulk.values(), *batches.values()]
             for read in reads:
                 read.cancel()  # only still running when something above failed
             await asyncio.gather(*reads, return_exceptions=True)

@@ -155,3 +155,26 @@ def test_batched_connection_lists_give_the_rows_of_one_read_per_group_and_broker
         assert Counter(batched.calls)["consumer_connections"] == 2
         assert "consumer_connection" not in batched.calls
         assert Counter(one_by_one.calls)["consumer_connection"] == 4
+
+
+def test_the_broker_wide_reads_go_out_while_the_groups_are_listed() -> None:
+    """The reads that need only the brokers (consume stats of every group, the offset tables)
+    do not wait for the list of groups: each broker's group configs come back here only after
+    its broker-wide read was asked."""
+    backend = two_groups(7, 7)
+    asked = {A: asyncio.Event(), B: asyncio.Event()}
+    configs, broker_wide = backend.subscription_groups, backend.broker_consume_stats
+
+    async def slow(address: str):  # type: ignore[no-untyped-def]
+        await asyncio.wait_for(asked[address].wait(), 10)
+        return await configs(address)
+
+    async def wide(address: str):  # type: ignore[no-untyped-def]
+        asked[address].set()
+        return await broker_wide(address)
+
+    backend.subscription_groups = slow  # type: ignore[method-assign]
+    backend.broker_consume_stats = wide  # type: ignore[method-assign]
+    rows, calls = listed(backend)
+    assert rows == [(G, 12, ()), (G2, 12, ())]
+    assert calls["broker_consume_stats"] == 2 and calls["consume_stats"] == 0
