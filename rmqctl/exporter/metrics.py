@@ -354,8 +354,9 @@ _EOF = b"# EOF\n"
 #: samples the encoder puts apart from the family's others (OpenMetrics' own series)
 _APART = ("_created", "_gsum", "_gcount")
 
-#: what one sample's encoded line depends on: its name, labels, value and timestamp
-_SampleKey = tuple[str, tuple[tuple[str, str], ...], object, object]
+#: what one sample's encoded line depends on, in one flat tuple (it is kept for every sample of a
+#: round): its name, value and timestamp, then its label names and their values
+_SampleKey = tuple[object, ...]
 
 
 def _sample_key(sample: Sample) -> _SampleKey | None:
@@ -368,7 +369,8 @@ def _sample_key(sample: Sample) -> _SampleKey | None:
         value = (sample.value, math.copysign(1.0, sample.value))  # 0.0 == -0.0, their lines differ
     elif sample.value != sample.value:
         return None
-    return sample.name, tuple(sample.labels.items()), value, sample.timestamp
+    labels = sample.labels
+    return (sample.name, value, sample.timestamp, *labels, *labels.values())
 
 
 def _encode_one(encoder: Callable[[CollectorRegistry], bytes], family: Metric) -> bytes:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 
 from rmqctl import stuck
 from rmqctl.model import GroupView, MessageQueue
@@ -103,16 +104,19 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
     first, last = seen[0], seen[-1]
     seg = run = 0
     caught_up_at: int | None = None
+    prev = first
+    prev_caught_up = False
     for i, obs in enumerate(seen):
-        if obs.lag <= allowed:
+        # each observation's lag once (the property, inlined: a window is read every round)
+        caught_up = max(0, obs.broker_offset - obs.consumer_offset) <= allowed
+        if caught_up:
             caught_up_at = i
-        if i == 0:
-            continue
-        prev = seen[i - 1]
-        if obs.owner != prev.owner:
-            seg = run = i
-        elif obs.consumer_offset != prev.consumer_offset or prev.lag <= allowed:
-            run = i
+        if i:
+            if obs.owner != prev.owner:
+                seg = run = i
+            elif obs.consumer_offset != prev.consumer_offset or prev_caught_up:
+                run = i
+        prev, prev_caught_up = obs, caught_up
     frozen_n = len(seen) - run
     # a queue frozen since it went back is judged by the stuck rules below, not called REWOUND
     if max(o.consumer_offset for o in seen) > last.consumer_offset and not (
@@ -147,6 +151,10 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
     return verdict("moving")
 
 
+#: the order verdicts are listed in: topic, broker name, queue id (as plain strings compare)
+_QUEUE_ORDER = attrgetter("topic", "broker_name", "queue_id")
+
+
 def observations(view: GroupView) -> dict[MessageQueue, Observation]:
     """This round's observation of every queue of ``view`` whose offsets were read."""
     holders: dict[MessageQueue, str] = {mq: cids[0] for mq, cids in view.owners().items()}
@@ -179,20 +187,32 @@ class StuckJudge:
     def add(self, views: Iterable[GroupView], now_ms: int) -> dict[str, list[Verdict]]:
         """Record one round's views and return every group's verdicts (queues sorted)."""
         out: dict[str, list[Verdict]] = {}
-        live: set[tuple[str, MessageQueue]] = set()
+        #: group → every queue it should be consuming (``known_queues``, unsorted)
+        live: dict[str, set[MessageQueue]] = {}
+        seen = self._seen
         for view in views:
+            group = view.group
             for mq, obs in observations(view).items():
-                key = (view.group, mq)
-                self._seen.setdefault(key, deque()).append(obs)
-            for mq in view.known_queues():
-                live.add((view.group, mq))
+                key = (group, mq)
+                kept = seen.get(key)
+                if kept is None:
+                    kept = seen[key] = deque()
+                kept.append(obs)
+            queues = live.setdefault(group, set())
+            queues.update(p.queue for p in view.progress)
+            for listed in view.topic_queues.values():
+                queues.update(listed)
         horizon = now_ms - self.window_ms
-        for key in list(self._seen):
-            kept = self._seen[key]
+        for key in list(seen):
+            kept = seen[key]
             while kept and kept[0].ts_ms < horizon:
                 kept.popleft()
-            if not kept and key not in live:
-                del self._seen[key]
-        for group, mq in sorted(live, key=lambda k: (k[0], k[1].topic, k[1].broker_name, k[1].queue_id)):
-            out.setdefault(group, []).append(judge(mq, list(self._seen.get((group, mq), ())), self.thresholds))
+            if not kept and key[1] not in live.get(key[0], ()):
+                del seen[key]
+        thresholds = self.thresholds
+        for group in sorted(live):
+            out[group] = verdicts = [judge(mq, list(seen.get((group, mq), ())), thresholds)
+                                     for mq in sorted(live[group], key=_QUEUE_ORDER)]
+            if not verdicts:
+                del out[group]
         return out
