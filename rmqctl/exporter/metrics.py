@@ -351,6 +351,8 @@ def exposition(registry: CollectorRegistry, accept: str | None = None) -> tuple[
 
 
 _EOF = b"# EOF\n"
+#: formats (content types) the endpoint keeps encoded at most: the ones scraped last
+MAX_FORMATS = 4
 #: samples the encoder puts apart from the family's others (OpenMetrics' own series)
 _APART = ("_created", "_gsum", "_gcount")
 
@@ -456,7 +458,9 @@ class CachedExposition:
 
     :meth:`warm` encodes a new round ahead of the scrapes in the formats scrapers asked for so far
     (both before the first scrape): a Prometheus server asks for one, so the round is not encoded
-    in a format nobody reads; a scrape in a format not asked for before encodes it then, once."""
+    in a format nobody reads; a scrape in a format not asked for before encodes it then, once.
+    Only the :data:`MAX_FORMATS` formats asked for last are kept (a format's content type carries
+    the version the ``Accept`` header names, which a scraper may vary at will)."""
 
     def __init__(self, collector: RoundCollector) -> None:
         self.collector = collector
@@ -496,7 +500,16 @@ class CachedExposition:
             asked = list(self._asked.values()) or [None, "application/openmetrics-text; version=1.0.0"]
             for accept in asked:
                 self._encoded(accept, current)
+            if self._asked:  # the formats encoded before the first scrape that nobody asked for
+                for content_type in set(self._cache) - set(self._asked):
+                    self._forget(content_type)
             self._built = None  # every format asked for is encoded: the families are not kept
+
+    def _forget(self, content_type: str) -> None:
+        """Stop keeping ``content_type`` encoded (under the lock)."""
+        self._asked.pop(content_type, None)
+        self._cache.pop(content_type, None)
+        self._lines.pop(content_type, None)
 
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
         head, body, content_type = self.render_parts(accept)
@@ -508,7 +521,13 @@ class CachedExposition:
         encoder, content_type = choose_encoder(accept or "")
         current = self.collector.current
         with self._lock:
-            self._asked.setdefault(content_type, accept)
+            self._asked.pop(content_type, None)
+            self._asked[content_type] = accept  # the last asked for, last
+            while len(self._asked) > MAX_FORMATS:
+                self._forget(next(iter(self._asked)))
+            for unasked in set(self._cache) - set(self._asked):  # encoded before the first scrape
+                if len(self._cache) >= MAX_FORMATS:
+                    self._forget(unasked)
             body, _ = self._encoded(accept, current)
         head = encoder(self._self)
         if head.endswith(_EOF):  # OpenMetrics: one "# EOF", at the very end

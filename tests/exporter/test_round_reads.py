@@ -216,3 +216,24 @@ def test_a_round_reads_one_topic_list_instead_of_each_groups_dead_letter_route()
     again = asyncio.run(maker.take())
     assert Counter(backend.calls)["topic_route"] == len(GROUPS)
     assert {g: r.view.dlq for g, r in again.groups.items() if r.view} == {g: v.dlq for g, v in views.items()}
+
+
+def test_the_endpoint_keeps_a_few_formats_however_many_versions_scrapers_name() -> None:
+    from rmqctl.exporter import RoundCollector
+    from rmqctl.exporter.metrics import MAX_FORMATS, CachedExposition
+    from tests.exporter.test_metrics import partial_view
+
+    maker = RoundMaker(FakeSource(views={"g": partial_view()}), ["g"])
+    collector = RoundCollector()
+    cached = CachedExposition(collector)
+    collector.publish(asyncio.run(maker.take()))
+    cached.warm()
+    # every version the Accept header names is a content type of its own
+    for minor in range(20):
+        body, content_type = cached.render(f"application/openmetrics-text; version=1.{minor}.0")
+        assert f"version=1.{minor}.0" in content_type and b"rmqctl_group_up" in body
+        assert len(cached._cache) <= MAX_FORMATS and len(cached._lines) <= MAX_FORMATS
+    collector.publish(asyncio.run(maker.take()))
+    cached.warm()  # the next round is encoded in the formats asked for last, no more
+    assert sorted(cached._cache) == sorted(cached._asked) and len(cached._asked) == MAX_FORMATS
+    assert all(f"version=1.{minor}.0" in t for t, minor in zip(cached._asked, range(16, 20), strict=True))
