@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from rmqctl import __version__, errors
+from rmqctl.cli import start_up_done
 from rmqctl.cli.common import (
     DEFAULT_WATCH_SECONDS,
     WATCH_OPTIONS,
@@ -80,6 +81,9 @@ class RootGroup(LazyGroup):
 
     def report(self, message: str, hint: str | None) -> None:
         console.error(message, hint)
+
+    def command_loaded(self) -> None:
+        start_up_done()
 
     def command_failed(self, ctx: typer.Context, exc: BaseException) -> None:
         if isinstance(exc, errors.RmqctlError):

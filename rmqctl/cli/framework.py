@@ -157,6 +157,9 @@ class LazyGroup(CommandGroup):
     def command_failed(self, ctx: typer.Context, exc: BaseException) -> None:
         """Map an error a command raised to an exit (raise ``typer.Exit``); return to let it pass."""
 
+    def command_loaded(self) -> None:
+        """Called once a command's module has been loaded, before the command runs."""
+
     def list_commands(self, ctx: Any) -> list[str]:
         eager = super().list_commands(ctx)
         return [*eager, *(name for name in self.lazy_commands if name not in eager)]
@@ -166,6 +169,7 @@ class LazyGroup(CommandGroup):
         if command is None and cmd_name in self.lazy_commands:
             command = load_command(cmd_name, self.lazy_commands[cmd_name])
             self.add_command(command, cmd_name)
+            self.command_loaded()
         return command
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
@@ -173,7 +177,9 @@ class LazyGroup(CommandGroup):
         # shell completion get the whole group from get_command. The partial group is not kept.
         name = args[0] if len(args) > 1 and not ctx.resilient_parsing else ""
         if name in self.lazy_commands and name not in self.commands:
-            return name, load_command(name, self.lazy_commands[name], only=args[1]), args[1:]
+            command = load_command(name, self.lazy_commands[name], only=args[1])
+            self.command_loaded()
+            return name, command, args[1:]
         return super().resolve_command(ctx, args)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:

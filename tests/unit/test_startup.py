@@ -156,3 +156,30 @@ def test_group_show_compiles_no_dataclass_methods(tmp_path: Path) -> None:
         for command in ("show", "progress"):
             assert dataclasses_compiled_after(run_command("-n", served.namesrv, "group", command, "test-consumer"),
                                               env=env) == [], command
+
+
+def test_the_collector_is_off_while_the_command_line_starts_and_on_while_the_command_runs() -> None:
+    """``rmqctl`` (its entry point, :func:`rmqctl.cli.main`) builds only long-lived objects until the
+    command's module is loaded: no collection runs before that, and the command runs with the
+    collector on (a long command, like the exporter, needs it)."""
+    probe = (
+        "import gc, json, sys\n"
+        "import rmqctl.cli.common as common\n"
+        "passes, states, started = [], [], [False]\n"
+        "gc.callbacks.append(lambda phase, info: started[0] and phase == 'start'"
+        " and passes.append('rmqctl.cli.group' in sys.modules))\n"
+        "execute = common.execute\n"
+        "def watched(*args, **kwargs):\n"
+        "    states.append(gc.isenabled())\n"
+        "    return execute(*args, **kwargs)\n"
+        "common.execute = watched\n"
+        "sys.argv = ['rmqctl', '-n', '127.0.0.1:1', '--timeout', '1', 'group', 'show', 'G']\n"
+        "from rmqctl.cli import main\n"
+        "started[0] = True\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.__stdout__.write(json.dumps([passes.count(False), states, gc.isenabled()]))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "RMQCTL_CONFIG": str(ROOT / "none.toml")})
+    assert "no name server reachable" in proc.stderr
+    before_the_command, enabled_in_the_command, enabled_at_exit = json.loads(proc.stdout.splitlines()[-1])
+    assert (before_the_command, enabled_in_the_command, enabled_at_exit) == (0, [True], True)
