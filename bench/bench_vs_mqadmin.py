@@ -21,7 +21,8 @@ Three tools are measured:
 
 * ``rmqctl`` — ``python -m rmqctl`` from this checkout (``PYTHONPATH`` set to it, bytecode
   caching on), or the command ``--rmqctl`` names (e.g. the console script of a virtual
-  environment where this checkout was installed with ``pip install .``). ``--rmqctl`` may be
+  environment where this checkout was installed with ``pip install .``), which runs with
+  ``PYTHONPATH`` unset, so each build runs its own installed code. ``--rmqctl`` may be
   repeated as ``LABEL=COMMAND``: every build then runs in the same rotation, under the same load,
   and gets its own row per command (e.g. the same install under two Python interpreters);
 * ``mqadmin`` — the plain ``org.apache.rocketmq.tools.command.MQAdminStartup``, which is what
@@ -233,9 +234,12 @@ class Runner:
         env = cluster.env()  # ROCKETMQ_HOME = the cluster dir; no NAMESRV_ADDR / JAVA_TOOL_OPTIONS
         env["RMQCTL_CONFIG"] = str(cluster.base_dir / "no-rmqctl-config.toml")  # no user contexts
         env["COLUMNS"] = "200"  # no truncated names in rmqctl's tables
-        env["PYTHONPATH"] = str(ROOT)  # measure this checkout, not an installed copy
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # installed packages have .pyc files; so does this tree
+        # A --rmqctl command runs the rmqctl it was installed with: a PYTHONPATH naming this
+        # checkout would come first on its sys.path and every build would run this tree's code.
+        env.pop("PYTHONPATH", None)
         self.env = env
+        self.checkout_env = {**env, "PYTHONPATH": str(ROOT)}  # `python -m rmqctl`: this checkout
 
     def command(self, tool: str, pair: Pair) -> list[str]:
         if tool in self.rmqctl_cmds:
@@ -247,8 +251,9 @@ class Runner:
                                          jvm_args=["-XX:TieredStopAtLevel=1"])
 
     def run(self, tool: str, pair: Pair, run: int) -> tuple[Sample, str]:
+        env = self.checkout_env if self.rmqctl_cmds.get(tool) == default_rmqctl() else self.env
         wall, printed, cpu, rss, rc, out, err = run_measured(
-            self.command(tool, pair), env=self.env, cwd=self.cwd, timeout=self.timeout)
+            self.command(tool, pair), env=env, cwd=self.cwd, timeout=self.timeout)
         text = out.decode("utf-8", "replace")
         err_text = err.decode("utf-8", "replace")
         problem = None
