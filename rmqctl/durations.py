@@ -15,7 +15,7 @@ import re
 from rmqctl import errors
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_PART = r"(\d+(?:\.\d+)?)(ms|s|m|h|d)"  # compiled when first needed: a plain number needs none
 #: what every refusal suggests
 GRAMMAR = "seconds, or a duration like 30s, 5m, 1h30m, 500ms"
 
@@ -31,7 +31,7 @@ def duration_seconds(text: str | float) -> float:
         return float(value)
     except ValueError:
         pass
-    parts = _PART.findall(value)
+    parts = re.findall(_PART, value)
     if not parts or "".join(n + u for n, u in parts) != value:
         raise ValueError(f"{text!r} is not a duration: use {GRAMMAR}")
     return sum(float(n) * _UNITS[u] for n, u in parts)

@@ -8,12 +8,14 @@ running info), ``group`` (the group view), ``history`` (which expression and own
 consumed message, sample after sample), ``message`` (a stored message and its two ids),
 ``finding`` (doctor verdicts), ``sql92`` (the broker's SQL92 message filters) and ``formatting``
 (display text for people). Every public name is re-exported here, so ``from rmqctl.model import
-X`` is the way to reach them.
+X`` is the way to reach them; ``sql92``'s are loaded when first asked for.
 
 Must not import anything that does I/O, and nothing from the rest of rmqctl but ``errors``.
 """
 
 from __future__ import annotations
+
+import typing as _typing
 
 from rmqctl.model.cluster import (
     BrokerData,
@@ -83,7 +85,27 @@ from rmqctl.model.names import (
     SYSTEM_GROUPS,
     SYSTEM_TOPICS,
 )
-from rmqctl.model.sql92 import SQL92_MAX_CHARS, SQL92_MAX_DEPTH, Selector, Sql92Error, compile_sql92
+
+if _typing.TYPE_CHECKING:
+    from rmqctl.model.sql92 import SQL92_MAX_CHARS, SQL92_MAX_DEPTH, Selector, Sql92Error, compile_sql92
+
+#: the SQL92 filter language, loaded when first used: most commands never meet a SQL92 subscription
+_SQL92_NAMES = frozenset({"SQL92_MAX_CHARS", "SQL92_MAX_DEPTH", "Selector", "Sql92Error", "compile_sql92"})
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _SQL92_NAMES:
+        from rmqctl.model import sql92
+
+        value = getattr(sql92, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SQL92_NAMES})
+
 
 __all__ = [
     "BROKER_BUILTIN_GROUPS", "DEFAULT_STRATEGY", "DLQ_PREFIX", "RETRY_PREFIX", "SEVERITY_RANK",

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import functools
 import json
+import typing as _typing
 from collections.abc import Mapping
 from dataclasses import field
 
 from rmqctl.model.cluster import MessageQueue
 from rmqctl.model.java import java_string_hash, version_desc
 from rmqctl.model.names import RETRY_PREFIX, SUB_ALL
-from rmqctl.model.sql92 import Selector, Sql92Error, compile_sql92
 from rmqctl.records import dataclass
+
+if _typing.TYPE_CHECKING:
+    from rmqctl.model.sql92 import Selector
 
 #: ``ExpressionType.SQL92``
 SQL92 = "SQL92"
@@ -23,6 +26,8 @@ SQL92 = "SQL92"
 
 @functools.lru_cache(maxsize=256)
 def _selector(expression: str) -> Selector | None:
+    from rmqctl.model.sql92 import Sql92Error, compile_sql92  # here: most groups subscribe by tag
+
     try:
         return compile_sql92(expression)
     except Sql92Error:

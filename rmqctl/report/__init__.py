@@ -10,8 +10,9 @@ from core objects (the model keeps no output dicts); each has a ``*_rows`` funct
 By command family: ``common`` (rows, errors, and the one JSON shape of a queue, subscription,
 connection and finding), ``cluster`` (cluster and topics), ``group``, ``doctor``, ``emulator``
 (and ``demo``), ``rebalance``, ``snapshot``, ``config`` and ``analyze``. The first five are
-re-exported here; the others are imported by the command that needs them (so the others'
-start-up does not pay for them). A command that needs the doctor's findings runs the doctor
+re-exported here (``cluster``'s and ``emulator``'s names load their module when first asked for);
+the others are imported by the command that needs them (so the others' start-up does not pay for
+them). A command that needs the doctor's findings runs the doctor
 and hands them in: documents never run checks.
 
 Must not import the CLI, the TUI, the doctor or pyspark.
@@ -19,24 +20,9 @@ Must not import the CLI, the TUI, the doctor or pyspark.
 
 from __future__ import annotations
 
-from rmqctl.report.cluster import (
-    CLUSTER_COLUMNS,
-    ROUTE_COLUMNS,
-    STATUS_COLUMNS,
-    TOPIC_LIST_COLUMNS,
-    ClusterListDoc,
-    TopicListDoc,
-    TopicRouteDoc,
-    TopicStatusDoc,
-    cluster_list,
-    cluster_list_rows,
-    topic_list,
-    topic_list_rows,
-    topic_route,
-    topic_route_rows,
-    topic_status,
-    topic_status_rows,
-)
+import importlib as _importlib
+import typing as _typing
+
 from rmqctl.report.common import (
     CONSUME_TYPES,
     Errors,
@@ -57,30 +43,6 @@ from rmqctl.report.doctor import (
     DoctorDoc,
     doctor,
     doctor_rows,
-)
-from rmqctl.report.emulator import (
-    CLIENT_COLUMNS,
-    MESSAGE_COLUMNS,
-    SCENARIO_COLUMNS,
-    DemoDoc,
-    DemoGroupDoc,
-    EmulatorRunDoc,
-    clients,
-    clients_rows,
-    control_result,
-    control_result_rows,
-    demo_rows,
-    emulator_run,
-    emulator_run_rows,
-    produced,
-    produced_rows,
-    scenario,
-    scenario_rows,
-    scenarios,
-    scenarios_rows,
-    served,
-    state,
-    state_rows,
 )
 from rmqctl.report.group import (
     ASSIGNMENT_COLUMNS,
@@ -112,6 +74,115 @@ from rmqctl.report.group import (
     subscription_conflicts,
     watched,
 )
+
+if _typing.TYPE_CHECKING:
+    from rmqctl.report.cluster import (
+        CLUSTER_COLUMNS,
+        ROUTE_COLUMNS,
+        STATUS_COLUMNS,
+        TOPIC_LIST_COLUMNS,
+        ClusterListDoc,
+        TopicListDoc,
+        TopicRouteDoc,
+        TopicStatusDoc,
+        cluster_list,
+        cluster_list_rows,
+        topic_list,
+        topic_list_rows,
+        topic_route,
+        topic_route_rows,
+        topic_status,
+        topic_status_rows,
+    )
+    from rmqctl.report.emulator import (
+        CLIENT_COLUMNS,
+        MESSAGE_COLUMNS,
+        SCENARIO_COLUMNS,
+        DemoDoc,
+        DemoGroupDoc,
+        EmulatorRunDoc,
+        clients,
+        clients_rows,
+        control_result,
+        control_result_rows,
+        demo_rows,
+        emulator_run,
+        emulator_run_rows,
+        produced,
+        produced_rows,
+        scenario,
+        scenario_rows,
+        scenarios,
+        scenarios_rows,
+        served,
+        state,
+        state_rows,
+    )
+
+#: what the commands of clusters and topics, the emulator and demo read, loaded when first asked
+#: for: the group commands' start-up does not pay for them
+_LAZY: dict[str, str] = {
+    name: module
+    for module, names in {
+        "rmqctl.report.cluster": (
+            "CLUSTER_COLUMNS",
+            "ROUTE_COLUMNS",
+            "STATUS_COLUMNS",
+            "TOPIC_LIST_COLUMNS",
+            "ClusterListDoc",
+            "TopicListDoc",
+            "TopicRouteDoc",
+            "TopicStatusDoc",
+            "cluster_list",
+            "cluster_list_rows",
+            "topic_list",
+            "topic_list_rows",
+            "topic_route",
+            "topic_route_rows",
+            "topic_status",
+            "topic_status_rows",
+        ),
+        "rmqctl.report.emulator": (
+            "CLIENT_COLUMNS",
+            "MESSAGE_COLUMNS",
+            "SCENARIO_COLUMNS",
+            "DemoDoc",
+            "DemoGroupDoc",
+            "EmulatorRunDoc",
+            "clients",
+            "clients_rows",
+            "control_result",
+            "control_result_rows",
+            "demo_rows",
+            "emulator_run",
+            "emulator_run_rows",
+            "produced",
+            "produced_rows",
+            "scenario",
+            "scenario_rows",
+            "scenarios",
+            "scenarios_rows",
+            "served",
+            "state",
+            "state_rows",
+        ),
+    }.items()
+    for name in names
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded = _importlib.import_module(module)
+    globals().update({n: getattr(loaded, n) for n, m in _LAZY.items() if m == module})
+    return getattr(loaded, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ASSIGNMENT_COLUMNS",

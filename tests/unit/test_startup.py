@@ -83,9 +83,11 @@ def run_command(*argv: str) -> str:
 
 
 #: what ``group show`` against a name server has no use for: an HTTP client, the emulator itself,
-#: the config file's writer, the CSV writer (``-o csv`` only), the front ends' libraries
+#: the config file's writer, the CSV writer (``-o csv`` only), the front ends' libraries, the SQL92
+#: filter language (no SQL92 subscription here), the documents of other commands
 NOT_FOR_GROUP_SHOW = ["httpx", "rich", "textual", "pyspark", "tomli_w", "csv", "rmqctl.emulator.server",
-                      "rmqctl.emulator.world", "rmqctl.emulator.control_client", "rmqctl.dashboard"]
+                      "rmqctl.emulator.world", "rmqctl.emulator.control_client", "rmqctl.dashboard",
+                      "rmqctl.model.sql92", "rmqctl.report.cluster", "rmqctl.report.emulator"]
 
 
 def register_emulator(state: Path, namesrv: str, url: str = "http://127.0.0.1:1") -> None:
@@ -183,3 +185,21 @@ def test_the_collector_is_off_while_the_command_line_starts_and_on_while_the_com
     assert "no name server reachable" in proc.stderr
     before_the_command, enabled_in_the_command, enabled_at_exit = json.loads(proc.stdout.splitlines()[-1])
     assert (before_the_command, enabled_in_the_command, enabled_at_exit) == (0, [True], True)
+
+
+def test_names_loaded_on_first_use_are_the_modules_own() -> None:
+    """The model's SQL92 names and the documents of other commands load their module when first
+    asked for; every exported name is still there, and is what its module defines."""
+    import importlib
+
+    from rmqctl import model, report
+
+    sql92, cluster, doctor, emulator = (importlib.import_module(f"rmqctl.{name}") for name in (
+        "model.sql92", "report.cluster", "report.doctor", "report.emulator"))
+
+    for package in (model, report):
+        missing = [name for name in package.__all__ if not hasattr(package, name)]
+        assert missing == [], package.__name__
+    assert model.compile_sql92 is sql92.compile_sql92 and model.Sql92Error is sql92.Sql92Error
+    assert report.topic_status is cluster.topic_status and report.scenario is emulator.scenario
+    assert report.doctor is doctor.doctor and callable(report.doctor)
