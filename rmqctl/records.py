@@ -75,8 +75,10 @@ def _build(cls: type, options: dict[str, bool]) -> type:
     class_hash = own.get("__hash__", _MISSING)
     explicit_hash = not (class_hash is _MISSING or (class_hash is None and "__eq__" in own))
     frozen = options["frozen"]
-    new: type = dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=False,
-                                      match_args=options["match_args"], slots=options["slots"])
+    new = _collected(cls, options)
+    if new is None:
+        new = dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=False,
+                                    match_args=options["match_args"], slots=options["slots"])
     fields = list(dataclasses.fields(new))
     _check_default_order(new, fields)
     names = tuple(f.name for f in fields)
@@ -99,6 +101,61 @@ def _build(cls: type, options: dict[str, bool]) -> type:
     params = getattr(new, "__dataclass_params__")  # noqa: B009
     params.init, params.repr, params.eq, params.frozen = True, True, True, frozen
     return new
+
+
+def _collected(cls: type, options: dict[str, bool]) -> type | None:
+    """``cls`` with its fields collected as the standard decorator collects them (the same
+    ``Field`` objects, class attributes, ``__match_args__``, parameters and slotted class), for
+    the plainest classes: a direct subclass of ``object`` whose annotations are strings naming
+    neither ``ClassVar``, ``InitVar`` nor ``KW_ONLY``. None, having changed nothing, for any
+    other class (or one the standard decorator refuses), which it then collects itself."""
+    own = cls.__dict__
+    annotations = own.get("__annotations__", {})
+    params_type = dataclasses._DataclassParams  # type: ignore[attr-defined]
+    slots_of_params = getattr(params_type, "__slots__", ())
+    if (cls.__bases__ != (object,) or type(cls) is not type or "__slots__" in own
+            or not slots_of_params or not set(slots_of_params) <= options.keys()
+            or not hasattr(dataclasses, "_FIELD")):
+        return None
+    if any(not isinstance(text, str) or "ClassVar" in text or "InitVar" in text or "KW_ONLY" in text
+           for text in annotations.values()):
+        return None
+    if any(isinstance(value, dataclasses.Field) and name not in annotations for name, value in own.items()):
+        return None
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for name in annotations:
+        declared = own.get(name, _MISSING)
+        f = declared if isinstance(declared, dataclasses.Field) else dataclasses.field(default=declared)
+        if f.default.__class__.__hash__ is None or f.kw_only is True:
+            return None  # a mutable default: the standard decorator's error
+        fields[name] = f
+    for name, f in fields.items():
+        f.name, f.type = name, annotations[name]
+        f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+        if f.kw_only is _MISSING:
+            f.kw_only = False
+        if isinstance(own.get(name), dataclasses.Field):
+            if f.default is _MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+    params = object.__new__(params_type)
+    for name in slots_of_params:
+        setattr(params, name, options[name])
+    setattr(cls, "__dataclass_params__", params)  # noqa: B010
+    setattr(cls, "__dataclass_fields__", fields)  # noqa: B010
+    if options["match_args"] and "__match_args__" not in own:
+        setattr(cls, "__match_args__", tuple(name for name, f in fields.items() if f.init))  # noqa: B010
+    if not options["slots"]:
+        return cls
+    namespace = dict(own)
+    namespace["__slots__"] = tuple(fields)
+    for name in fields:
+        namespace.pop(name, None)
+    namespace.pop("__dict__", None)
+    slotted = type(cls.__name__, cls.__bases__, namespace)
+    slotted.__qualname__ = cls.__qualname__
+    return slotted
 
 
 def _standard(cls: type, options: dict[str, bool]) -> type:

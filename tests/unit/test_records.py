@@ -43,6 +43,27 @@ def shapes(decorate: Callable[..., Any]) -> dict[str, type]:
         def size(self) -> int:
             return len(self.queues)
 
+    @decorate(frozen=True, slots=True)
+    class Fielded:
+        """Every kind of field, and no class variable."""
+
+        group: str
+        queues: tuple[int, ...] = ()
+        errors: Mapping[str, str] = dataclasses.field(default_factory=dict)
+        seen: int = dataclasses.field(default=5, compare=False)
+        hidden: str = dataclasses.field(default="h", repr=False)
+        weight: float = dataclasses.field(default=1.0, hash=False)
+        _derived: dict[str, Any] = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @decorate
+    class Loose:
+        """Not slotted: the class keeps each default as its attribute."""
+
+        name: str
+        count: int = dataclasses.field(default=2, repr=False)
+        items: list[int] = dataclasses.field(default_factory=list)
+        plain: str = "p"
+
     @decorate(frozen=True)
     class Plain:
         """Frozen, no slots."""
@@ -92,7 +113,7 @@ def shapes(decorate: Callable[..., Any]) -> dict[str, type]:
         def __post_init__(self) -> None:
             self.upper = self.name.upper()
 
-    return {c.__name__: c for c in (Queue, View, Plain, Mutable, Single, Empty, Own, Posted)}
+    return {c.__name__: c for c in (Queue, View, Fielded, Loose, Plain, Mutable, Single, Empty, Own, Posted)}
 
 
 STANDARD = shapes(dataclasses.dataclass)
@@ -102,6 +123,8 @@ ARGS: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {
     "Queue": [(("T", "b"), {}), (("T", "b", 3), {}), ((), {"topic": "T", "broker": "b", "queue_id": 2})],
     "View": [(("g",), {}), (("g", (1, 2)), {"errors": {"b": "x"}, "seen": 9}), (("g",), {"hidden": "z", "weight": 2.5}),
              (("h", (1,)), {"seen": 1})],
+    "Fielded": [(("g",), {}), (("g", (1, 2)), {"errors": {"b": "x"}, "seen": 9}), (("h", (1,)), {"weight": 2.5})],
+    "Loose": [(("n",), {}), (("n", 3, [1]), {"plain": "q"})],
     "Plain": [(("n",), {}), (("n", 2), {})],
     "Mutable": [(("n",), {}), (("n", [1, 2]), {})],
     "Single": [((1.0,), {}), ((float("nan"),), {})],
@@ -138,6 +161,8 @@ def describe(cls: type, objs: list[Any]) -> dict[str, Any]:
         "init_annotations": cls.__init__.__annotations__,  # type: ignore[misc]
         "match_args": getattr(cls, "__match_args__", None),
         "slots": getattr(cls, "__slots__", None),
+        "class_attributes": {name: repr(value) for name, value in vars(cls).items() if name in cls.__dataclass_fields__
+                             and not inspect.ismemberdescriptor(value)},  # type: ignore[attr-defined]
         "doc": cls.__doc__,
         "hashable": hashable,
         "repr": [repr(o) for o in objs],
