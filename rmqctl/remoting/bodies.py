@@ -517,6 +517,32 @@ def _utf8(body: bytes) -> str | None:
 
 
 _DOCUMENT_END = re.compile(r"\}[ \t\n\r]*\Z")
+#: a field's name without escapes, and its colon
+_FIELD = re.compile(r'"([^"\\\x00-\x1f]*)":')
+
+
+def _fields_before(text: str, read: str, opener: str) -> int | None:
+    """Where the value of the body's field ``read`` starts, just after its ``opener``, the
+    fields before it read (as the general path reads them, and dropped as it drops them); None
+    when the body does not open so."""
+    if not text.startswith("{"):
+        return None
+    pos = 1
+    scanner = fastjson.Scanner(text)
+    while True:
+        match = _FIELD.match(text, pos)
+        if match is None:
+            return None
+        pos = match.end()
+        if match.group(1) == read:
+            return pos + 1 if text.startswith(opener, pos) else None
+        try:
+            _, pos = scanner.value_at(pos)
+        except errors.ProtocolError:
+            return None
+        if not text.startswith(",", pos):
+            return None
+        pos += 1
 
 
 def _rest_as_written(text: str, pos: int, read: str) -> bool:
@@ -541,7 +567,6 @@ _W_STR = r'"([^"\\\x00-\x1f]*)"'
 _W_LONG = r"-?(?:0|[1-9][0-9]{0,17})"
 _W_INT = f"({_W_LONG})"
 _W_NUM = r"(-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,40})?(?:[eE][-+]?[0-9]{1,3})?)"
-_CSL_HEAD = re.compile(r'\{(?:"brokerAddr":"[^"\\\x00-\x1f]*",)?"consumeStatsList":\[')
 _CSL_GROUP = re.compile(r"\{" + _W_STR + r":\[")
 _CSL_STATS = re.compile(r'\{"consumeTps":' + _W_NUM + r',"offsetTable":\{')
 #: one ``MessageQueue`` key and its ``OffsetWrapper``, then the comma or brace after it
@@ -562,10 +587,10 @@ def _written_number(token: str) -> float:
 def _broker_consume_stats_as_written(text: str) -> dict[str, ConsumeStats] | None:
     """:func:`broker_consume_stats` of a body in the layout brokers write, read in one pass; None
     at the first thing outside that layout (the general path then reads the body)."""
-    match = _CSL_HEAD.match(text)
-    if match is None:
+    at = _fields_before(text, "consumeStatsList", "[")
+    if at is None:
         return None
-    pos = match.end()
+    pos = at
     out: dict[str, ConsumeStats] = {}
     group_at, stats_at, entry_at = _CSL_GROUP.match, _CSL_STATS.match, _CSL_ENTRY.match
     startswith = text.startswith
@@ -1015,8 +1040,6 @@ def consumer_offsets(body: bytes) -> dict[tuple[str, str], dict[int, int]]:
     return _consumer_offsets_general(body)
 
 
-_OFFSETS_HEAD = re.compile(r'\{(?:"dataVersion":\{"counter":' + _W_LONG + r',"stateVersion":' + _W_LONG
-                           + r',"timestamp":' + _W_LONG + r'\},)?"offsetTable":\{')
 #: one ``topic@group`` and its queues' offsets (``{0:5,1:7}``), then the comma or brace after it
 _OFFSETS_ENTRY = re.compile(_W_STR + r":\{((?:" + _W_LONG + ":" + _W_LONG + ",)*" + _W_LONG + ":" + _W_LONG
                             + r")?\}([,}])")
@@ -1025,10 +1048,10 @@ _OFFSETS_ENTRY = re.compile(_W_STR + r":\{((?:" + _W_LONG + ":" + _W_LONG + ",)*
 def _consumer_offsets_as_written(text: str) -> dict[tuple[str, str], dict[int, int]] | None:
     """:func:`consumer_offsets` of a body in the layout brokers write, read in one pass; None at
     the first thing outside that layout."""
-    match = _OFFSETS_HEAD.match(text)
-    if match is None:
+    at = _fields_before(text, "offsetTable", "{")
+    if at is None:
         return None
-    pos = match.end()
+    pos = at
     out: dict[tuple[str, str], dict[int, int]] = {}
     entry_at = _OFFSETS_ENTRY.match
     if text.startswith("}", pos):

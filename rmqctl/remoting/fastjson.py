@@ -360,6 +360,35 @@ def loads(data: bytes | str) -> Any:
         raise ProtocolError(f"malformed body: {exc}", raw) from exc
 
 
+class Scanner:
+    """Values of one text read where each starts (no space before it), one after another, as
+    :func:`loads` reads a whole body and within the same limits. One scanner shares across its
+    reads what keeps :func:`loads` linear (the C decoder's failures are charged once, and a
+    nesting level where it failed is walked at once afterwards), so reading many values of one
+    text costs what reading the text once does."""
+
+    __slots__ = ("_parser",)
+
+    def __init__(self, text: str) -> None:
+        self._parser = _Parser(text)
+
+    def value_at(self, pos: int) -> tuple[Any, int]:
+        """The value that starts at ``pos`` and the position just after it; raises
+        :class:`ProtocolError` when no value can be read there."""
+        parser = self._parser
+        parser.pos, parser.depth, parser.key_depth = pos, 0, 0
+        try:
+            value = parser.value()
+        except RecursionError as exc:
+            raise ProtocolError("malformed body: nested too deeply") from exc
+        except (ValueError, TypeError, OverflowError) as exc:  # pragma: no cover - a parser bug
+            raise ProtocolError(f"malformed body: {exc}") from exc
+        read = parser.text[pos:parser.pos]
+        if read.count("[") + read.count("{") > MAX_DEPTH:
+            _check_nesting(value, read)
+        return value, parser.pos
+
+
 def _reject_constant(name: str) -> Any:
     raise ProtocolError(f"malformed body: {name} is not a finite number")
 

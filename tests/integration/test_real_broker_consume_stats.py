@@ -2,7 +2,9 @@
 few groups: the broker-wide answer's rows equal the per-group ones (but for ``pullOffset``, which
 the broker-wide answer never fills), except on a topic whose read and write queue counts differ,
 where its rows stop at the write count; the remoting back end leaves such a group out, and
-``group list`` gives the same rows with the broker-wide read and without it.
+``group list`` gives the same rows with the broker-wide read and without it. The broker writes
+that answer and its offset table (43) in the layout read in one pass, which reads them as the
+general parser does.
 
 Real Java push consumers commit what they consumed; one group is stopped and then left a backlog
 so its numbers are not all equal; the offsets are read once the broker's answer stays the same.
@@ -18,7 +20,9 @@ import pytest
 
 from rmqctl.backends.remoting import REMOTING, RemotingBackend
 from rmqctl.model import ConsumeStats, GroupSummary, MessageQueue
+from rmqctl.remoting import bodies
 from rmqctl.remoting.admin import AdminClient
+from rmqctl.remoting.codes import RequestCode
 from rmqctl.service import ClusterService
 from tests.harness.realcluster import RealCluster, ScenarioClientsProcess, wait_until
 
@@ -116,3 +120,18 @@ def test_the_broker_wide_answer_equals_the_per_group_ones(
 
     rows = wait_until(same_rows, timeout=60, interval=1.0, message="group list the same either way")
     assert [(s.group, s.total_diff) for s in rows] == sorted([(ga, 0), (gb, 5), (gc, 0)])
+
+
+    async def raw() -> tuple[bytes, bytes]:
+        async with AdminClient([real_cluster.namesrv_addr], timeout=20) as admin:
+            wide = await admin.call(real_cluster.broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": False})
+            table = await admin.call(real_cluster.broker_addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
+            return wide.body, table.body
+
+    wide_body, table_body = asyncio.run(raw())
+    one_pass = bodies._broker_consume_stats_as_written(wide_body.decode())
+    assert one_pass is not None and {ga, gb, gc} <= set(one_pass), wide_body[:300]
+    assert one_pass == bodies._broker_consume_stats_general(wide_body)
+    table = bodies._consumer_offsets_as_written(table_body.decode())
+    assert table is not None and (t1, ga) in table, table_body[:300]
+    assert table == bodies._consumer_offsets_general(table_body)

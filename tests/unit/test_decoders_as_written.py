@@ -10,6 +10,7 @@ any error must be what the general decoding gives.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from rmqctl.errors import ProtocolError
 from rmqctl.model import ConsumeStats, MessageQueue, OffsetEntry
-from rmqctl.remoting import bodies
+from rmqctl.remoting import bodies, fastjson
 
 PROPERTIES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -93,6 +94,11 @@ EDITS = [
     (b"}}", b'},"pullOffsetTable":{"T@G":{0:1}}}'), (b"}}", b'},"offsetTable":{}}'), (b"@", b""),
     (b"@", b"@@"), (b'"dataVersion":{', b'"dataVersion":{"x":[],'), (b"0:", b'"0":'), (b":0", b":-0"),
     (b'"offsetTable":{', b'"offsetTable":{"a@b":{},'), (b'}}', b'},"totalDiff":[1,{}]}'),
+    (b'"offsetTable":{', b'"groupTopicMap":{"G":["T"]},"offsetTable":{'),
+    (b'"offsetTable":{', b'"offsetTable":null,"offsetTable":{'), (b'"offsetTable":{', b'"x":[[[[1]]]],"offsetTable":{'),
+    (b'"consumeStatsList":[', b'"a":{"b":[1,2.5,"c"]},"consumeStatsList":['),
+    (b'"consumeStatsList":[', b'"consumeStatsList":{},"consumeStatsList":['), (b'{"', b'{"x":1e999,"'),
+    (b'{"', b'{"offset\\u0054able":{},"'), (b'{"', b'{"\\u00e9":{{"a":1}:2},"'),
 ]
 
 
@@ -115,6 +121,8 @@ def test_an_offset_table_as_written_is_read_in_one_pass(body: bytes) -> None:
 @example(b'{"offsetTable":{"T@G":{0:1}},"pullOffsetTable":{"T@G":{0:2}}}', [], 0, 0)
 @example(b'{"offsetTable":{"T@G":{0:1}},"offsetTable":{"T@G":{0:2}}}', [], 0, 0)
 @example(b'{"offsetTable":{"T@G":{0:1,0:2}}}', [], 0, 0)
+@example(b'{"dataVersion":{"counter":0},"groupTopicMap":{"G":["T"]},"offsetTable":{"T@G":{0:1}}}', [], 0, 0)
+@example(b'{"groupTopicMap":' + b"[" * 600 + b"]" * 600 + b',"offsetTable":{"T@G":{0:1}}}', [], 0, 0)
 def test_edited_bodies_read_as_the_general_decoding(
         body: bytes, edits: list[tuple[tuple[bytes, bytes], int]], cut: int, byte: int) -> None:
     for (old, new), nth in edits:
@@ -178,3 +186,40 @@ def test_configs_and_subscriptions_of_any_field_types_read_as_the_general_decodi
             == any_outcome(bodies._topic_config_general, topic, "D"))
     assert (any_outcome(bodies._group_config, group, "D")
             == any_outcome(bodies._group_config_general, group, "D"))
+
+
+@PROPERTIES
+@given(st.text(alphabet='{}[]":,0123456789-.eE \\tfnruNaIiy', max_size=200), st.integers(0, 3))
+@example("[" * 600 + "]" * 600 + "x", 0)
+@example('{{"a":1}:[1,2]},', 0)
+def test_a_value_read_where_it_starts_is_the_value_of_that_text_as_a_body(text: str, skip: int) -> None:
+    """``fastjson.Scanner.value_at`` (the fields before the one a one-pass reader wants) reads
+    what ``loads`` reads of the same text, and raises ProtocolError only."""
+    try:
+        value, end = fastjson.Scanner(text).value_at(min(skip, len(text)))
+    except ProtocolError:
+        return
+    assert end > min(skip, len(text))
+    assert fastjson.loads(text[min(skip, len(text)):end]) == value
+
+
+def test_many_fields_before_the_table_cost_about_what_reading_them_once_does() -> None:
+    """Each of many fields before the offset table holds a map the C decoder gives up on late
+    (its error counts the lines before it): read one scanner for all, the C decoder is charged
+    once, not once per field (which cost the square of the body)."""
+    field = '"f{}":{{"a":"' + "x" * 200 + '",\n"b":{{{{"k":1}}:2}}}},'
+
+    def body(fields: int) -> bytes:
+        head = "".join(field.format(i) for i in range(fields))
+        return ("{" + head + '"offsetTable":{"T@G":{0:1}}}').encode()
+
+    def seconds(data: bytes) -> float:
+        best = 1e9
+        for _ in range(3):
+            started = time.perf_counter()
+            assert bodies.consumer_offsets(data) == {("T", "G"): {0: 1}}
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    small, large = seconds(body(1500)), seconds(body(6000))
+    assert large < small * 4 * 2.5  # four times the body: linear, with room for a busy machine
