@@ -643,19 +643,29 @@ class ClusterService:
             add_proxy_clients(connections, proxies)
             listed = [*conns_by_broker.values(), *(p.connection for p in proxies if p.connection)]
             known_topics = sorted({t for cc in listed for t in cc.subscriptions})
-            infos_read = asyncio.ensure_future(self._running_infos(relay if running_info else {}, group))
-            try:
-                # while the clients answer: what a round of many views has mostly read already (the
-                # routes kept, the topic list, the offset and config tables) comes back without a
-                # request, so these are awaited in turn and take no task of their own
-                routes = await self._routes(known_topics)
-                dlq, dlq_failures = await self._dlq_offsets(DLQ_PREFIX + group, masters)
-                offset_topics, ot_failures, ot_unavailable = await self._offset_topics(
-                    masters, group, wanted=bool(connections) and running_info)
-                configs = await self._group_configs(masters, group)
+            # What a round of many views has mostly read already (the routes kept, the topic list,
+            # the offset and config tables) is taken as it is; only what is not at hand is read,
+            # all of it at once with the clients' running infos (a view of one group reads it all).
+            wanted_topics = bool(connections) and running_info
+            routes = self._routes_at_hand(known_topics)
+            dlq_part = self._dlq_at_hand(DLQ_PREFIX + group)
+            committed_topics = self._offset_topics_at_hand(masters, group, wanted=wanted_topics)
+            configs = self._group_configs_at_hand(masters, group)
+            infos_read = self._running_infos(relay if running_info else {}, group)
+            if routes is None or dlq_part is None or committed_topics is None or configs is None:
+                (infos, info_failures), read_routes, read_dlq, read_topics, read_configs = await asyncio.gather(
+                    infos_read,
+                    self._routes(known_topics) if routes is None else _given(routes),
+                    self._dlq_offsets(DLQ_PREFIX + group, masters) if dlq_part is None else _given(dlq_part),
+                    self._offset_topics(masters, group, wanted=wanted_topics) if committed_topics is None
+                    else _given(committed_topics),
+                    self._group_configs(masters, group) if configs is None else _given(configs),
+                )
+                routes, dlq_part, committed_topics, configs = read_routes, read_dlq, read_topics, read_configs
+            else:
                 infos, info_failures = await infos_read
-            finally:
-                infos_read.cancel()  # only still running when something above failed
+            dlq, dlq_failures = dlq_part
+            offset_topics, ot_failures, ot_unavailable = committed_topics
             stats_by_broker, stats_failures = await stats
         finally:
             stats.cancel()  # only still running when something above failed
@@ -849,6 +859,69 @@ class ClusterService:
             out.append(ProxyClients(address, found_by, found.get(address), note))
         return out, partial
 
+    def _routes_at_hand(self, topics: Sequence[str]) -> dict[str, TopicRoute | errors.RmqctlError] | None:
+        """Inside a sharing scope, every route of ``topics`` as :meth:`_routes` would answer it
+        from the routes kept, or None when one of them would be read."""
+        if self._shared is None:
+            return None
+        now = self._clock.now()
+        kept: dict[str, TopicRoute | errors.RmqctlError] = {}
+        for topic in topics:
+            route = self._routes_kept.get(topic)
+            if route is None or now - route[0] >= ROUTE_TTL_S:
+                return None
+            kept[topic] = route[1]
+        return kept
+
+    def _dlq_at_hand(
+        self, dlq_topic: str
+    ) -> tuple[tuple[TopicOffset, ...], dict[str, errors.RmqctlError]] | None:
+        """No DLQ, as :meth:`_dlq_offsets` would answer, when the scope's topic list has come back
+        and does not name ``dlq_topic``; None when it must be asked."""
+        shared = self._shared
+        if shared is None or not self.backend.capabilities.lists_every_topic:
+            return None
+        read = shared.get("topic_names")
+        if read is None or read.get_loop() is not asyncio.get_running_loop() or not read.done() \
+                or read.cancelled() or read.exception() is not None or dlq_topic in read.result():
+            return None
+        return (), {}
+
+    def _offset_topics_at_hand(
+        self, masters: Mapping[str, str], group: str, *, wanted: bool,
+    ) -> tuple[dict[str, list[str]], dict[str, errors.RmqctlError], dict[str, str]] | None:
+        """:meth:`_offset_topics` when it needs no read (not wanted, or every broker's offset
+        table of the scope has come back), else None."""
+        if not wanted or not self.backend.capabilities.lists_group_topics:
+            return {}, {}, {}
+        shared = self._shared
+        if shared is None or not self.backend.capabilities.reads_offset_table:
+            return None
+        loop = asyncio.get_running_loop()
+        tables = [shared.get(f"offset_topics:{addr}") for addr in masters.values()]
+        if not all(t is not None and t.get_loop() is loop and t.done() and not t.cancelled()
+                   and t.exception() is None for t in tables):
+            return None
+        return ({broker: sorted(t.result().get(group, ()))  # type: ignore[union-attr]
+                 for broker, t in zip(masters, tables, strict=True)}, {}, {})
+
+    def _group_configs_at_hand(
+        self, masters: Mapping[str, str], group: str
+    ) -> dict[str, SubscriptionGroupConfig] | None:
+        """:meth:`_group_configs` when it needs no read (every broker's table is kept and fresh,
+        or the back end reads no config), else None."""
+        caps = self.backend.capabilities
+        if not caps.reads_group_config:
+            return {}
+        if not caps.lists_subscription_groups:
+            return None
+        now = self._clock.now()
+        at_hand = {broker: kept[1] for broker, addr in masters.items()
+                   if (kept := self._config_tables.get(addr)) is not None and now - kept[0] < CONFIG_TABLE_TTL_S}
+        if len(at_hand) < len(masters):
+            return None
+        return {broker: t[group] for broker, t in sorted(at_hand.items()) if group in t}
+
     async def _group_configs(self, masters: Mapping[str, str], group: str) -> dict[str, SubscriptionGroupConfig]:
         """The group's stored config on each broker that keeps one (its retry policy and maximum
         of deliveries), when the back end reads it for every view. A broker's whole table is read
@@ -863,10 +936,9 @@ class ClusterService:
             configs, _ = await self._fan_out(masters, lambda addr: self.backend.subscription_group(addr, group))
             return {broker: config for broker, config in sorted(configs.items()) if config is not None}
         now = self._clock.now()
-        at_hand = {broker: kept[1] for broker, addr in masters.items()
-                   if (kept := self._config_tables.get(addr)) is not None and now - kept[0] < CONFIG_TABLE_TTL_S}
-        if len(at_hand) == len(masters):  # every table is at hand: no read, no task
-            return {broker: t[group] for broker, t in sorted(at_hand.items()) if group in t}
+        at_hand = self._group_configs_at_hand(masters, group)
+        if at_hand is not None:
+            return at_hand
 
         async def table(addr: str) -> Mapping[str, SubscriptionGroupConfig]:
             cached = self._config_tables.get(addr)
@@ -900,15 +972,10 @@ class ClusterService:
         REQUEST_CODE_NOT_SUPPORTED): that is no failed read, and the check that needs it is skipped."""
         if not wanted or not self.backend.capabilities.lists_group_topics:
             return {}, {}, {}
+        at_hand = self._offset_topics_at_hand(masters, group, wanted=wanted)
+        if at_hand is not None:
+            return at_hand
         shared = self._shared
-        if shared is not None and self.backend.capabilities.reads_offset_table:
-            loop = asyncio.get_running_loop()
-            tables = [shared.get(f"offset_topics:{addr}") for addr in masters.values()]
-            if all(t is not None and t.get_loop() is loop and t.done() and not t.cancelled()
-                   and t.exception() is None for t in tables):
-                # every broker's table has come back: no read, no task
-                return ({broker: sorted(t.result().get(group, ()))  # type: ignore[union-attr]
-                         for broker, t in zip(masters, tables, strict=True)}, {}, {})
 
         async def one(addr: str) -> list[str]:
             if shared is not None and self.backend.capabilities.reads_offset_table:
@@ -978,16 +1045,9 @@ class ClusterService:
 
     async def _routes(self, topics: Sequence[str]) -> dict[str, TopicRoute | errors.RmqctlError]:
         """Each topic's route, or the error that says why there is none."""
-        if self._shared is not None:
-            now = self._clock.now()
-            kept: dict[str, TopicRoute | errors.RmqctlError] = {}
-            for topic in topics:
-                route = self._routes_kept.get(topic)
-                if route is None or now - route[0] >= ROUTE_TTL_S:
-                    break
-                kept[topic] = route[1]
-            else:
-                return kept  # every route kept (as :meth:`_kept_route` answers): no read, no task
+        kept = self._routes_at_hand(topics)
+        if kept is not None:
+            return kept  # every route kept (as :meth:`_kept_route` answers): no read, no task
         read = self.backend.topic_route if self._shared is None else self._kept_route
         found, failures = await self._fan_out({t: t for t in topics}, read)
         routes: dict[str, TopicRoute | errors.RmqctlError] = {}
@@ -1386,6 +1446,11 @@ class ClusterService:
         one_each = self.backend.capabilities.one_copy_per_unique_key
         return Partial(sorted(found, key=_message_order), failures,
                        {"copies": one_each} if one_each and found else {})
+
+
+async def _given(value: T) -> T:
+    """``value``, awaited beside reads (what a view already has)."""
+    return value
 
 
 def _unsure_topics(topics: set[str], connections: Mapping[str, object],

@@ -361,20 +361,6 @@ _APART = ("_created", "_gsum", "_gcount")
 _SampleKey = tuple[object, ...]
 
 
-def _sample_key(sample: Sample) -> _SampleKey | None:
-    """``sample``'s key among encoded lines; None for one the lines are not kept for (an
-    exemplar, a native histogram, a value whose line ``==`` does not tell: 0 or -0, NaN)."""
-    if sample.exemplar is not None or sample.native_histogram is not None:
-        return None
-    value: object = sample.value
-    if sample.value == 0:
-        value = (sample.value, math.copysign(1.0, sample.value))  # 0.0 == -0.0, their lines differ
-    elif sample.value != sample.value:
-        return None
-    labels = sample.labels
-    return (sample.name, value, sample.timestamp, *labels, *labels.values())
-
-
 def _encode_one(encoder: Callable[[CollectorRegistry], bytes], family: Metric) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Part(lambda: iter([family])))
@@ -416,10 +402,16 @@ class _Lines:
             head = self._heads[head_key] = _encode_one(self.encoder, _empty(family))
         keys: list[_SampleKey] = []
         missing: dict[_SampleKey, Sample] = {}
+        apart = {family.name + suffix for suffix in _APART}
         for sample in family.samples:
-            key = _sample_key(sample)
-            if key is None or any(sample.name == family.name + suffix for suffix in _APART):
+            value = sample.value
+            if (sample.exemplar is not None or sample.native_histogram is not None or sample.name in apart
+                    or value != value):
                 return None
+            labels = sample.labels
+            # what the line depends on: name, value (0 and -0 apart), timestamp, label names and values
+            key: _SampleKey = (sample.name, value if value else (value, math.copysign(1.0, value)),
+                               sample.timestamp, *labels, *labels.values())
             keys.append(key)
             if key not in kept and key not in lines and key not in missing:
                 missing[key] = sample
