@@ -21,13 +21,15 @@ COLUMNS_READ = ("ts", *QUEUE_KEY, "broker_offset", "consumer_offset", "pull_offs
                 "broker_last_ts", "owner", "owner_subscribed", "message_model", "error", "pop", "retry_deliveries")
 """The only snapshot columns the job reads (Parquet column pruning)."""
 
-QUEUE_HASH = "queue_hash"
-"""A 64-bit hash of the five :data:`~analysis.schema.QUEUE_KEY` columns, put first in the key each queue's rows
-are shuffled and sorted on: its 8-byte sort prefix tells two queues apart without comparing five columns (the
-five still follow it, so that two queues hashed alike are never mixed)."""
+QUEUE_NO = "queue_no"
+"""A queue's number among the queues read (1, 2, …, in the order of :data:`~analysis.schema.QUEUE_KEY`): each
+queue's rows are shuffled, sorted and aggregated on it alone, so that the five key columns (four of them strings)
+are neither carried through the shuffle nor compared in the sort; they are joined back to the one summary row of
+each queue."""
 
-QUEUE_ROWS = (QUEUE_HASH, *QUEUE_KEY)
-"""What names a queue's rows in the window and the per-queue aggregate."""
+ROW_COLUMNS = ("ts", "broker_offset", "consumer_offset", "pull_offset", "last_consumed_ts", "broker_last_ts",
+               "owner", "owner_subscribed", "pop", "retry_deliveries")
+"""What :func:`mark_progress` and :func:`summarize_queues` read of an answered snapshot row besides its queue."""
 
 
 def select_window(since_ms: int, until_ms: int) -> Transform:
@@ -46,6 +48,32 @@ def drop_broadcasting(df: DataFrame) -> DataFrame:
     return df.where(F.coalesce(F.col("message_model"), F.lit("")) != "BROADCASTING")
 
 
+def number_queues(df: DataFrame) -> DataFrame:
+    """One row per queue of ``df``: its :data:`~analysis.schema.QUEUE_KEY` and its :data:`QUEUE_NO` (dense, in
+    the order of the key: the same numbers however often the plan computes them)."""
+    return df.select(*QUEUE_KEY).distinct().select(
+        "*", F.row_number().over(Window.orderBy(*QUEUE_KEY)).alias(QUEUE_NO))
+
+
+def answered_rows(queues: DataFrame, th: Thresholds) -> Transform:
+    """The rows a broker answered, each named by its queue's number (``queues``, from :func:`number_queues`)
+    instead of the five key columns, with what :func:`mark_progress` needs of the topic: ``allowed``, the lag
+    counted as caught up there. Rows a broker failed to answer are removed: a gap, not a zero."""
+
+    def apply(df: DataFrame) -> DataFrame:
+        # a POP group's dead-letter queue has no committed offset of the group: its broker offset alone tells
+        # the messages that reached it (its lag is unknown)
+        dlq = F.col("topic").startswith("%DLQ%")
+        pop_dlq = dlq & F.coalesce(F.col("pop"), F.lit(False))
+        answered = df.where(
+            F.col("error").isNull() & F.col("broker_offset").isNotNull()
+            & (F.col("consumer_offset").isNotNull() | pop_dlq))
+        return answered.join(F.broadcast(queues), list(QUEUE_KEY)).select(
+            QUEUE_NO, *ROW_COLUMNS, allowed_lag(th).alias("allowed"))
+
+    return apply
+
+
 def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
     """Per answered snapshot, in time order per queue: its lag, position and what starts there.
 
@@ -56,22 +84,15 @@ def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
     owner changed, or the previous snapshot was caught up — the consumer had nothing to do until then; the
     window's start is no boundary), ``caught_up`` (in the window) and ``rewind`` (ts, offset before, offset
     after) where the consumer offset went back between two snapshots of the window. Only offset window
-    functions (row_number, lag): one sort per queue, no running frames. Rows a broker failed to answer are
-    removed first: a gap, not a zero. The rows are shuffled and sorted per queue on :data:`QUEUE_ROWS` (the
-    hash first), which the aggregate after it reuses; ``queue_hash`` is added to the rows when missing.
+    functions (row_number, lag): one sort per queue, no running frames. Reads the rows of
+    :func:`answered_rows`: they are shuffled and sorted on :data:`QUEUE_NO` and ``ts``, which the aggregate
+    after it reuses.
     """
 
     def apply(df: DataFrame) -> DataFrame:
-        by_time = Window.partitionBy(*QUEUE_ROWS).orderBy("ts")
+        by_time = Window.partitionBy(QUEUE_NO).orderBy("ts")
         in_window = F.lit(True) if since_ms is None else F.col("ts") >= F.timestamp_millis(F.lit(since_ms))
-        # a POP group's dead-letter queue has no committed offset of the group: its broker offset alone tells
-        # the messages that reached it (its lag is unknown)
-        pop_dlq = F.col("topic").startswith("%DLQ%") & F.coalesce(F.col("pop"), F.lit(False))
-        hashed = df if QUEUE_HASH in df.columns else df.select("*", F.xxhash64(*QUEUE_KEY).alias(QUEUE_HASH))
-        answered = hashed.where(
-            F.col("error").isNull() & F.col("broker_offset").isNotNull()
-            & (F.col("consumer_offset").isNotNull() | pop_dlq)
-        ).drop("error").select(
+        answered = df.select(
             "*", in_window.alias("in_window"),
             F.when(F.col("consumer_offset").isNotNull(),
                    F.greatest(F.col("broker_offset") - F.col("consumer_offset"), F.lit(0))).alias("lag"),
@@ -88,14 +109,14 @@ def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
         owner_changed = (F.col("rn") > 1) & ~F.col("owner").eqNullSafe(F.col("prev_owner"))
         seg_boundary = window_row & (~F.col("prev_in_window") | owner_changed)
         run_boundary = (F.col("rn") == 1) | owner_changed | (F.col("consumer_offset") != F.col("prev_co")) | (
-            F.col("prev_lag") <= allowed_lag(th))
+            F.col("prev_lag") <= F.col("allowed"))
         rewind = F.struct(F.col("ts"), F.col("prev_co").alias("before"), F.col("consumer_offset").alias("after"))
         return step.select(
             "*",
             owner_changed.alias("owner_changed"),
             seg_boundary.alias("seg_boundary"),
             run_boundary.alias("run_boundary"),
-            (window_row & (F.col("lag") <= allowed_lag(th))).alias("caught_up"),
+            (window_row & (F.col("lag") <= F.col("allowed"))).alias("caught_up"),
             F.when(window_row & F.col("prev_in_window") & (F.col("consumer_offset") < F.col("prev_co")), rewind)
             .alias("rewind"),
         )
@@ -108,8 +129,7 @@ def summarize_queues(df: DataFrame) -> DataFrame:
     owner segment and of the last frozen run (the latest boundary rows; a run may have begun before the window,
     and ``run_start.seen`` is false when it was frozen already at the first row read), the last caught-up
     position, the highest consumer offset, the last rewind and the most deliveries retry copies showed in the
-window. Grouped by :data:`QUEUE_ROWS` where the rows carry :data:`QUEUE_HASH` (as :func:`mark_progress`
-leaves them: no second shuffle), else by the five key columns."""
+window, per :data:`QUEUE_NO` (the rows of :func:`mark_progress`: no second shuffle)."""
     first = F.struct(
         F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"), F.col("lag"),
     )
@@ -129,8 +149,7 @@ leaves them: no second shuffle), else by the five key columns."""
         F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), (F.col("rn") > 1).alias("seen"),
     )
     window_ts = F.when(F.col("in_window"), F.col("ts"))
-    by = QUEUE_ROWS if QUEUE_HASH in df.columns else QUEUE_KEY
-    return df.groupBy(*by).agg(
+    return df.groupBy(QUEUE_NO).agg(
         F.count(window_ts).alias("n_window"),
         # min_by/max_by skip rows whose ordering is null: rows before the window, and rows that start nothing
         F.min_by(first, window_ts).alias("first"),
@@ -142,7 +161,7 @@ leaves them: no second shuffle), else by the five key columns."""
         F.max("rewind").alias("rewind"),
         # the most deliveries the retry copies read back in the window showed (null: none read)
         F.max(F.when(F.col("in_window"), F.col("retry_deliveries"))).alias("retry_deliveries"),
-    ).where(F.col("n_window") > 0).drop(QUEUE_HASH)
+    ).where(F.col("n_window") > 0)
 
 
 def count_missing(df: DataFrame) -> DataFrame:
@@ -179,7 +198,9 @@ def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds 
     """
     th = th or Thresholds()
     read = snapshots.transform(select_window(since_ms - th.run_lookback_ms, until_ms)).transform(drop_broadcasting)
-    summaries = read.transform(mark_progress(th, since_ms)).transform(summarize_queues)
+    queues = number_queues(read)
+    summaries = (read.transform(answered_rows(queues, th)).transform(mark_progress(th, since_ms))
+                 .transform(summarize_queues).join(F.broadcast(queues), QUEUE_NO).drop(QUEUE_NO))
     missing = count_missing(read.where(F.col("ts") >= F.timestamp_millis(F.lit(since_ms))))
     return (summaries.join(missing, list(QUEUE_KEY), "full_outer").transform(start_new_dead_letters)
             .transform(judge(th)))

@@ -7,8 +7,9 @@ judges a dataset of each size; ``python bench/bench_stuck.py DIR...`` judges giv
 - **duckdb**: :data:`DUCKDB_SQL`, the same rules (statuses only, no explanations) over ``read_parquet``;
 - **spark**: ``analysis.stuck`` (``plan`` + ``run``, JSON out) on a fresh session as the job builds it; the
   child reports the session start-up and the job separately;
-- **spark-5col**: the same with each queue's rows sorted on its five key columns instead of their 64-bit hash
-  (the job before the hash), for a before/after in one run;
+- **spark-baseline**, **command-baseline**: ``spark`` and ``command`` run from another build (``--baseline REV``:
+  its ``rmqctl/`` and ``analysis/`` taken with ``git archive``), each run right before this build's, for a
+  before/after in one run;
 - **local**: the local engine (``rmqctl.localjob``: ``plan`` + ``run``, the whole document with every
   explanation; above 10^6 rows in buckets spilled to disk), start-up being the import of pyarrow and the engine;
 - **local-whole**: the same holding every row in memory at once (the engine before its buckets);
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -95,9 +97,10 @@ def _key(q: dict[str, Any]) -> str:
 
 
 def child_spark(args: argparse.Namespace) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(args.tree))
     from analysis import stuck
 
+    assert Path(stuck.__file__).is_relative_to(args.tree), stuck.__file__
     started = time.perf_counter()
     files = sorted(Path(args.directory).glob("date=*/*.parquet"))
     spark = stuck.build_session(args.master, args.driver_memory, args.driver_memory, args.shuffle_partitions,
@@ -106,11 +109,6 @@ def child_spark(args: argparse.Namespace) -> dict[str, Any]:
     ready = time.perf_counter()
     job = stuck.plan(stuck.build_parser().parse_args(
         [str(args.directory), "--since", args.since, "--until", UNTIL, "-o", "json", "--out", str(args.result)]))
-    if args.child == "spark-5col":
-        from analysis import transforms
-
-        # the window and the aggregate keyed by the five columns alone: the hash, unused, is pruned from the plan
-        transforms.QUEUE_ROWS = transforms.QUEUE_KEY
     code = stuck.run(spark, job)
     done = time.perf_counter()
     spark.stop()
@@ -135,8 +133,10 @@ def child_local(args: argparse.Namespace) -> dict[str, Any]:
 def child_command(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     out = args.result.with_suffix(".command.json")
+    env = {**os.environ, "PYTHONPATH": str(args.tree)}
+    # run from the tree (first on the path): its rmqctl, and the analysis package beside it
     proc = subprocess.run([sys.executable, "-m", "rmqctl", "analyze", "stuck", str(args.directory), "--since",
-                           args.since, "--until", UNTIL, "-o", "json", "--out", str(out)], cwd=ROOT)
+                           args.since, "--until", UNTIL, "-o", "json", "--out", str(out)], cwd=args.tree, env=env)
     done = time.perf_counter()
     if proc.returncode not in (0, 1):
         raise SystemExit(f"rmqctl analyze stuck exited {proc.returncode}")
@@ -202,7 +202,7 @@ def _tree_rss_kib(root_pid: int, cpu: dict[int, float] | None = None) -> int:
 def measure(engine: str, args: argparse.Namespace, result: Path) -> dict[str, Any]:
     command = [sys.executable, __file__, str(args.directory), "--child", engine, "--result", str(result),
                "--master", args.master, "--driver-memory", args.driver_memory, "--threads", str(args.threads),
-               "--since", args.since]
+               "--since", args.since, "--tree", str(args.baseline_tree if engine.endswith("-baseline") else ROOT)]
     if args.shuffle_partitions is not None:
         command += ["--shuffle-partitions", str(args.shuffle_partitions)]
     started = time.perf_counter()
@@ -237,7 +237,7 @@ def count_rows(directory: Path) -> int:
     return sum(pq.ParquetFile(p).metadata.num_rows for p in directory.glob("date=*/*.parquet"))
 
 
-ENGINES = ("duckdb", "spark", "spark-5col", "local", "local-whole", "command")
+ENGINES = ("duckdb", "spark", "spark-baseline", "local", "local-whole", "command", "command-baseline")
 
 
 def dataset(data: Path, rows: str) -> Path:
@@ -249,6 +249,19 @@ def dataset(data: Path, rows: str) -> Path:
     return directory
 
 
+def baseline_tree(data: Path, rev: str) -> Path:
+    """``rmqctl/`` and ``analysis/`` of ``rev`` (``git archive``), extracted once under ``data``."""
+    commit = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout.strip()
+    tree = data / f"baseline-{commit}"
+    if not (tree / "analysis" / "stuck.py").exists():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", commit, "rmqctl", "analysis"], cwd=ROOT, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
 def bench(directory: Path, args: argparse.Namespace) -> bool:
     """Every engine over one dataset; prints the table and the JSON line; True when all verdicts agree."""
     rows = count_rows(directory)
@@ -257,13 +270,17 @@ def bench(directory: Path, args: argparse.Namespace) -> bool:
     work = directory / ".bench"
     work.mkdir(exist_ok=True)
     args.directory = directory
-    for engine in args.engines.split(","):
-        result = work / f"{engine}.json"
-        measured = measure(engine, args, result)
-        measured["rows_per_s_job"] = rows / measured["job_s"]
-        measured["rows_per_s_wall"] = rows / measured["wall_s"]
-        results.append(measured)
-        verdicts[measured["engine"]] = json.loads(result.read_text())
+    for run in range(args.runs):
+        for engine in args.engines.split(","):
+            result = work / f"{engine}.json"
+            measured = measure(engine, args, result)
+            measured["rows_per_s_job"] = rows / measured["job_s"]
+            measured["rows_per_s_wall"] = rows / measured["wall_s"]
+            measured["run"] = run + 1
+            results.append(measured)
+            got = json.loads(result.read_text())
+            if verdicts.setdefault(measured["engine"], got) != got:
+                raise SystemExit(f"{measured['engine']} gave other verdicts in run {run + 1}")
     load_after = os.getloadavg()
 
     expected = json.loads((directory / "expected.json").read_text()) if args.since == SINCE else {}
@@ -271,17 +288,22 @@ def bench(directory: Path, args: argparse.Namespace) -> bool:
     same = all(v == next(iter(verdicts.values())) for v in verdicts.values())
     print(f"{directory}: {rows:,} rows, {len(expected):,} queues, load average {load_before[0]:.1f} before / "
           f"{load_after[0]:.1f} after")
-    print(f"{'engine':20} {'wall s':>8} {'cpu s':>7} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} "
+    print(f"{'engine':28} {'run':>3} {'wall s':>8} {'cpu s':>7} {'start s':>8} {'job s':>8} {'Mrows/s job':>12} "
           f"{'Mrows/s wall':>13} {'peak MiB':>9}  expected")
     for r in results:
-        print(f"{r['engine']:20} {r['wall_s']:8.1f} {r['cpu_s']:7.1f} {r['startup_s']:8.1f} {r['job_s']:8.1f} "
+        print(f"{r['engine']:28} {r['run']:3} {r['wall_s']:8.1f} {r['cpu_s']:7.1f} {r['startup_s']:8.1f} "
+              f"{r['job_s']:8.1f} "
               f"{r['rows_per_s_job'] / 1e6:12.2f} {r['rows_per_s_wall'] / 1e6:13.2f} {r['peak_rss_mib']:9.0f}  "
               f"{agree[r['engine']]}/{len(expected)}")
-    by_engine = {r["engine"]: r for r in results}
-    for name in by_engine:
+    by_engine: dict[str, dict[str, float]] = {}
+    for name in dict.fromkeys(r["engine"] for r in results):
+        mine = [r for r in results if r["engine"] == name]
+        by_engine[name] = {k: statistics.median(r[k] for r in mine) for k in ("wall_s", "cpu_s", "job_s")}
+    for name, other in by_engine.items():
         if name != "duckdb" and "duckdb" in by_engine:
-            other, duck = by_engine[name], by_engine["duckdb"]
-            print(f"{name} / duckdb: wall {other['wall_s'] / duck['wall_s']:.2f}x, "
+            duck = by_engine["duckdb"]
+            medians = " (medians)" if args.runs > 1 else ""
+            print(f"{name} / duckdb{medians}: wall {other['wall_s'] / duck['wall_s']:.2f}x, "
                   f"cpu {other['cpu_s'] / duck['cpu_s']:.2f}x, without start-up {other['job_s'] / duck['job_s']:.2f}x")
     print(f"same verdicts: {same}")
     print(json.dumps({"rows": rows, "queues": len(expected), "results": results, "expected_agree": agree,
@@ -300,7 +322,12 @@ def main() -> None:
     parser.add_argument("--shuffle-partitions", type=int, default=None,
                         help="for spark (default: the job's)")
     parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
-    parser.add_argument("--engines", default=",".join(ENGINES), help=f"comma-separated, of {', '.join(ENGINES)}")
+    parser.add_argument("--engines", default=None, help=f"comma-separated, of {', '.join(ENGINES)} (default: "
+                        "duckdb,spark,local,command; with --baseline each of spark and command after its baseline)")
+    parser.add_argument("--baseline", default=None,
+                        help="another build (a git revision) to run spark-baseline and command-baseline from")
+    parser.add_argument("--runs", type=int, default=1, help="rounds of every engine, one after the other")
+    parser.add_argument("--tree", type=Path, default=ROOT, help=argparse.SUPPRESS)
     parser.add_argument("--since", default=SINCE, help="window start (default: the whole dataset); a later start "
                         "judges frozen runs begun before it, and skips the check against expected.json")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
@@ -309,10 +336,17 @@ def main() -> None:
     if args.child:
         args.directory = args.directory[0]
         children = {"duckdb": child_duckdb, "local": child_local, "local-whole": child_local,
-                    "command": child_command}
+                    "command": child_command, "command-baseline": child_command}
         report = children.get(args.child, child_spark)(args)
         print(json.dumps(report))
         return
+    if args.engines is None:
+        args.engines = ("duckdb,spark-baseline,spark,local,command-baseline,command" if args.baseline
+                        else "duckdb,spark,local,command")
+    if "-baseline" in args.engines:
+        if not args.baseline:
+            parser.error("the *-baseline engines need --baseline REV")
+        args.baseline_tree = baseline_tree(args.data, args.baseline)
     directories = list(args.directory)
     if args.rows or not directories:
         directories += [dataset(args.data, rows) for rows in (args.rows or "1e6,1e7").split(",")]
