@@ -130,6 +130,20 @@ def test_group_show_loads_only_what_it_uses(tmp_path: Path) -> None:
         assert top(modules, NOT_FOR_GROUP_SHOW) == []
 
 
+def test_group_progress_loads_only_what_it_uses(tmp_path: Path) -> None:
+    """``group progress`` shows no findings: it loads neither the doctor nor what ``group show``
+    has no use for."""
+    from rmqctl.emulator.serve import ServeOptions
+    from tests.emulator.helpers import served_in_thread
+
+    env = {"XDG_STATE_HOME": str(tmp_path), "RMQCTL_CONFIG": str(tmp_path / "none.toml")}
+    with served_in_thread("tag-overwrite", ServeOptions(clock="virtual", at=60)) as served:
+        modules = loaded_after(run_command("-n", served.namesrv, "group", "progress", "test-consumer", "-o", "json"),
+                               env=env)
+    assert "rmqctl.report.group" in modules  # the command ran to its document
+    assert top(modules, [*NOT_FOR_GROUP_SHOW, "rmqctl.doctor", "rmqctl.watch"]) == []
+
+
 def dataclasses_compiled_after(code: str, env: Mapping[str, str] | None = None) -> list[str]:
     """The dataclasses of rmqctl loaded by a fresh interpreter that ran ``code`` whose methods were
     compiled from source by ``dataclasses.dataclass`` (``rmqctl.records.dataclass`` builds them
