@@ -127,7 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allowed-lag", type=int, default=Thresholds.allowed_lag)
     p.add_argument("--retry-allowed-lag", type=int, default=Thresholds.retry_allowed_lag)
     p.add_argument("--master", default="local[*]", help="local[*] or spark://HOST:PORT")
-    p.add_argument("--driver-memory", default="512m")
+    p.add_argument("--driver-memory", default=AUTO,
+                   help="heap of the driver (local mode: the whole job); default auto: 512m, and for a local master "
+                        "reading more than 64 MB of snapshot files, 3 times their size up to a quarter of the "
+                        "machine's memory")
     p.add_argument("--executor-memory", default="512m")
     p.add_argument("--shuffle-partitions", type=int, default=None,
                    help="default: the local cores for small input in local mode, else 8")
@@ -158,6 +161,36 @@ START_FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 runs once) and one garbage collector thread."""
 
 
+AUTO = "auto"
+"""The default ``--driver-memory``: sized by :func:`driver_memory_for`."""
+
+LARGE_PARTITION_BYTES = 32 << 20
+"""Above :data:`SMALL_INPUT_BYTES`, one shuffle partition per this much snapshot files (at least 8): each task's
+sort then holds a few million rows, instead of a heap's worth spilled to disk many times over and merged back."""
+
+
+def driver_memory_for(requested: str, master: str, input_bytes: int | None) -> str:
+    """The driver heap for ``--driver-memory`` (``auto``: 512m, and for a local master reading more than
+    :data:`SMALL_INPUT_BYTES` of files, 3 times their size up to a quarter of the machine's memory)."""
+    if requested != AUTO:
+        return requested
+    if local_cores(master) is None or input_bytes is None or input_bytes <= SMALL_INPUT_BYTES:
+        return "512m"
+    try:
+        quarter_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4 >> 20
+    except (ValueError, OSError):
+        quarter_mib = 2048
+    return f"{max(512, min(3 * input_bytes >> 20, quarter_mib))}m"
+
+
+def shuffle_partitions_for(cores: int | None, input_bytes: int | None) -> int:
+    """Shuffle partitions when not given: as many as the local cores for small input, else 8, and one per
+    :data:`LARGE_PARTITION_BYTES` of files above that."""
+    if cores is not None and input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES:
+        return cores
+    return max(8, -(-(input_bytes or 0) // LARGE_PARTITION_BYTES))
+
+
 def local_cores(master: str) -> int | None:
     """The cores of a ``local``, ``local[N]`` or ``local[*]`` master; None for any other master."""
     match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master.strip())
@@ -177,7 +210,8 @@ def build_session(master: str, driver_memory: str, executor_memory: str, shuffle
     ``tuned`` (the default) fits a local master to input up to :data:`SMALL_INPUT_BYTES`: as many shuffle
     partitions as cores (unless ``shuffle_partitions`` says otherwise) and a JVM that starts fast
     (:data:`START_FAST_JVM`, also for the launcher JVM that spark-submit starts first). Larger input and other
-    masters get 8 shuffle partitions by default and the JVM as it is.
+    masters get at least 8 shuffle partitions by default (:func:`shuffle_partitions_for`) and the JVM as it is;
+    a ``driver_memory`` of ``auto`` is sized by :func:`driver_memory_for`.
     """
     log4j = Path(tempfile.gettempdir()) / f"rmqctl-spark-log4j2-{os.getuid()}.properties"
     if not log4j.exists() or log4j.read_text(encoding="utf-8") != _LOG4J:
@@ -190,8 +224,7 @@ def build_session(master: str, driver_memory: str, executor_memory: str, shuffle
     cores = local_cores(master) if tuned else None
     small = cores is not None and input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES
     if shuffle_partitions is None:
-        # larger input keeps 8, as before: the tuning was measured on small input only
-        shuffle_partitions = cores if small and cores is not None else 8
+        shuffle_partitions = shuffle_partitions_for(cores if small else None, input_bytes)
     if small:
         java_opts += " " + START_FAST_JVM
         os.environ.setdefault("SPARK_LAUNCHER_OPTS", START_FAST_JVM)
@@ -200,7 +233,7 @@ def build_session(master: str, driver_memory: str, executor_memory: str, shuffle
         .appName("rmqctl-analyze-stuck")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.memory", driver_memory_for(driver_memory, master, input_bytes))
         .config("spark.executor.memory", executor_memory)
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)

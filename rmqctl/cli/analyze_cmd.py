@@ -96,7 +96,8 @@ class JobOptions:
     allowed_lag: int = stuck_definition.ALLOWED_LAG
     retry_allowed_lag: int = stuck_definition.RETRY_ALLOWED_LAG
     master: str = "local[*]"
-    driver_memory: str = "512m"
+    #: ``auto``: the job sizes a local driver to its input (512m on a cluster's driver)
+    driver_memory: str = "auto"
 
 
 def job_arguments(directory: Path, options: JobOptions, output: str, out: str | None) -> list[str]:
@@ -123,7 +124,8 @@ def submit_command(job_args: Sequence[str], master: str, driver_memory: str) -> 
     if "--driver-memory" in args:
         at = args.index("--driver-memory")
         del args[at:at + 2]
-    parts = ["spark-submit", "--master", master, "--driver-memory", driver_memory, "--name", "rmqctl-analyze-stuck",
+    memory = "512m" if driver_memory == "auto" else driver_memory
+    parts = ["spark-submit", "--master", master, "--driver-memory", memory, "--name", "rmqctl-analyze-stuck",
              "--conf", "spark.sql.session.timeZone=UTC", "--conf", "spark.ui.showConsoleProgress=false",
              str(script), *args]
     return shlex.join(parts)
@@ -238,8 +240,10 @@ def stuck(
                                                help="Spark master: local[*] or spark://HOST:PORT (implies spark).")]
     = None,
     driver_memory: Annotated[str, typer.Option("--driver-memory",
-                                               help="Heap of the Spark driver (local mode: the whole job).")]
-    = "512m",
+                                               help="Heap of the Spark driver (local mode: the whole job); auto: "
+                                                    "512m, for a local master and over 64 MB of files 3x their "
+                                                    "size, at most a quarter of the memory.")]
+    = "auto",
     output: Annotated[AnalyzeFormat | None, typer.Option("--output", "-o", case_sensitive=False,
                                                          help="table, json, jsonl, csv or parquet.",
                                                          show_default=False)] = None,

@@ -22,3 +22,23 @@ def test_a_fast_starting_jvm_only_for_small_input() -> None:
     # 10^6 snapshot rows are about 8 MB of Parquet; 10^7 (82 MB) run long enough for the full JIT to pay
     assert 8 << 20 < SMALL_INPUT_BYTES < 82 << 20
     assert START_FAST_JVM.split() == ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+
+def test_a_local_driver_is_sized_to_large_input_and_its_sort_cut_into_partitions() -> None:
+    from analysis.stuck import AUTO, driver_memory_for, shuffle_partitions_for
+
+    quarter_mib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4 >> 20
+    gb = 1 << 30
+    # 10^8 snapshot rows are 1.3 GB of Parquet: 512m of heap ran out merging the sort's spills
+    assert driver_memory_for(AUTO, "local[*]", int(1.3 * gb)) == f"{min(3 * int(1.3 * gb) >> 20, quarter_mib)}m"
+    assert driver_memory_for(AUTO, "local[2]", 100 * gb) == f"{quarter_mib}m"
+    # small input, other masters and an unknown size keep 512m; a given size is kept as given
+    assert driver_memory_for(AUTO, "local[2]", SMALL_INPUT_BYTES) == "512m"
+    assert driver_memory_for(AUTO, "local[2]", None) == "512m"
+    assert driver_memory_for(AUTO, "spark://10.1.2.3:7077", 100 * gb) == "512m"
+    assert driver_memory_for("200m", "local[2]", 100 * gb) == "200m"
+    # one shuffle partition per 32 MB above the small input, at least 8; small input: one per core
+    assert shuffle_partitions_for(2, 8 << 20) == 2
+    assert shuffle_partitions_for(None, 82 << 20) == 8
+    assert shuffle_partitions_for(None, int(1.3 * gb)) == 42
+    assert shuffle_partitions_for(None, None) == 8
