@@ -153,12 +153,7 @@ class Endpoint:
 
         ``timeout`` bounds sending and waiting together; with ``None`` the caller bounds the wait.
         """
-        if self.closed:
-            raise errors.ConnectionLost(f"connection to {self.peer} is closed")
-        opaque = self.next_opaque()
-        data = frame.encode_request(cmd, opaque)
-        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
-        self._pending[opaque] = future
+        opaque, data, future = self._register(cmd)
         try:
             if timeout is None:  # the caller's own deadline bounds it (the pool's, one per request)
                 self._write(data)
@@ -189,14 +184,19 @@ class Endpoint:
         its response completes, without waiting: many requests are then pipelined without a task
         each. The caller bounds the wait and calls :meth:`forget` when it gives up; the future
         fails like :meth:`request` when the stream ends."""
+        opaque, data, future = self._register(cmd)
+        self._write(data)
+        return opaque, future
+
+    def _register(self, cmd: RemotingCommand) -> tuple[int, bytes, asyncio.Future[RemotingCommand]]:
+        """``cmd`` encoded under a fresh opaque, and the future its response will complete."""
         if self.closed:
             raise errors.ConnectionLost(f"connection to {self.peer} is closed")
         opaque = self.next_opaque()
         data = frame.encode_request(cmd, opaque)
         future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._pending[opaque] = future
-        self._write(data)
-        return opaque, future
+        return opaque, data, future
 
     def forget(self, opaque: int) -> None:
         """Stop waiting for the response to ``opaque`` (it is dropped if it comes)."""
