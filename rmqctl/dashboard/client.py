@@ -79,9 +79,12 @@ def _base_url(url: str) -> tuple[str, str | None, str | None]:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)).rstrip("/"), user, password
 
 
-#: What rocketmq-dashboard 1.0.0 answers, now and then, when a request reaches a thread whose admin
-#: client it has not set up yet (a race inside the dashboard, not a refusal of the request).
-ADMIN_NOT_READY = "defaultMQAdminExt should be init before use"
+#: What rocketmq-dashboard 1.0.0 answers ("... should be init before you get this") when a request
+#: could not borrow an admin client from its pool (eight of them, a 10 s wait): a busy dashboard,
+#: not a refusal of the request.
+ADMIN_NOT_READY = "defaultMQAdminExt should be init before"
+#: the pauses before asking such a request again
+ADMIN_NOT_READY_PAUSES = (0.25, 0.5, 1.0)
 
 
 class DashboardClient:
@@ -206,15 +209,17 @@ class DashboardClient:
                     f"dashboard {self.url} sent {path} to its login page again right after a fresh login",
                     hint="the dashboard drops sessions at once; check its session settings or proxy",
                 )
-        try:
-            return self._decode(response, path)
-        except wire.DashboardRefused as exc:
-            if ADMIN_NOT_READY not in (exc.remark or ""):
-                raise
-            # 1.0.0 answers a request now and then before its per-thread admin client is set up;
-            # the same request a moment later is served
-            log.debug("dashboard %s: admin client not ready on %s; asking once more", self.url, path)
-            return self._decode(await self._send("GET", path, params=params), path)
+        for pause in ADMIN_NOT_READY_PAUSES:
+            try:
+                return self._decode(response, path)
+            except wire.DashboardRefused as exc:
+                if ADMIN_NOT_READY not in (exc.remark or ""):
+                    raise
+            # 1.0.0 had no admin client free for the request; a moment later it is served
+            log.debug("dashboard %s: no admin client free for %s; asking again in %g s", self.url, path, pause)
+            await asyncio.sleep(pause)
+            response = await self._send("GET", path, params=params)
+        return self._decode(response, path)
 
 
 #: what OpenSSL says when the other side answers a TLS hello with something that is not TLS (plain HTTP)

@@ -61,11 +61,11 @@ def test_an_unreachable_dashboard_is_named_without_the_password() -> None:
     assert "hunter2" not in proc.stderr + proc.stdout
 
 
-async def test_a_request_the_dashboard_answers_before_its_admin_client_is_ready_is_asked_once_more() -> None:
-    # rocketmq-dashboard 1.0.0 now and then answers a request on a thread whose admin client it has
-    # not set up yet; a moment later the same request is served
-    answers = [{"status": -1, "errMsg": "defaultMQAdminExt should be init before use"},
-               {"status": 0, "data": {"brokerDatas": []}},
+async def test_a_request_the_dashboard_had_no_admin_client_for_is_asked_again() -> None:
+    # rocketmq-dashboard 1.0.0 answers this (its MQAdminInstance) when a request could not borrow an
+    # admin client from its pool; a moment later the same request is served
+    busy = {"status": -1, "errMsg": "defaultMQAdminExt should be init before you get this"}
+    answers = [busy, busy, {"status": 0, "data": {"brokerDatas": []}},
                {"status": -1, "errMsg": "topic not exist"}]
     seen: list[str] = []
 
@@ -77,9 +77,28 @@ async def test_a_request_the_dashboard_answers_before_its_admin_client_is_ready_
                              transport=httpx.MockTransport(handler))
     try:
         assert await client.get("/topic/route.query", {"topic": "T"}) == {"brokerDatas": []}
-        assert seen == ["/topic/route.query", "/topic/route.query"]
+        assert seen == ["/topic/route.query"] * 3
         with pytest.raises(errors.RemoteError, match="topic not exist"):  # a real refusal: not asked again
             await client.get("/topic/route.query", {"topic": "T"})
-        assert len(seen) == 3
+        assert len(seen) == 4
+    finally:
+        await client.close()
+
+
+async def test_a_dashboard_with_no_admin_client_free_for_long_is_reported() -> None:
+    seen: list[str] = []
+
+    busy = {"status": -1, "errMsg": "defaultMQAdminExt should be init before you get this"}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(200, json=busy)
+
+    client = DashboardClient("http://dash.example:8082", username=None, password=None, timeout=5,
+                             transport=httpx.MockTransport(handler))
+    try:
+        with pytest.raises(errors.RemoteError, match="should be init before"):
+            await client.get("/topic/route.query", {"topic": "T"})
+        assert len(seen) == 4  # the first answer and three more after 0.25, 0.5 and 1 s
     finally:
         await client.close()
