@@ -6,9 +6,12 @@ and compiles each one; for the few dozen classes a command imports that is most 
 model takes to import. This decorator takes the same options and gives the same class: the
 standard decorator still collects the fields (``dataclasses.fields``, ``replace``, ``asdict``,
 ``__match_args__``, slots and pickling are its own), but the comparison, hash, repr and frozen
-methods are closures over the field names, which need no compiler, and ``__init__``, which must
-stay compiled to construct objects fast, is compiled the first time the class is constructed
-or its ``__init__`` is looked up on the class (for a signature). The methods behave as the
+methods are closures over the field names, which need no compiler. ``__init__``, which must be
+compiled to construct many objects fast, is compiled once the class has been constructed
+:data:`COMPILE_AFTER` times or its ``__init__`` is looked up on the class (for a signature);
+until then a generic binder assigns the same fields in the same order from the same arguments
+(most classes a command imports build a handful of objects), and any call it cannot bind
+cleanly goes to the compiled one, which raises the standard decorator's error. The methods behave as the
 standard ones: ``__eq__`` compares the same tuples of fields of two objects of the same class,
 ``__hash__`` hashes that tuple, ``__repr__`` prints the fields with ``repr=True``, assigning or
 deleting a field of a frozen object raises :class:`dataclasses.FrozenInstanceError` (so does any
@@ -28,6 +31,7 @@ import dataclasses
 import reprlib
 from collections.abc import Callable
 from operator import attrgetter
+from types import MethodType
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -47,6 +51,9 @@ else:
 
 
 _MISSING = dataclasses.MISSING
+
+#: Constructions of a class that go through the generic binder before its ``__init__`` is compiled.
+COMPILE_AFTER = 64
 
 
 def _plain(cls: type, options: dict[str, bool]) -> bool:
@@ -245,18 +252,76 @@ def _setstate(self: Any, state: list[Any]) -> None:
         object.__setattr__(self, f.name, value)
 
 
-class _LazyInit:
-    """The class's ``__init__`` until it is first needed: then it compiles the real one (the
-    source the standard decorator would write), puts it on the class and steps aside."""
+class _Plan:
+    """How the generic binder of a class assigns its fields: the ``__init__`` parameters in order
+    (name, default, factory), the parameter names a keyword may name after ``n`` positional
+    arguments, the assignments in field order (name, the parameter's index or -1 for a field
+    outside ``__init__``, default, factory; a field outside ``__init__`` without a default is not
+    assigned), and whether ``__post_init__`` runs."""
 
-    __slots__ = ("_cls", "_fields", "_frozen")
+    __slots__ = ("params", "keywords_after", "steps", "post_init")
+
+    def __init__(self, cls: type, fields: list[dataclasses.Field[Any]]) -> None:
+        self.params = [(f.name, f.default, f.default_factory) for f in fields if f.init]
+        names = [name for name, _, _ in self.params]
+        self.keywords_after = [frozenset(names[n:]) for n in range(len(names) + 1)]
+        index = {name: i for i, name in enumerate(names)}
+        self.steps = [(f.name, index.get(f.name, -1), f.default, f.default_factory) for f in fields
+                      if f.init or f.default is not _MISSING or f.default_factory is not _MISSING]
+        self.post_init = hasattr(cls, "__post_init__")
+
+
+class _LazyInit:
+    """The class's ``__init__`` until it is compiled: for its first :data:`COMPILE_AFTER`
+    constructions a generic binder sets the fields; then, or when ``__init__`` is looked up on the
+    class, it compiles the real one (the source the standard decorator would write), puts it on
+    the class and steps aside."""
+
+    __slots__ = ("_cls", "_fields", "_frozen", "_left", "_plan")
 
     def __init__(self, cls: type, fields: list[dataclasses.Field[Any]], frozen: bool) -> None:
         self._cls, self._fields, self._frozen = cls, fields, frozen
+        self._left = COMPILE_AFTER
+        self._plan: _Plan | None = None
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is not None and self._left > 0:
+            self._left -= 1
+            return MethodType(self._bind, obj)
         real = self._compile()
         return real if obj is None else real.__get__(obj, objtype)
+
+    def _bind(self, obj: Any, /, *args: Any, **kwargs: Any) -> None:
+        """Set ``obj``'s fields from the arguments as the compiled ``__init__`` would; a call that
+        does not bind (too many, unknown, repeated or missing arguments) goes to the compiled one."""
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = _Plan(self._cls, self._fields)
+        given = len(args)
+        if given > len(plan.params) or (kwargs and not kwargs.keys() <= plan.keywords_after[given]):
+            return self._compile()(obj, *args, **kwargs)
+        values = list(args)
+        for name, default, factory in plan.params[given:]:
+            if name in kwargs:
+                values.append(kwargs[name])
+            elif factory is not _MISSING:
+                values.append(_HAS_FACTORY)  # called in field order below, as the compiled one does
+            elif default is not _MISSING:
+                values.append(default)
+            else:
+                return self._compile()(obj, *args, **kwargs)
+        assign = object.__setattr__ if self._frozen else setattr
+        for name, i, default, factory in plan.steps:
+            if i < 0:
+                value = factory() if factory is not _MISSING else default
+            else:
+                value = values[i]
+                if value is _HAS_FACTORY and factory is not _MISSING:
+                    value = factory()
+            assign(obj, name, value)
+        if plan.post_init:
+            obj.__post_init__()
+        return None
 
     def __call__(self, obj: Any, *args: Any, **kwargs: Any) -> None:
         self._compile()(obj, *args, **kwargs)

@@ -516,9 +516,10 @@ def _utf8(body: bytes) -> str | None:
         return None
 
 
-_DOCUMENT_END = re.compile(r"\}[ \t\n\r]*\Z")
+#: the patterns below are compiled on first use (``re`` keeps them): ``group show`` never needs them
+_DOCUMENT_END = r"\}[ \t\n\r]*\Z"
 #: a field's name without escapes, and its colon
-_FIELD = re.compile(r'"([^"\\\x00-\x1f]*)":')
+_FIELD = r'"([^"\\\x00-\x1f]*)":'
 
 
 def _fields_before(text: str, read: str, opener: str) -> int | None:
@@ -529,8 +530,9 @@ def _fields_before(text: str, read: str, opener: str) -> int | None:
         return None
     pos = 1
     scanner = fastjson.Scanner(text)
+    field_at = re.compile(_FIELD).match
     while True:
-        match = _FIELD.match(text, pos)
+        match = field_at(text, pos)
         if match is None:
             return None
         pos = match.end()
@@ -549,7 +551,7 @@ def _rest_as_written(text: str, pos: int, read: str) -> bool:
     """Whether the object fields after ``pos`` (where the field ``read`` ended) close the body
     and leave the general parser nothing else to say: none, or further fields (read here and
     dropped, as the general path drops them) that parse and do not name ``read`` again."""
-    if _DOCUMENT_END.match(text, pos) is not None:
+    if re.compile(_DOCUMENT_END).match(text, pos) is not None:
         return True
     if not text.startswith(",", pos):
         return False
@@ -567,10 +569,10 @@ _W_STR = r'"([^"\\\x00-\x1f]*)"'
 _W_LONG = r"-?(?:0|[1-9][0-9]{0,17})"
 _W_INT = f"({_W_LONG})"
 _W_NUM = r"(-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,40})?(?:[eE][-+]?[0-9]{1,3})?)"
-_CSL_GROUP = re.compile(r"\{" + _W_STR + r":\[")
-_CSL_STATS = re.compile(r'\{"consumeTps":' + _W_NUM + r',"offsetTable":\{')
+_CSL_GROUP = r"\{" + _W_STR + r":\["
+_CSL_STATS = r'\{"consumeTps":' + _W_NUM + r',"offsetTable":\{'
 #: one ``MessageQueue`` key and its ``OffsetWrapper``, then the comma or brace after it
-_CSL_ENTRY = re.compile(
+_CSL_ENTRY = (
     r'\{"brokerName":' + _W_STR + r',"queueId":' + _W_INT + r',"topic":' + _W_STR + r"\}:"
     r'\{"brokerOffset":' + _W_INT + r',"consumerOffset":' + _W_INT + r',"lastTimestamp":' + _W_INT
     + r'(?:,"pullOffset":' + _W_LONG + r")?\}([,}])")
@@ -592,7 +594,8 @@ def _broker_consume_stats_as_written(text: str) -> dict[str, ConsumeStats] | Non
         return None
     pos = at
     out: dict[str, ConsumeStats] = {}
-    group_at, stats_at, entry_at = _CSL_GROUP.match, _CSL_STATS.match, _CSL_ENTRY.match
+    group_at, stats_at = re.compile(_CSL_GROUP).match, re.compile(_CSL_STATS).match
+    entry_at = re.compile(_CSL_ENTRY).match
     startswith = text.startswith
     queue, entry_of = MessageQueue, OffsetEntry
     if startswith("]", pos):
@@ -1041,8 +1044,8 @@ def consumer_offsets(body: bytes) -> dict[tuple[str, str], dict[int, int]]:
 
 
 #: one ``topic@group`` and its queues' offsets (``{0:5,1:7}``), then the comma or brace after it
-_OFFSETS_ENTRY = re.compile(_W_STR + r":\{((?:" + _W_LONG + ":" + _W_LONG + ",)*" + _W_LONG + ":" + _W_LONG
-                            + r")?\}([,}])")
+_OFFSETS_ENTRY = (_W_STR + r":\{((?:" + _W_LONG + ":" + _W_LONG + ",)*" + _W_LONG + ":" + _W_LONG
+                  + r")?\}([,}])")
 
 
 def _consumer_offsets_as_written(text: str) -> dict[tuple[str, str], dict[int, int]] | None:
@@ -1053,7 +1056,7 @@ def _consumer_offsets_as_written(text: str) -> dict[tuple[str, str], dict[int, i
         return None
     pos = at
     out: dict[tuple[str, str], dict[int, int]] = {}
-    entry_at = _OFFSETS_ENTRY.match
+    entry_at = re.compile(_OFFSETS_ENTRY).match
     if text.startswith("}", pos):
         pos += 1
     else:

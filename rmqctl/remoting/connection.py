@@ -48,11 +48,23 @@ def split_address(address: str) -> tuple[str, int]:
     host = host.strip("[]")
     if len(host) > 253:  # the longest DNS name; longer ones fail deep inside the resolver
         raise errors.UsageError(f"invalid address {shown!r}: host name longer than 253 characters")
+    if not _idna_encodable(host):
+        raise errors.UsageError(f"invalid address {shown!r}: not a valid DNS host name")
+    return host, int(port)
+
+
+def _idna_encodable(host: str) -> bool:
+    """Whether the ``idna`` codec (which the resolver applies to a host name) takes ``host``. An
+    ASCII name is checked here by the codec's own rule for ASCII (every label but the last of 1-63
+    characters, the last under 64), without loading the codec and the Unicode tables behind it."""
+    if host.isascii():
+        labels = host.split(".")
+        return all(0 < len(label) < 64 for label in labels[:-1]) and len(labels[-1]) < 64
     try:
         host.encode("idna")
-    except UnicodeError as exc:
-        raise errors.UsageError(f"invalid address {shown!r}: not a valid DNS host name") from exc
-    return host, int(port)
+    except UnicodeError:
+        return False
+    return True
 
 
 #: Seconds a closing connection may spend flushing what it still has to send.

@@ -114,13 +114,13 @@ def is_acl_refusal(remark: str | None) -> bool:
 #: turns the refusal into a generic error whose remark is the refusal's text, so only these exact
 #: words (no looser marker: a SYSTEM_ERROR says many other things) make it a refusal
 _PROXY_REFUSAL = ("username cannot be null", "check signature failed", "has no permission to access")
-_PROXY_USER = re.compile(r"\buser:\S+ is (not found|disabled)")
+_PROXY_USER = r"\buser:\S+ is (not found|disabled)"  # compiled on first use (``re`` keeps it)
 
 
 def is_proxy_acl_refusal(remark: str | None) -> bool:
     """Whether a SYSTEM_ERROR remark is a proxy's ACL refusal (authentication or authorization)."""
     text = (remark or "").lower()
-    return any(marker in text for marker in _PROXY_REFUSAL) or _PROXY_USER.search(text) is not None
+    return any(marker in text for marker in _PROXY_REFUSAL) or re.search(_PROXY_USER, text) is not None
 
 
 def is_authentication(remark: str) -> bool:

@@ -202,8 +202,64 @@ def test_the_methods_are_not_compiled_from_source_and_init_only_when_needed() ->
     assert isinstance(Lazy.__dict__["__init__"], records._LazyInit)
     assert Lazy.__eq__.__module__ == Lazy.__hash__.__module__ == Lazy.__repr__.__module__ == "rmqctl.records"
     first = Lazy(1)
-    assert inspect.isfunction(Lazy.__dict__["__init__"]) and first == Lazy(1, "x") and Lazy(1) != Lazy(2)
+    assert isinstance(Lazy.__dict__["__init__"], records._LazyInit)  # a handful of objects: not compiled
+    assert first == Lazy(1, "x") and Lazy(1) != Lazy(2)
     assert str(inspect.signature(Lazy)) == "(a: 'int', b: 'str' = 'x') -> None"
+    assert inspect.isfunction(Lazy.__dict__["__init__"])  # looked up on the class: compiled
+
+
+def test_init_is_compiled_after_enough_objects() -> None:
+    @records.dataclass(frozen=True, slots=True)
+    class Many:
+        """Built often."""
+
+        a: int
+
+    for i in range(records.COMPILE_AFTER):
+        assert isinstance(Many.__dict__["__init__"], records._LazyInit)
+        assert Many(i).a == i
+    assert Many(-1).a == -1 and inspect.isfunction(Many.__dict__["__init__"])
+
+
+def compiled_and_generic(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    """What constructing ``name`` with these arguments gives under the generic binder and under the
+    compiled ``__init__`` (a fresh pair of classes, one of them compiled first)."""
+    generic_cls, compiled_cls = shapes(records.dataclass)[name], shapes(records.dataclass)[name]
+    inspect.signature(compiled_cls)  # compiles its __init__
+    assert isinstance(generic_cls.__dict__["__init__"], records._LazyInit)
+    assert inspect.isfunction(compiled_cls.__dict__["__init__"])
+    results = []
+    for cls in (generic_cls, compiled_cls):
+        made = outcome(lambda c=cls: c(*args, **kwargs))
+        if made[0] == "ok":
+            obj = made[1]
+            made = ("ok", repr(obj), [(f.name, repr(getattr(obj, f.name, "<unset>"))) for f in dataclasses.fields(obj)],
+                    sorted(vars(obj)) if hasattr(obj, "__dict__") else None)
+        results.append(made)
+    return results[0], results[1]
+
+
+WRONG_ARGS: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {
+    "Queue": [(("T",), {}), (("T", "b", 1, 2), {}), (("T", "b"), {"topic": "U"}), ((), {"broker": "b"}),
+              (("T", "b"), {"nope": 1})],
+    "View": [(("g",), {"_derived": {}}), ((), {}), (("g", (), {}, 1, "h", 1.0, 2), {})],
+    "Empty": [((1,), {}), ((), {"a": 1})],
+    "Posted": [((), {"upper": "x"})],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARGS))
+def test_the_generic_binder_gives_what_the_compiled_init_gives(name: str) -> None:
+    for args, kwargs in ARGS[name] + WRONG_ARGS.get(name, []):
+        generic, compiled = compiled_and_generic(name, args, kwargs)
+        assert generic == compiled, (args, kwargs)
+
+
+def test_factories_run_once_per_object_under_both() -> None:
+    for _ in range(2):
+        first, second = OURS["View"]("g"), OURS["View"]("g")
+        assert first.errors == {} and first.errors is not second.errors
+        assert first._derived is not second._derived
 
 
 def test_wrong_arguments_fail_as_with_the_standard_decorator() -> None:
