@@ -3,17 +3,19 @@
 A served emulator under load (the load generator of the scale tests, an exporter polling
 thousands of groups) is asked the same reads again and again: a group's connections
 (GET_CONSUMER_CONNECTION_LIST), its consume stats (GET_CONSUME_STATS), a topic's offsets
-(GET_TOPIC_STATS_INFO), the cluster and its routes. Between two changes of the cluster the answer
-to the same request is the same bytes, so :class:`ReplyCache` keeps each answer with the
-cluster's *version* at the time it was built and hands it out again while the version holds.
+(GET_TOPIC_STATS_INFO), the cluster and its routes, and each broker's whole tables (every group's
+consume stats, group and topic configs, consumer offsets) that every ``group list`` reads.
+Between two changes of the cluster the answer to the same request is the same bytes, so
+:class:`ReplyCache` keeps each answer with the cluster's *version* at the time it was built and
+hands it out again while the version holds.
 
-The version is ``(now_ms, events run, changes)``: the emulated clock (rates and ages read it),
-the scheduler's count of events run (every client's pull, commit, heartbeat and rebalance is an
-event), and :attr:`EmulatedCluster.changes`, which counts what changes the cluster outside the
-scheduler: every request that is not a cached read (a commit, a heartbeat, a topic created; the
-server counts it before and after its handler), a connection that closed, and the control API's
-actions. A cluster changed by direct calls in the same process is not seen, which is why only
-``emulator serve`` turns the cache on.
+The version is ``(now_ms, events run, changes)``: the emulated clock (rates and ages read it), the
+scheduler's count of events run (every client's pull, commit, heartbeat and rebalance is an event),
+and :attr:`EmulatedCluster.changes`, which counts what changes the cluster outside the scheduler:
+every request that is not a cached read (a commit, a heartbeat, a topic created; the server counts
+it before and after its handler), a connection that closed after such a request (one that only read,
+an admin tool's, changed nothing), and the control API's actions. A cluster changed by direct calls
+in the same process is not seen, which is why only ``emulator serve`` turns the cache on.
 
 Must not import the CLI, textual or pyspark, nor the server's connection handling.
 """
@@ -34,6 +36,13 @@ CACHED_READS = frozenset({
     RequestCode.GET_TOPIC_STATS_INFO,
     RequestCode.GET_BROKER_CLUSTER_INFO,
     RequestCode.GET_ROUTEINFO_BY_TOPIC,
+    # the name server's topics and each broker's whole tables: the costliest answers to build,
+    # asked by every group list (an uncached read in between would count as a change)
+    RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+    RequestCode.GET_BROKER_CONSUME_STATS,
+    RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    RequestCode.GET_ALL_TOPIC_CONFIG,
+    RequestCode.GET_ALL_CONSUMER_OFFSET,
 })
 
 #: answers kept at most (one per distinct request); the cache starts over when full

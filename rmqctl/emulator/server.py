@@ -235,6 +235,9 @@ class ServerConnection(asyncio.Protocol):
         self.writer: _TransportWriter | None = None
         self.endpoint: Endpoint | None = None
         self._refused = False
+        #: whether a request that may change the cluster (anything but a kept read) came on this
+        #: connection: only then may its closing change what the reads answer
+        self.changed_cluster = False
         #: why serving ended (None: the peer closed), once it has
         self._ended: Exception | None = None
         self._ending = False
@@ -593,6 +596,7 @@ class RemotingServer:
             if cmd.code in CACHED_READS:
                 return replies.answer(cmd, conn, handler, self.name)
             replies.changed()  # anything else may change what the reads answer
+        conn.changed_cluster = True
         result = handler(cmd, conn)
         if self.sync is not None:
             # Run what the request made due right now (e.g. a send waking long-polling pulls)
@@ -603,8 +607,9 @@ class RemotingServer:
         return result
 
     def connection_closed(self, conn: ServerConnection) -> None:
-        """The connection stopped serving: the broker forgets its clients."""
-        if self.replies is not None:
+        """The connection stopped serving: the broker forgets its clients. A connection that
+        only read (an admin tool's) leaves the kept answers as they are."""
+        if self.replies is not None and conn.changed_cluster:
             self.replies.changed()
         if self.on_close is not None:
             self.on_close(conn)

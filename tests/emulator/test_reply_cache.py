@@ -143,10 +143,16 @@ async def test_kept_answers_are_the_bytes_an_uncached_server_answers() -> None:
     reads = [
         (None, RequestCode.GET_BROKER_CLUSTER_INFO, {}),
         (None, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}),
+        (None, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}),
         ("broker-a", RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": GROUP}),
         ("broker-b", RequestCode.GET_CONSUME_STATS, {"consumerGroup": GROUP}),
         ("broker-a", RequestCode.GET_TOPIC_STATS_INFO, {"topic": TOPIC}),
         ("broker-b", RequestCode.GET_TOPIC_STATS_INFO, {"topic": "NoSuchTopic"}),
+        ("broker-a", RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "false"}),
+        ("broker-b", RequestCode.GET_BROKER_CONSUME_STATS, {}),
+        ("broker-a", RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, {}),
+        ("broker-b", RequestCode.GET_ALL_TOPIC_CONFIG, {}),
+        ("broker-a", RequestCode.GET_ALL_CONSUMER_OFFSET, {}),
     ]
     assert {code for _, code, _ in reads} == set(CACHED_READS)
     answers: list[list[tuple[int, str | None, bytes]]] = []
@@ -197,3 +203,44 @@ async def test_the_same_read_on_two_brokers_is_each_brokers_own_answer(monkeypat
                 assert f'"brokerName":"{name}"'.encode() in body, (code, name)
                 other = "broker-b" if name == "broker-a" else "broker-a"
                 assert f'"brokerName":"{other}"'.encode() not in body, (code, name)
+
+
+async def test_a_closed_connection_that_only_read_leaves_the_kept_answers(monkeypatch) -> None:
+    """An admin tool's connection that only read changed nothing: the next tool's same reads
+    are the kept answers. One that sent anything else (here a commit) was a change."""
+    async with served(monkeypatch) as (info, _cluster, replies, _admin):
+        broker = info.brokers["broker-a"]
+        reads = [(RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "false"}),
+                 (RequestCode.GET_ALL_CONSUMER_OFFSET, {}),
+                 (RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": GROUP})]
+
+        async def read_all(admin: AdminClient) -> list[bytes]:
+            return [await read(admin, broker, code, ext) for code, ext in reads]
+
+        async def closed_connection_then_read(write: bool) -> tuple[list[bytes], int]:
+            first = AdminClient([info.namesrv], timeout=5.0)
+            try:
+                await read_all(first)
+                if write:
+                    stats = await first.consume_stats(broker, GROUP)
+                    mq, entry = next((mq, e) for mq, e in stats.offsets.items() if mq.broker_name == "broker-a")
+                    response = await first.call(broker, RequestCode.UPDATE_CONSUMER_OFFSET, {
+                        "consumerGroup": GROUP, "topic": mq.topic, "queueId": mq.queue_id,
+                        "commitOffset": entry.consumer_offset})
+                    assert response.code == 0
+                    await read_all(first)
+            finally:
+                await first.close()
+            await asyncio.sleep(0.05)  # the server sees the close
+            second = AdminClient([info.namesrv], timeout=5.0)
+            try:
+                hits = replies.hits
+                answers = await read_all(second)
+                return answers, replies.hits - hits
+            finally:
+                await second.close()
+
+        _, kept = await closed_connection_then_read(write=False)
+        assert kept == len(reads)
+        _, kept = await closed_connection_then_read(write=True)
+        assert kept == 0
