@@ -28,7 +28,9 @@ round, after a tenth of the rounds, after the last and the maximum.
 Usage: ``python bench/bench_exporter.py [--baseline main] [--groups 2000 --queues 4 --brokers 2
 --clients 2000 --rounds 1000 --list-runs 20 --advance 30]``; the run to compare at 2,000 groups:
 ``--baseline main --rounds 20 --list-runs 3``; the memory curve over 1,000 rounds: ``--rounds 1000
---list-runs 1``.
+--list-runs 1``. ``--profile-from N`` profiles this tree's rounds from round N on (cProfile, timed in
+CPU seconds) into ``--profile-out``: ``--rounds 26 --profile-from 22`` profiles rounds with the
+stuck window full.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVE = "from rmqctl.cli.emulator_cmd import app; app(prog_name='rmqctl emulator')"
 
 WORKER = r'''
-import asyncio, gc, hashlib, json, sys, time
+import asyncio, cProfile, gc, hashlib, json, sys, time
 import httpx
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.emulator.serve import ServedClock
@@ -73,6 +75,8 @@ def digest(body):
 
 async def main():
     namesrv, control, advance = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    profile_from, profile_out = int(sys.argv[4]), sys.argv[5]
+    profiler, taken = cProfile.Profile(time.process_time), 0  # CPU time: the machine may be loaded
     async with httpx.AsyncClient(timeout=60) as http:
         health = (await http.get(f"{control}/v1/health")).json()
     now_ms = health.get("now_ms")
@@ -88,9 +92,16 @@ async def main():
             while True:
                 command = (await asyncio.to_thread(sys.stdin.readline)).strip()
                 if command == "round":
+                    taken += 1
+                    profiling = 0 < profile_from <= taken
+                    if profiling:
+                        profiler.enable()
                     wall, cpu = time.perf_counter(), time.process_time()
                     result = await maker.take()
                     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    if profiling:
+                        profiler.disable()
+                        profiler.dump_stats(profile_out)
                     collector.publish(result)
                     warm, warm_cpu = time.perf_counter(), time.process_time()
                     await asyncio.to_thread(server.exposition.warm)  # what the exporter does after a round
@@ -162,7 +173,8 @@ def baseline_tree(rev: str) -> Path:
 class Build:
     """One build's emulator and worker process."""
 
-    def __init__(self, label: str, tree: Path, scenario: str, advance: float) -> None:
+    def __init__(self, label: str, tree: Path, scenario: str, advance: float,
+                 profile: tuple[int, str] = (0, "")) -> None:
         self.label = label
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.server = subprocess.Popen(
@@ -174,7 +186,8 @@ class Build:
             raise SystemExit(f"the emulator did not start: {self.server.stderr.read() if self.server.stderr else ''}")
         served = json.loads(line)
         self.worker = subprocess.Popen(
-            [sys.executable, "-c", WORKER, served["namesrv"], served["control"], str(advance)],
+            [sys.executable, "-c", WORKER, served["namesrv"], served["control"], str(advance),
+             str(profile[0]), profile[1]],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tree, env={**env, "PYTHONPATH": str(tree)}, text=True)
         self.rounds: list[dict[str, Any]] = []
         self.lists: list[dict[str, Any]] = []
@@ -225,6 +238,10 @@ def main() -> None:
     parser.add_argument("--advance", type=float, default=30.0,
                         help="virtual seconds the emulator's clock moves on after each round (0: none)")
     parser.add_argument("--baseline", default="", help="git revision to compare with, in turns ('' for none)")
+    parser.add_argument("--profile-from", type=int, default=0,
+                        help="profile this tree's rounds from this one on (cProfile; 0: none)")
+    parser.add_argument("--profile-out", default="exporter-rounds.prof",
+                        help="where the profile of those rounds is written (pstats)")
     args = parser.parse_args()
     scenario = f"scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}"
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
@@ -234,7 +251,8 @@ def main() -> None:
         started = time.perf_counter()
         if base is not None:
             builds.append(Build(f"baseline {args.baseline}", base, scenario, args.advance))
-        builds.append(Build("this tree", ROOT, scenario, args.advance))
+        builds.append(Build("this tree", ROOT, scenario, args.advance,
+                            (args.profile_from, str(Path(args.profile_out).resolve()))))
         print(f"emulator {scenario}: {len(builds)} up in {time.perf_counter() - started:.1f} s", flush=True)
         every = max(1, args.rounds // 10)
         for n in range(args.rounds):

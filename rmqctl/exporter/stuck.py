@@ -6,7 +6,10 @@ observation per round over the last ``window`` seconds — and applies the same 
 order, so a verdict scraped from ``/metrics`` reads like one from ``rmqctl analyze stuck``: the
 statuses (``STALLED``, ``ORPHANED``, ``LAGGING``, ``REWOUND``, ``IDLE``, ``OK``, ``DLQ``,
 ``INSUFFICIENT_DATA``) and the rule ids (``frozen``, ``no-owner``, ``owner-not-subscribed`` …).
-A round whose offsets for a queue could not be read is a gap, never zeros.
+A round whose offsets for a queue could not be read is a gap, never zeros. :func:`judge` states
+the rules over a whole window; :class:`StuckJudge` keeps what they read up to date as each round's
+observation arrives and the oldest ages out, so a round costs the same whatever the window holds,
+with :func:`judge`'s verdicts (``tests/exporter/test_stuck_incremental.py`` holds the two equal).
 
 Pure: no I/O, no clock of its own (each observation carries its round's time). Imports the model
 and :mod:`rmqctl.stuck` (the verdict names, their order and the thresholds the doctor and the Spark
@@ -15,7 +18,6 @@ job share); must not import the CLI, textual or pyspark.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
@@ -176,42 +178,203 @@ def observations(view: GroupView) -> dict[MessageQueue, Observation]:
     return out
 
 
+class _Track:
+    """One queue's window and what :func:`judge` derives from it, kept up as observations come and go.
+
+    :func:`judge` walks the whole window every round; a track updates the same facts as each
+    observation is appended or ages out, so a round costs O(1) per queue. Positions are counted
+    from the queue's first observation (``base`` is the position of the window's oldest): an
+    event at a position no later than ``base`` has left the window and reads as :func:`judge`
+    reads it there, at index 0 (the pair it compared straddles the window's start).
+    """
+
+    __slots__ = ("allowed", "base", "caught_at", "last_caught_up", "maxima", "run_at", "run_obs",
+                 "seen", "seg_at", "seg_obs")
+
+    def __init__(self, allowed: int) -> None:
+        self.allowed = allowed
+        #: the window, oldest first (a list: a deque's first block alone outweighs a window)
+        self.seen: list[Observation] = []
+        #: position of ``seen[0]``; ``base + len(seen)`` is the next observation's
+        self.base = 0
+        #: position of the last owner change (``seg`` in :func:`judge`) and its observation
+        self.seg_at = 0
+        self.seg_obs: Observation | None = None
+        #: position where the current frozen run began (``run``) and its observation
+        self.run_at = 0
+        self.run_obs: Observation | None = None
+        #: position of the last observation within the allowed lag (-1: none yet)
+        self.caught_at = -1
+        self.last_caught_up = False
+        #: (position, consumer offset) of the window's observations whose offset no later one
+        #: reaches: the first is the window's greatest offset, and more than one means the
+        #: newest offset is below an earlier one (a rewind)
+        self.maxima: list[tuple[int, int]] = []
+
+    def append(self, obs: Observation) -> None:
+        seen = self.seen
+        at = self.base + len(seen)
+        caught_up = max(0, obs.broker_offset - obs.consumer_offset) <= self.allowed
+        if seen:
+            prev = seen[-1]
+            if obs.owner != prev.owner:
+                self.seg_at = self.run_at = at
+                self.seg_obs = self.run_obs = obs
+            elif obs.consumer_offset != prev.consumer_offset or self.last_caught_up:
+                self.run_at = at
+                self.run_obs = obs
+        if caught_up:
+            self.caught_at = at
+        self.last_caught_up = caught_up
+        maxima = self.maxima
+        offset = obs.consumer_offset
+        while maxima and maxima[-1][1] <= offset:
+            maxima.pop()
+        maxima.append((at, offset))
+        seen.append(obs)
+
+    def trim(self, horizon: int) -> None:
+        """Let the observations older than ``horizon`` (epoch ms) leave the window."""
+        seen = self.seen
+        gone = 0
+        for obs in seen:
+            if obs.ts_ms >= horizon:
+                break
+            gone += 1
+        if gone:
+            del seen[:gone]
+            self.base += gone
+        maxima = self.maxima
+        gone = 0
+        for at, _ in maxima:
+            if at >= self.base:
+                break
+            gone += 1
+        if gone:
+            del maxima[:gone]
+
+    def verdict(self, queue: MessageQueue, th: Thresholds) -> Verdict:
+        """What :func:`judge` says of ``queue`` over this window."""
+        seen = self.seen
+        n = len(seen)
+        if not n:
+            return Verdict(queue, RULE_STATUS["min-snapshots"], "min-snapshots", None, None, 0, None)
+        last = seen[-1]
+        last_lag = last.broker_offset - last.consumer_offset
+        if last_lag < 0:
+            last_lag = 0
+
+        def verdict(rule: str, frozen_since: int | None = None) -> Verdict:
+            return Verdict(queue, RULE_STATUS[rule], rule, last.owner, last_lag, n, frozen_since)
+
+        if queue.topic.startswith(stuck.DLQ_PREFIX):
+            return verdict("dlq")
+        if n < th.min_snapshots:
+            return verdict("min-snapshots")
+        base = self.base
+        allowed = self.allowed
+        first = seen[0]
+        seg = self.seg_at - base
+        seg_obs = self.seg_obs
+        if seg <= 0 or seg_obs is None:
+            seg, seg_obs = 0, first
+        run = self.run_at - base
+        run_obs = self.run_obs
+        if run <= 0 or run_obs is None:
+            run, run_obs = 0, first
+        frozen_n = n - run
+        if len(self.maxima) > 1 and not (frozen_n >= th.min_snapshots and last_lag > allowed):
+            return verdict("rewind")
+        if last_lag <= allowed:
+            if last.broker_offset == first.broker_offset:
+                return verdict("no-new-messages")
+            return verdict("caught-up")
+        if n - seg < th.min_snapshots:
+            return verdict("owner-changed")
+        since = run_obs.ts_ms
+        if frozen_n >= th.min_snapshots:
+            frozen_ms = last.ts_ms - since
+            if last.pop:
+                if run > 0 and frozen_ms < th.pop_commit_grace_ms:
+                    return verdict("pop-grace", since)
+                return verdict("not-popped", since)
+            if last.owner is None:
+                return verdict("no-owner", since)
+            if last.subscribed is False:
+                return verdict("owner-not-subscribed", since)
+            start_pull, last_pull = run_obs.pull_offset, last.pull_offset
+            pulled = start_pull is not None and last_pull is not None and last_pull > start_pull
+            if pulled and frozen_ms <= th.consume_timeout_ms:
+                return verdict("offset-pinned", since)
+            return verdict("frozen", since)
+        # negative: no observation of the window was within the allowed lag
+        caught_at = self.caught_at - base
+        seg_lag = seg_obs.broker_offset - seg_obs.consumer_offset
+        if caught_at < seg and last_lag > max(0, seg_lag):
+            return verdict("lag-growing")
+        return verdict("moving")
+
+
 class StuckJudge:
-    """Keeps each queue's observations of the last ``window_ms`` and judges them every round."""
+    """Keeps each queue's observations of the last ``window_ms`` and judges them every round.
+
+    Each queue's window is kept as a :class:`_Track`, which updates what :func:`judge` would derive
+    from it as observations arrive and age out: a round costs O(1) per queue, not O(window), and
+    gives :func:`judge`'s verdicts. A queue's track is dropped once its window is empty and its
+    group no longer lists it.
+    """
 
     def __init__(self, window_ms: int = 10 * 60_000, thresholds: Thresholds = Thresholds()) -> None:
         self.window_ms = window_ms
         self.thresholds = thresholds
-        self._seen: dict[tuple[str, MessageQueue], deque[Observation]] = {}
+        #: group → queue → its track
+        self._tracks: dict[str, dict[MessageQueue, _Track]] = {}
+
+    def window(self, group: str, queue: MessageQueue) -> list[Observation]:
+        """The observations of ``queue`` of ``group`` in the window, oldest first."""
+        track = self._tracks.get(group, {}).get(queue)
+        return list(track.seen) if track is not None else []
+
+    def tracked(self) -> int:
+        """How many queues the judge keeps a window of."""
+        return sum(len(kept) for kept in self._tracks.values())
 
     def add(self, views: Iterable[GroupView], now_ms: int) -> dict[str, list[Verdict]]:
         """Record one round's views and return every group's verdicts (queues sorted)."""
         out: dict[str, list[Verdict]] = {}
         #: group → every queue it should be consuming (``known_queues``, unsorted)
         live: dict[str, set[MessageQueue]] = {}
-        seen = self._seen
+        tracks = self._tracks
+        th = self.thresholds
         for view in views:
             group = view.group
+            kept = tracks.get(group)
+            if kept is None:
+                kept = tracks[group] = {}
             for mq, obs in observations(view).items():
-                key = (group, mq)
-                kept = seen.get(key)
-                if kept is None:
-                    kept = seen[key] = deque()
-                kept.append(obs)
+                track = kept.get(mq)
+                if track is None:
+                    track = kept[mq] = _Track(_allowed(th, mq.topic))
+                track.append(obs)
             queues = live.setdefault(group, set())
             queues.update(p.queue for p in view.progress)
             for listed in view.topic_queues.values():
                 queues.update(listed)
         horizon = now_ms - self.window_ms
-        for key in list(seen):
-            kept = seen[key]
-            while kept and kept[0].ts_ms < horizon:
-                kept.popleft()
-            if not kept and key[1] not in live.get(key[0], ()):
-                del seen[key]
-        thresholds = self.thresholds
+        for group in list(tracks):
+            kept = tracks[group]
+            wanted = live.get(group, set())
+            for mq in list(kept):
+                track = kept[mq]
+                track.trim(horizon)
+                if not track.seen and mq not in wanted:
+                    del kept[mq]
+            if not kept:
+                del tracks[group]
+        empty = _Track(0)
         for group in sorted(live):
-            out[group] = verdicts = [judge(mq, list(seen.get((group, mq), ())), thresholds)
+            kept = tracks.get(group, {})
+            out[group] = verdicts = [kept.get(mq, empty).verdict(mq, th)
                                      for mq in sorted(live[group], key=_QUEUE_ORDER)]
             if not verdicts:
                 del out[group]
