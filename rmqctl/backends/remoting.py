@@ -82,12 +82,12 @@ class RemotingBackend:
         # subscription-group table, and rows up to each topic's *write* queue count where
         # GET_CONSUME_STATS has rows up to the *read* count: a group with a topic whose two
         # counts differ is left out, and read one by one like a group without a config.
-        table, configs = await asyncio.gather(self.admin.broker_consume_stats(address),
-                                              self.admin.topic_configs(address))
-        uneven = {name for name, c in configs.items() if c.read_queue_nums != c.write_queue_nums}
+        table, counts = await asyncio.gather(self.admin.broker_consume_stats(address),
+                                             self.admin.topic_queue_counts(address))
+        uneven = {name for name, (reads, writes) in counts.items() if reads != writes}
         if not uneven:
             return table
-        if any(configs[name].write_queue_nums == 0 for name in uneven):
+        if any(counts[name][1] == 0 for name in uneven):
             return {}  # such a topic has no row to tell its groups by: every group is read alone
         return {group: stats for group, stats in table.items()
                 if not any(mq.topic in uneven for mq in stats.offsets)}

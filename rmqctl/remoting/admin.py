@@ -435,6 +435,11 @@ class AdminClient:
         return await self.fetch(address, RequestCode.GET_ALL_TOPIC_CONFIG, None,
                                 lambda r: bodies.topic_configs(r.body))
 
+    async def topic_queue_counts(self, address: str) -> dict[str, tuple[int, int]]:
+        """GET_ALL_TOPIC_CONFIG (21), only each topic's read and write queue counts, by name."""
+        return await self.fetch(address, RequestCode.GET_ALL_TOPIC_CONFIG, None,
+                                lambda r: bodies.topic_queue_counts(r.body))
+
     async def consumer_running_info(
         self, address: str, group: str, client_id: str
     ) -> ConsumerRunningInfo:

@@ -1023,6 +1023,53 @@ def topic_configs(body: bytes) -> dict[str, TopicConfig]:
     return out
 
 
+def topic_queue_counts(body: bytes) -> dict[str, tuple[int, int]]:
+    """Each topic's read and write queue counts from a broker's topic configs (21), by name: what
+    :func:`topic_configs` says of them, read in one pass where the body is laid out as brokers
+    write it (no config built), by :func:`topic_configs` otherwise."""
+    text = _utf8(body)
+    if text is not None:
+        found = _topic_queue_counts_as_written(text)
+        if found is not None:
+            return found
+    return {name: (config.read_queue_nums, config.write_queue_nums) for name, config in topic_configs(body).items()}
+
+
+#: one topic config as brokers write it (its fields sorted by name, string attributes), keyed by
+#: its name, then the comma or brace after it; groups: key, read count, write count, end
+_TOPIC_ENTRY = (
+    _W_STR + r':\{"attributes":\{(?:"[^"\\\x00-\x1f]*":"[^"\\\x00-\x1f]*"'
+    r'(?:,"[^"\\\x00-\x1f]*":"[^"\\\x00-\x1f]*")*)?\},"order":(?:true|false),"perm":' + _W_LONG
+    + r',"readQueueNums":' + _W_INT + r',"topicFilterType":"[^"\\\x00-\x1f]*","topicName":"[^"\\\x00-\x1f]*"'
+    r',"topicSysFlag":' + _W_LONG + r',"writeQueueNums":' + _W_INT + r"\}([,}])")
+
+
+def _topic_queue_counts_as_written(text: str) -> dict[str, tuple[int, int]] | None:
+    """:func:`topic_queue_counts` of a body in the layout brokers write, read in one pass; None
+    at the first thing outside that layout."""
+    at = _fields_before(text, "topicConfigTable", "{")
+    if at is None:
+        return None
+    pos = at
+    out: dict[str, tuple[int, int]] = {}
+    entry_at = re.compile(_TOPIC_ENTRY).match
+    if text.startswith("}", pos):
+        pos += 1
+    else:
+        while True:
+            match = entry_at(text, pos)
+            if match is None:
+                return None
+            name, reads, writes, after = match.groups()
+            if name.startswith("{"):
+                return None  # the general parser may read such a key as an object
+            out[name] = (int(reads), int(writes))
+            pos = match.end()
+            if after == "}":
+                break
+    return out if _rest_as_written(text, pos, "topicConfigTable") else None
+
+
 def encode_topic_configs(topics: Mapping[str, TopicConfig], version: tuple[int, int]) -> bytes:
     inner = ",".join(f"{_s(name)}:{_topic_config_json(tc)}" for name, tc in topics.items())
     return (f'{{"dataVersion":{data_version(*version)},"mappingDataVersion":{data_version(0, version[1])},'

@@ -3,8 +3,8 @@ few groups: the broker-wide answer's rows equal the per-group ones (but for ``pu
 the broker-wide answer never fills), except on a topic whose read and write queue counts differ,
 where its rows stop at the write count; the remoting back end leaves such a group out, and
 ``group list`` gives the same rows with the broker-wide read and without it. The broker writes
-that answer and its offset table (43) in the layout read in one pass, which reads them as the
-general parser does.
+that answer, its offset table (43) and its topic configs (21) in the layout read in one pass, which
+reads them as the general parser does.
 
 Real Java push consumers commit what they consumed; one group is stopped and then left a backlog
 so its numbers are not all equal; the offsets are read once the broker's answer stays the same.
@@ -122,13 +122,18 @@ def test_the_broker_wide_answer_equals_the_per_group_ones(
     assert [(s.group, s.total_diff) for s in rows] == sorted([(ga, 0), (gb, 5), (gc, 0)])
 
 
-    async def raw() -> tuple[bytes, bytes]:
+    async def raw() -> tuple[bytes, bytes, bytes]:
         async with AdminClient([real_cluster.namesrv_addr], timeout=20) as admin:
             wide = await admin.call(real_cluster.broker_addr, RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": False})
             table = await admin.call(real_cluster.broker_addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
-            return wide.body, table.body
+            topics = await admin.call(real_cluster.broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+            return wide.body, table.body, topics.body
 
-    wide_body, table_body = asyncio.run(raw())
+    wide_body, table_body, topics_body = asyncio.run(raw())
+    counts = bodies._topic_queue_counts_as_written(topics_body.decode())
+    assert counts is not None and counts[t1] == (2, 2) and counts[shrunk] == (4, 2), topics_body[:300]
+    assert counts == {name: (c.read_queue_nums, c.write_queue_nums)
+                      for name, c in bodies.topic_configs(topics_body).items()}
     one_pass = bodies._broker_consume_stats_as_written(wide_body.decode())
     assert one_pass is not None and {ga, gb, gc} <= set(one_pass), wide_body[:300]
     assert one_pass == bodies._broker_consume_stats_general(wide_body)
