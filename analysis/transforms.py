@@ -2,7 +2,8 @@
 
 Pure ``DataFrame -> DataFrame`` functions of built-in Spark functions (no Python UDFs), composed with
 ``df.transform``: the window (and up to an hour before it, where frozen runs began) and the columns read,
-broadcasting groups left out, progress marked per snapshot, one summary per queue, gaps counted, then
+broadcasting groups left out, queues and owners numbered, progress marked per snapshot, one summary per queue
+(of numbers only, the owners' ids looked up after), gaps counted, then
 :func:`analysis.rules.judge`. They read and write nothing; :mod:`analysis.files` and
 :mod:`analysis.stuck` do.
 
@@ -10,6 +11,8 @@ Imports only pyspark and the standard library so that it ships with spark-submit
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -27,8 +30,11 @@ queue's rows are shuffled, sorted and aggregated on it alone, so that the five k
 are neither carried through the shuffle nor compared in the sort; they are joined back to the one summary row of
 each queue."""
 
+OWNER_NO = "owner_no"
+"""An owner's number among the owners read (1, 2, … in the order of the client ids; null: no owner)."""
+
 ROW_COLUMNS = ("ts", "broker_offset", "consumer_offset", "pull_offset", "last_consumed_ts", "broker_last_ts",
-               "owner", "owner_subscribed", "pop", "retry_deliveries")
+               OWNER_NO, "owner_subscribed", "pop", "retry_deliveries")
 """What :func:`mark_progress` and :func:`summarize_queues` read of an answered snapshot row besides its queue."""
 
 
@@ -55,10 +61,20 @@ def number_queues(df: DataFrame) -> DataFrame:
         "*", F.row_number().over(Window.orderBy(*QUEUE_KEY)).alias(QUEUE_NO))
 
 
-def answered_rows(queues: DataFrame, th: Thresholds) -> Transform:
+def number_owners(df: DataFrame) -> DataFrame:
+    """One row per owner of ``df`` (a client id): the owner and its :data:`OWNER_NO` (dense, in the order of the
+    ids). The rows of a queue carry the number instead of the string: the shuffle and the sort carry less, the window
+    compares two numbers, and the aggregate per queue holds only fixed-width values, which Spark compiles into
+    generated code (an aggregate over structs or strings it interprets, row at a time)."""
+    return df.select("owner").where(F.col("owner").isNotNull()).distinct().select(
+        "*", F.row_number().over(Window.orderBy("owner")).alias(OWNER_NO))
+
+
+def answered_rows(queues: DataFrame, owners: DataFrame, th: Thresholds) -> Transform:
     """The rows a broker answered, each named by its queue's number (``queues``, from :func:`number_queues`)
-    instead of the five key columns, with what :func:`mark_progress` needs of the topic: ``allowed``, the lag
-    counted as caught up there. Rows a broker failed to answer are removed: a gap, not a zero."""
+    instead of the five key columns and by its owner's number (``owners``, from :func:`number_owners`; null: no
+    owner), with what :func:`mark_progress` needs of the topic: ``allowed``, the lag counted as caught up there.
+    Rows a broker failed to answer are removed: a gap, not a zero."""
 
     def apply(df: DataFrame) -> DataFrame:
         # a POP group's dead-letter queue has no committed offset of the group: its broker offset alone tells
@@ -68,8 +84,8 @@ def answered_rows(queues: DataFrame, th: Thresholds) -> Transform:
         answered = df.where(
             F.col("error").isNull() & F.col("broker_offset").isNotNull()
             & (F.col("consumer_offset").isNotNull() | pop_dlq))
-        return answered.join(F.broadcast(queues), list(QUEUE_KEY)).select(
-            QUEUE_NO, *ROW_COLUMNS, allowed_lag(th).alias("allowed"))
+        return (answered.join(F.broadcast(queues), list(QUEUE_KEY)).join(F.broadcast(owners), "owner", "left")
+                .select(QUEUE_NO, *ROW_COLUMNS, allowed_lag(th).alias("allowed")))
 
     return apply
 
@@ -79,14 +95,13 @@ def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
 
     The rows may begin before the window (``since_ms``; None: every row is in it), read back only to find
     where a frozen run began. Adds ``in_window``, ``lag``, ``rn`` (position among the rows read),
-    ``prev_owner``, ``owner_changed``, ``seg_boundary`` (first snapshot of the window or under a new owner in
-    it), ``run_boundary`` (first snapshot of a frozen run: the first row read, the consumer offset moved, the
-    owner changed, or the previous snapshot was caught up — the consumer had nothing to do until then; the
-    window's start is no boundary), ``caught_up`` (in the window) and ``rewind`` (ts, offset before, offset
-    after) where the consumer offset went back between two snapshots of the window. Only offset window
-    functions (row_number, lag): one sort per queue, no running frames. Reads the rows of
-    :func:`answered_rows`: they are shuffled and sorted on :data:`QUEUE_NO` and ``ts``, which the aggregate
-    after it reuses.
+    ``prev_owner`` (the previous row's owner number), ``owner_changed``, ``seg_boundary`` (first snapshot of the
+    window or under a new owner in it), ``run_boundary`` (first snapshot of a frozen run: the first row read,
+    the consumer offset moved, the owner changed, or the previous snapshot was caught up — the consumer had
+    nothing to do until then; the window's start is no boundary), ``caught_up`` (in the window) and ``rewind``
+    (the consumer offset went back since the previous snapshot of the window). Only offset window functions
+    (row_number, lag): one sort per queue, no running frames. Reads the rows of :func:`answered_rows`: they are
+    shuffled and sorted on :data:`QUEUE_NO` and ``ts``, which the aggregate after it reuses.
     """
 
     def apply(df: DataFrame) -> DataFrame:
@@ -100,68 +115,98 @@ def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
         step = answered.select(
             "*",
             F.row_number().over(by_time).alias("rn"),
-            F.lag("owner").over(by_time).alias("prev_owner"),
+            F.lag(OWNER_NO).over(by_time).alias("prev_owner"),
             F.lag("consumer_offset").over(by_time).alias("prev_co"),
             F.lag("lag").over(by_time).alias("prev_lag"),
             F.coalesce(F.lag("in_window").over(by_time), F.lit(False)).alias("prev_in_window"),
         )
         window_row = F.col("in_window")
-        owner_changed = (F.col("rn") > 1) & ~F.col("owner").eqNullSafe(F.col("prev_owner"))
+        owner_changed = (F.col("rn") > 1) & ~F.col(OWNER_NO).eqNullSafe(F.col("prev_owner"))
         seg_boundary = window_row & (~F.col("prev_in_window") | owner_changed)
         run_boundary = (F.col("rn") == 1) | owner_changed | (F.col("consumer_offset") != F.col("prev_co")) | (
             F.col("prev_lag") <= F.col("allowed"))
-        rewind = F.struct(F.col("ts"), F.col("prev_co").alias("before"), F.col("consumer_offset").alias("after"))
         return step.select(
             "*",
             owner_changed.alias("owner_changed"),
             seg_boundary.alias("seg_boundary"),
             run_boundary.alias("run_boundary"),
             (window_row & (F.col("lag") <= F.col("allowed"))).alias("caught_up"),
-            F.when(window_row & F.col("prev_in_window") & (F.col("consumer_offset") < F.col("prev_co")), rewind)
-            .alias("rewind"),
+            (window_row & F.col("prev_in_window") & (F.col("consumer_offset") < F.col("prev_co"))).alias("rewind"),
         )
 
     return apply
 
 
-def summarize_queues(df: DataFrame) -> DataFrame:
+_FIRST = {"ts": "ts", "bo": "broker_offset", "co": "consumer_offset", "lag": "lag"}
+_LAST = {"ts": "ts", "bo": "broker_offset", "co": "consumer_offset", "pull": "pull_offset", "lag": "lag", "rn": "rn",
+         "owner": OWNER_NO, "subscribed": "owner_subscribed", "last_consumed_ts": "last_consumed_ts",
+         "broker_last_ts": "broker_last_ts", "pop": "pop"}
+_SEG_START = {"ts": "ts", "bo": "broker_offset", "co": "consumer_offset", "lag": "lag", "rn": "rn",
+              "prev_owner": "prev_owner", "changed": "owner_changed"}
+_RUN_START = {"ts": "ts", "bo": "broker_offset", "co": "consumer_offset", "pull": "pull_offset", "lag": "lag",
+              "rn": "rn"}
+_REWIND = {"ts": "ts", "before": "prev_co", "after": "consumer_offset"}
+
+
+def _pick(name: str, fields: dict[str, str], at: Column, pick: Callable[[Column, Column], Column]) -> list[Column]:
+    """``fields`` of the row where ``at`` is least or greatest (``pick``: min_by or max_by), each as its own
+    column ``name__field`` (fixed-width buffers: a compiled aggregate), and ``name`` itself: that ``at`` (null: no
+    row has one)."""
+    found = F.min(at) if pick is F.min_by else F.max(at)
+    return [found.alias(name), *(pick(F.col(column), at).alias(f"{name}__{field}") for field, column in fields.items())]
+
+
+def _struct(name: str, fields: Sequence[str], **computed: Column) -> Column:
+    """The struct of the columns :func:`_pick` made (null when no row had one), with ``computed`` fields."""
+    made = [computed[f].alias(f) if f in computed else F.col(f"{name}__{f}").alias(f) for f in fields]
+    return F.when(F.col(name).isNotNull(), F.struct(*made)).alias(name)
+
+
+def summarize_queues(owners: DataFrame) -> Transform:
     """One row per queue with a snapshot in the window: its first and last snapshot there, the start of the last
     owner segment and of the last frozen run (the latest boundary rows; a run may have begun before the window,
     and ``run_start.seen`` is false when it was frozen already at the first row read), the last caught-up
     position, the highest consumer offset, the last rewind and the most deliveries retry copies showed in the
-window, per :data:`QUEUE_NO` (the rows of :func:`mark_progress`: no second shuffle)."""
-    first = F.struct(
-        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"), F.col("lag"),
-    )
-    last = F.struct(
-        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), F.col("owner"),
-        F.col("owner_subscribed").alias("subscribed"), F.col("last_consumed_ts"), F.col("broker_last_ts"),
+    window, per :data:`QUEUE_NO` (the rows of :func:`mark_progress`: no second shuffle). Rows are picked by their
+    position ``rn``; the owners' numbers are turned back into their ids (``owners``, from :func:`number_owners`)
+    on the one row per queue."""
+
+    def apply(df: DataFrame) -> DataFrame:
+        rn = F.col("rn")
+        in_window = F.col("in_window")
         # older snapshot files do not say: not known to be POP, judged as before
-        F.coalesce(F.col("pop"), F.lit(False)).alias("pop"),
-    )
-    seg_start = F.struct(
-        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-        F.col("lag"), F.col("rn"), F.col("prev_owner"), F.col("owner_changed").alias("changed"),
-    )
-    run_start = F.struct(
-        F.col("ts"), F.col("broker_offset").alias("bo"), F.col("consumer_offset").alias("co"),
-        F.col("pull_offset").alias("pull"), F.col("lag"), F.col("rn"), (F.col("rn") > 1).alias("seen"),
-    )
-    window_ts = F.when(F.col("in_window"), F.col("ts"))
-    return df.groupBy(QUEUE_NO).agg(
-        F.count(window_ts).alias("n_window"),
-        # min_by/max_by skip rows whose ordering is null: rows before the window, and rows that start nothing
-        F.min_by(first, window_ts).alias("first"),
-        F.max_by(last, window_ts).alias("last"),
-        F.max_by(seg_start, F.when(F.col("seg_boundary"), F.col("ts"))).alias("seg_start"),
-        F.max_by(run_start, F.when(F.col("run_boundary"), F.col("ts"))).alias("run_start"),
-        F.max(F.when(F.col("caught_up"), F.col("rn"))).alias("caught_up_rn"),
-        F.max(F.when(F.col("in_window"), F.col("consumer_offset"))).alias("co_max"),
-        F.max("rewind").alias("rewind"),
-        # the most deliveries the retry copies read back in the window showed (null: none read)
-        F.max(F.when(F.col("in_window"), F.col("retry_deliveries"))).alias("retry_deliveries"),
-    ).where(F.col("n_window") > 0)
+        rows = df.withColumn("pop", F.coalesce(F.col("pop"), F.lit(False)))
+        agg = rows.groupBy(QUEUE_NO).agg(
+            F.count(F.when(in_window, rn)).alias("n_window"),
+            # rows before the window, and rows that start nothing, have no position to pick them by
+            *_pick("first", _FIRST, F.when(in_window, rn), F.min_by),
+            *_pick("last", _LAST, F.when(in_window, rn), F.max_by),
+            *_pick("seg_start", _SEG_START, F.when(F.col("seg_boundary"), rn), F.max_by),
+            *_pick("run_start", _RUN_START, F.when(F.col("run_boundary"), rn), F.max_by),
+            *_pick("rewind", _REWIND, F.when(F.col("rewind"), rn), F.max_by),
+            F.max(F.when(F.col("caught_up"), rn)).alias("caught_up_rn"),
+            F.max(F.when(in_window, F.col("consumer_offset"))).alias("co_max"),
+            # the most deliveries the retry copies read back in the window showed (null: none read)
+            F.max(F.when(in_window, F.col("retry_deliveries"))).alias("retry_deliveries"),
+        ).where(F.col("n_window") > 0)
+        # the two lookups read the same broadcast table (the plan reuses it)
+        last_owner = owners.select(F.col(OWNER_NO).alias("last__owner"), F.col("owner").alias("last_owner"))
+        prev_owner = owners.select(F.col(OWNER_NO).alias("seg_start__prev_owner"),
+                                   F.col("owner").alias("seg_prev_owner"))
+        named = (agg.join(F.broadcast(last_owner), "last__owner", "left")
+                 .join(F.broadcast(prev_owner), "seg_start__prev_owner", "left"))
+        return named.select(
+            QUEUE_NO, "n_window",
+            _struct("first", list(_FIRST)),
+            _struct("last", list(_LAST), owner=F.col("last_owner")),
+            _struct("seg_start", list(_SEG_START), prev_owner=F.col("seg_prev_owner")),
+            _struct("run_start", [*_RUN_START, "seen"], seen=F.col("run_start__rn") > 1),
+            "caught_up_rn", "co_max",
+            _struct("rewind", list(_REWIND)),
+            "retry_deliveries",
+        )
+
+    return apply
 
 
 def count_missing(df: DataFrame) -> DataFrame:
@@ -199,8 +244,9 @@ def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds 
     th = th or Thresholds()
     read = snapshots.transform(select_window(since_ms - th.run_lookback_ms, until_ms)).transform(drop_broadcasting)
     queues = number_queues(read)
-    summaries = (read.transform(answered_rows(queues, th)).transform(mark_progress(th, since_ms))
-                 .transform(summarize_queues).join(F.broadcast(queues), QUEUE_NO).drop(QUEUE_NO))
+    owners = number_owners(read)
+    summaries = (read.transform(answered_rows(queues, owners, th)).transform(mark_progress(th, since_ms))
+                 .transform(summarize_queues(owners)).join(F.broadcast(queues), QUEUE_NO).drop(QUEUE_NO))
     missing = count_missing(read.where(F.col("ts") >= F.timestamp_millis(F.lit(since_ms))))
     return (summaries.join(missing, list(QUEUE_KEY), "full_outer").transform(start_new_dead_letters)
             .transform(judge(th)))
