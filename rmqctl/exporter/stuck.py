@@ -327,12 +327,12 @@ class StuckJudge:
     def __init__(self, window_ms: int = 10 * 60_000, thresholds: Thresholds = Thresholds()) -> None:
         self.window_ms = window_ms
         self.thresholds = thresholds
-        #: group → queue → its track
-        self._tracks: dict[str, dict[MessageQueue, _Track]] = {}
+        #: group → queue (by its fields) → its track
+        self._tracks: dict[str, dict[tuple[str, str, int], _Track]] = {}
 
     def window(self, group: str, queue: MessageQueue) -> list[Observation]:
         """The observations of ``queue`` of ``group`` in the window, oldest first."""
-        track = self._tracks.get(group, {}).get(queue)
+        track = self._tracks.get(group, {}).get(_QUEUE_ORDER(queue))
         return list(track.seen) if track is not None else []
 
     def tracked(self) -> int:
@@ -342,8 +342,11 @@ class StuckJudge:
     def add(self, views: Iterable[GroupView], now_ms: int) -> dict[str, list[Verdict]]:
         """Record one round's views and return every group's verdicts (queues sorted)."""
         out: dict[str, list[Verdict]] = {}
+        # Queues are keyed by their fields (the order verdicts are listed in): a tuple of two
+        # strings and an int hashes and compares without calling into Python, a MessageQueue does
+        # not, and a round looks up each of its 20,000 queues several times.
         #: group → every queue it should be consuming (``known_queues``, unsorted)
-        live: dict[str, set[MessageQueue]] = {}
+        live: dict[str, dict[tuple[str, str, int], MessageQueue]] = {}
         tracks = self._tracks
         th = self.thresholds
         for view in views:
@@ -351,31 +354,63 @@ class StuckJudge:
             kept = tracks.get(group)
             if kept is None:
                 kept = tracks[group] = {}
-            for mq, obs in observations(view).items():
-                track = kept.get(mq)
+            queues = live.get(group)
+            if queues is None:
+                queues = live[group] = {}
+            for key, (mq, obs) in _observed(view, queues).items():
+                track = kept.get(key)
                 if track is None:
-                    track = kept[mq] = _Track(_allowed(th, mq.topic))
+                    track = kept[key] = _Track(_allowed(th, mq.topic))
                 track.append(obs)
-            queues = live.setdefault(group, set())
-            queues.update(p.queue for p in view.progress)
             for listed in view.topic_queues.values():
-                queues.update(listed)
+                for mq in listed:
+                    queues.setdefault(_QUEUE_ORDER(mq), mq)
         horizon = now_ms - self.window_ms
         for group in list(tracks):
             kept = tracks[group]
-            wanted = live.get(group, set())
-            for mq in list(kept):
-                track = kept[mq]
+            wanted = live.get(group, {})
+            for key in list(kept):
+                track = kept[key]
                 track.trim(horizon)
-                if not track.seen and mq not in wanted:
-                    del kept[mq]
+                if not track.seen and key not in wanted:
+                    del kept[key]
             if not kept:
                 del tracks[group]
         empty = _Track(0)
         for group in sorted(live):
             kept = tracks.get(group, {})
-            out[group] = verdicts = [kept.get(mq, empty).verdict(mq, th)
-                                     for mq in sorted(live[group], key=_QUEUE_ORDER)]
+            queues = live[group]
+            out[group] = verdicts = [kept.get(key, empty).verdict(queues[key], th) for key in sorted(queues)]
             if not verdicts:
                 del out[group]
         return out
+
+
+def _observed(view: GroupView, queues: dict[tuple[str, str, int], MessageQueue]
+              ) -> dict[tuple[str, str, int], tuple[MessageQueue, Observation]]:
+    """:func:`observations` of ``view`` keyed by each queue's fields; every queue of its progress
+    rows goes into ``queues`` on the way."""
+    holders: dict[tuple[str, str, int], str] = {}
+    for cid, held in view.assignments().items():  # by client id: a queue's first holder is its owner
+        for mq in held:
+            holders.setdefault(_QUEUE_ORDER(mq), cid)
+    pop = view.pop
+    subscribes: dict[tuple[str, str], bool | None] = {}
+    out = {}
+    sampled_at = view.sampled_at
+    for p in view.progress:
+        mq = p.queue
+        key = _QUEUE_ORDER(mq)
+        queues[key] = mq
+        if not p.known:
+            continue
+        owner = holders.get(key)
+        subscribed = None
+        if owner:
+            pair = (owner, mq.topic)
+            if pair not in subscribes:
+                subscribes[pair] = view.subscribes(owner, mq.topic)
+            subscribed = subscribes[pair]
+        out[key] = (mq, Observation(sampled_at, p.broker_offset, p.consumer_offset, p.pull_offset,
+                                    owner, subscribed, pop))
+    return out

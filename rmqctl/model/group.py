@@ -242,9 +242,13 @@ class GroupView:
     @property
     def client_subscriptions(self) -> dict[str, tuple[Subscription, ...]]:
         """Each client's own subscriptions (from its running info), retry topic excluded."""
-        return {
-            cid: info.user_subscriptions() for cid, info in sorted(self.running_infos.items())
-        }
+        subs: dict[str, tuple[Subscription, ...]] | None = self._derived.get("client_subscriptions")
+        if subs is None:
+            # the doctor's checks ask a dozen times per view
+            subs = self._derived["client_subscriptions"] = {
+                cid: info.user_subscriptions() for cid, info in sorted(self.running_infos.items())
+            }
+        return dict(subs)
 
     @property
     def total_diff(self) -> int:
@@ -334,6 +338,12 @@ class GroupView:
         subscribes: with a strategy that always covers every queue once (AVG, AVG_BY_CIRCLE,
         CONSISTENT_HASH) and unique client ids, that only happens while clients are still moving
         to a new allocation after a membership change. ``None`` when the holdings look settled."""
+        if "rebalance" not in self._derived:  # the doctor asks twice per view
+            self._derived["rebalance"] = self._rebalance_in_progress()
+        state: dict[str, list[MessageQueue]] | None = self._derived["rebalance"]
+        return None if state is None else {k: list(v) for k, v in state.items()}
+
+    def _rebalance_in_progress(self) -> dict[str, list[MessageQueue]] | None:
         if not self.running_infos or self.duplicate_clients or len(self.running_infos) < len(self.client_ids):
             return None
         if self.message_model == "BROADCASTING" or any(

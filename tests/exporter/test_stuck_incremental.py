@@ -80,6 +80,8 @@ def _view(group: str, queues: dict[MessageQueue, Queue], ts_ms: int, rng: random
                                       offsets_from="consume_stats" if known else "unknown"))
         if q.owner is not None:
             held[q.owner][mq] = ProcessQueueInfo()
+        if rng.random() < 0.1:  # a second holder (the first by client id owns it), or one that dropped it
+            held[rng.choice(CLIENTS)].setdefault(mq, ProcessQueueInfo(dropped=rng.random() < 0.5))
     if group == "pop":  # gRPC clients: nobody owns a queue
         connections = (ClientConnection("c1", "10.0.0.1:5000", "JAVA", 479, sdk="grpc"),)
         infos: dict[str, ConsumerRunningInfo] = {}
