@@ -172,10 +172,13 @@ def uneven_allocation(ctx: CheckContext) -> list[Finding]:
         if not subscribers or any(want is None for _, want in own.values()):
             continue  # a client whose share cannot be recomputed: nobody can be judged against it
         computed = {c: want or [] for c, (_, want) in own.items()}
+        mismatched = [c for c in subscribers if held[c] != computed[c]]
+        counts = {c: len(held[c]) for c in subscribers}
+        if not mismatched and (len(subscribers) < 2 or max(counts.values()) - min(counts.values()) <= 1):
+            continue  # every client holds its computed share, and the shares are even
         progress = progress_by_queue(view)
         evidence_clients = {c: {"holds": [queue_dict(m) for m in held[c]],
                                 "expected": [queue_dict(m) for m in computed[c]]} for c in subscribers}
-        mismatched = [c for c in subscribers if held[c] != computed[c]]
         names = sorted(set(strategies.values()))
         strategy_text = (f"every client of {view.group} allocates with {names[0]}" if len(names) == 1
                          else "the clients of " + view.group + " allocate with different strategies ("
@@ -211,9 +214,6 @@ def uneven_allocation(ctx: CheckContext) -> list[Finding]:
                 f"broker knows); if it lasts beyond one rebalance period (20 s, "
                 f"rocketmq.client.rebalance.waitInterval), restart {and_list(mismatched)} only.",
             ))
-            continue
-        counts = {c: len(held[c]) for c in subscribers}
-        if len(subscribers) < 2 or max(counts.values()) - min(counts.values()) <= 1:
             continue
         out.append(finding(
             ctx, "UNEVEN_ALLOCATION", "info",

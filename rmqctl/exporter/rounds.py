@@ -24,6 +24,7 @@ import gc
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from rmqctl import errors
 from rmqctl.doctor import run_checks
@@ -91,16 +92,20 @@ class RoundResult:
         return [f for r in self.groups.values() for f in r.findings]
 
 
+_QUEUE_FIELDS = attrgetter("topic", "broker_name", "queue_id")
+
+
 def _rates(before: GroupView | None, after: GroupView) -> tuple[dict[MessageQueue, float], dict[MessageQueue, float]]:
     if before is None:
         return {}, {}
     seconds = (after.sampled_at - before.sampled_at) / 1000
     if seconds <= 0:
         return {}, {}
-    old = {p.queue: p for p in before.progress if p.known}
+    # keyed by the queue's fields: a tuple hashes without calling into Python, a MessageQueue does not
+    old = {_QUEUE_FIELDS(p.queue): p for p in before.progress if p.known}
     consume, produce = {}, {}
     for p in after.progress:
-        prev = old.get(p.queue)
+        prev = old.get(_QUEUE_FIELDS(p.queue))
         if prev is None or not p.known:
             continue
         # an offset that went back (a reset, a recreated topic) counts as no progress, not negative
