@@ -27,8 +27,8 @@ import functools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from rmqctl import errors
 from rmqctl.model import (
@@ -54,6 +54,9 @@ from rmqctl.model import (
 from rmqctl.records import dataclass
 from rmqctl.remoting import fastjson
 from rmqctl.remoting.fastjson import encode_string as _encode_string
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 # ---------------------------------------------------------------------------------------------
 # Writing the fastjson dialect
@@ -1047,12 +1050,28 @@ _TOPIC_ENTRY = (
 def _topic_queue_counts_as_written(text: str) -> dict[str, tuple[int, int]] | None:
     """:func:`topic_queue_counts` of a body in the layout brokers write, read in one pass; None
     at the first thing outside that layout."""
-    at = _fields_before(text, "topicConfigTable", "{")
+
+    def take(groups: tuple[str, ...]) -> tuple[str, tuple[int, int]] | None:
+        name, reads, writes, _ = groups
+        if name.startswith("{"):
+            return None  # the general parser may read such a key as an object
+        return name, (int(reads), int(writes))
+
+    return _table_as_written(text, "topicConfigTable", _TOPIC_ENTRY, take)
+
+
+def _table_as_written(text: str, field: str, entry: str,
+                      take: Callable[[tuple[str, ...]], tuple[_K, _V] | None]) -> dict[_K, _V] | None:
+    """The body's map ``field`` read in one pass: each entry matched by the pattern ``entry``
+    (its last group the comma or brace after it), made a key and value by ``take`` from the
+    match's groups (None: outside the layout); None at the first thing outside the layout
+    brokers write."""
+    at = _fields_before(text, field, "{")
     if at is None:
         return None
     pos = at
-    out: dict[str, tuple[int, int]] = {}
-    entry_at = re.compile(_TOPIC_ENTRY).match
+    out: dict[_K, _V] = {}
+    entry_at = re.compile(entry).match
     if text.startswith("}", pos):
         pos += 1
     else:
@@ -1060,14 +1079,15 @@ def _topic_queue_counts_as_written(text: str) -> dict[str, tuple[int, int]] | No
             match = entry_at(text, pos)
             if match is None:
                 return None
-            name, reads, writes, after = match.groups()
-            if name.startswith("{"):
-                return None  # the general parser may read such a key as an object
-            out[name] = (int(reads), int(writes))
+            groups = match.groups()
+            item = take(groups)
+            if item is None:
+                return None
+            out[item[0]] = item[1]
             pos = match.end()
-            if after == "}":
+            if groups[-1] == "}":
                 break
-    return out if _rest_as_written(text, pos, "topicConfigTable") else None
+    return out if _rest_as_written(text, pos, field) else None
 
 
 def encode_topic_configs(topics: Mapping[str, TopicConfig], version: tuple[int, int]) -> bytes:
@@ -1098,33 +1118,20 @@ _OFFSETS_ENTRY = (_W_STR + r":\{((?:" + _W_LONG + ":" + _W_LONG + ",)*" + _W_LON
 def _consumer_offsets_as_written(text: str) -> dict[tuple[str, str], dict[int, int]] | None:
     """:func:`consumer_offsets` of a body in the layout brokers write, read in one pass; None at
     the first thing outside that layout."""
-    at = _fields_before(text, "offsetTable", "{")
-    if at is None:
-        return None
-    pos = at
-    out: dict[tuple[str, str], dict[int, int]] = {}
-    entry_at = re.compile(_OFFSETS_ENTRY).match
-    if text.startswith("}", pos):
-        pos += 1
-    else:
-        while True:
-            match = entry_at(text, pos)
-            if match is None:
-                return None
-            key, queues, after = match.groups()
-            topic, sep, group = key.partition("@")
-            if not sep or key.startswith("{"):
-                return None  # the general path names a key that is not topic@group
-            table: dict[int, int] = {}
-            if queues:
-                for pair in queues.split(","):
-                    queue_id, _, offset = pair.partition(":")
-                    table[int(queue_id)] = int(offset)
-            out[(topic, group)] = table
-            pos = match.end()
-            if after == "}":
-                break
-    return out if _rest_as_written(text, pos, "offsetTable") else None
+
+    def take(groups: tuple[str, ...]) -> tuple[tuple[str, str], dict[int, int]] | None:
+        key, queues, _ = groups
+        topic, sep, group = key.partition("@")
+        if not sep or key.startswith("{"):
+            return None  # the general path names a key that is not topic@group
+        table: dict[int, int] = {}
+        if queues:
+            for pair in queues.split(","):
+                queue_id, _, offset = pair.partition(":")
+                table[int(queue_id)] = int(offset)
+        return (topic, group), table
+
+    return _table_as_written(text, "offsetTable", _OFFSETS_ENTRY, take)
 
 
 def _consumer_offsets_general(body: bytes) -> dict[tuple[str, str], dict[int, int]]:
