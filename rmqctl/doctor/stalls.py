@@ -221,13 +221,14 @@ def lag_not_advancing(ctx: CheckContext) -> list[Finding]:
         # two samples closer than the broker may hold a filtered pull prove nothing about a client
         # that waits on one; a topic no online client subscribes is judged like any queue nobody
         # holds (ORPHANED), and ABANDONED_TOPIC_BACKLOG says why nobody does
-        if old is None or not (p.known and old.known) or \
-                filtering_may_explain(ctx.view, p.queue, interval_ms):
+        if old is None or not (p.known and old.known):
             continue
         # frozen as rmqctl.stuck defines it (the evidence analyze stuck needs too): same holder, same
-        # committed offset, messages waiting at both samples, new ones or not
+        # committed offset, messages waiting at both samples, new ones or not (asked first: most
+        # queues are not, and then what filtering may explain does not matter)
         if frozen_between(p.queue.topic, (old.owner, old.consumer_offset, old.diff),
-                          (p.owner, p.consumer_offset, p.diff)):
+                          (p.owner, p.consumer_offset, p.diff)) and \
+                not filtering_may_explain(ctx.view, p.queue, interval_ms):
             # rmqctl.stuck's verdict (STALLED or ORPHANED), the same whenever the run began
             subscribes = None if p.owner is None else ctx.view.subscribes(p.owner, p.queue.topic)
             rows.append({**queue_dict(p.queue), "broker_offset": [old.broker_offset, p.broker_offset],

@@ -305,10 +305,13 @@ class GroupView:
 
     def known_queues(self) -> list[MessageQueue]:
         """Every queue the group should be consuming: progress rows plus route queues."""
-        seen = {p.queue for p in self.progress}
-        for queues in self.topic_queues.values():
-            seen.update(queues)
-        return sort_queues(seen)
+        known: list[MessageQueue] | None = self._derived.get("known_queues")
+        if known is None:  # the doctor asks several times per view
+            seen = {p.queue for p in self.progress}
+            for queues in self.topic_queues.values():
+                seen.update(queues)
+            known = self._derived["known_queues"] = sort_queues(seen)
+        return list(known)
 
     @property
     def failed_brokers(self) -> dict[str, RmqctlError]:
