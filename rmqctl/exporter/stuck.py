@@ -88,6 +88,27 @@ def _allowed(th: Thresholds, topic: str) -> int:
     return th.retry_allowed_lag if stuck.is_retry(topic) else th.allowed_lag
 
 
+
+def _frozen_rule(start: Observation, last: Observation, start_seen: bool, th: Thresholds) -> str:
+    """The rule that names a queue frozen for at least ``th.min_snapshots`` observations and
+    behind, from the run's first observation ``start`` (``start_seen``: the run began inside the
+    window, not before it) and the last."""
+    frozen_ms = last.ts_ms - start.ts_ms
+    if last.pop:
+        # POP's commit trails the last popped message: a run whose start was seen and that is
+        # shorter than the grace says nothing yet; else nobody pops it (never ORPHANED)
+        return "pop-grace" if start_seen and frozen_ms < th.pop_commit_grace_ms else "not-popped"
+    if last.owner is None:
+        return "no-owner"
+    if last.subscribed is False:
+        return "owner-not-subscribed"
+    start_pull, last_pull = start.pull_offset, last.pull_offset
+    pulled = start_pull is not None and last_pull is not None and last_pull > start_pull
+    if pulled and frozen_ms <= th.consume_timeout_ms:
+        return "offset-pinned"
+    return "frozen"
+
+
 def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresholds()) -> Verdict:
     """The verdict of one queue over its answered observations in the window (oldest first)."""
     allowed = _allowed(th, queue.topic)
@@ -130,24 +151,9 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
         return verdict("caught-up")
     if len(seen) - seg < th.min_snapshots:
         return verdict("owner-changed")
-    frozen_ms = last.ts_ms - seen[run].ts_ms
-    since = seen[run].ts_ms
     if frozen_n >= th.min_snapshots:
-        if last.pop:
-            # POP's commit trails the last popped message: a run whose start was seen and that is
-            # shorter than the grace says nothing yet; else nobody pops it (never ORPHANED)
-            if run > 0 and frozen_ms < th.pop_commit_grace_ms:
-                return verdict("pop-grace", since)
-            return verdict("not-popped", since)
-        if last.owner is None:
-            return verdict("no-owner", since)
-        if last.subscribed is False:
-            return verdict("owner-not-subscribed", since)
-        start_pull, last_pull = seen[run].pull_offset, last.pull_offset
-        pulled = start_pull is not None and last_pull is not None and last_pull > start_pull
-        if pulled and frozen_ms <= th.consume_timeout_ms:
-            return verdict("offset-pinned", since)
-        return verdict("frozen", since)
+        rule = _frozen_rule(seen[run], last, run > 0, th)
+        return verdict(rule, seen[run].ts_ms)
     if (caught_up_at is None or caught_up_at < seg) and last.lag > seen[seg].lag:
         return verdict("lag-growing")
     return verdict("moving")
@@ -291,22 +297,8 @@ class _Track:
             return verdict("caught-up")
         if n - seg < th.min_snapshots:
             return verdict("owner-changed")
-        since = run_obs.ts_ms
         if frozen_n >= th.min_snapshots:
-            frozen_ms = last.ts_ms - since
-            if last.pop:
-                if run > 0 and frozen_ms < th.pop_commit_grace_ms:
-                    return verdict("pop-grace", since)
-                return verdict("not-popped", since)
-            if last.owner is None:
-                return verdict("no-owner", since)
-            if last.subscribed is False:
-                return verdict("owner-not-subscribed", since)
-            start_pull, last_pull = run_obs.pull_offset, last.pull_offset
-            pulled = start_pull is not None and last_pull is not None and last_pull > start_pull
-            if pulled and frozen_ms <= th.consume_timeout_ms:
-                return verdict("offset-pinned", since)
-            return verdict("frozen", since)
+            return verdict(_frozen_rule(run_obs, last, run > 0, th), run_obs.ts_ms)
         # negative: no observation of the window was within the allowed lag
         caught_at = self.caught_at - base
         seg_lag = seg_obs.broker_offset - seg_obs.consumer_offset
