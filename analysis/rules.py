@@ -114,9 +114,8 @@ def judge(th: Thresholds) -> Transform:
             (last["rn"] - seg["rn"] + 1).alias("seg_n"),
             (last["rn"] - run["rn"] + 1).alias("frozen_n"),
             (F.unix_millis(last["ts"]) - F.unix_millis(run["ts"])).alias("frozen_ms"),
-            F.when(last["lag"] == 0, F.lit(0)).otherwise(
-                F.unix_millis(last["broker_last_ts"]) - F.unix_millis(last["last_consumed_ts"])
-            ).alias("behind_ms"),
+            # the broker's newest message time less the last consumed one's, at the last snapshot
+            F.when(last["lag"] == 0, F.lit(0)).otherwise(last["behind"]).alias("behind_ms"),
             allowed_lag(th).alias("allowed"),
         )
         c = F.col

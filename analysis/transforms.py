@@ -33,9 +33,10 @@ each queue."""
 OWNER_NO = "owner_no"
 """An owner's number among the owners read (1, 2, … in the order of the client ids; null: no owner)."""
 
-ROW_COLUMNS = ("ts", "broker_offset", "consumer_offset", "pull_offset", "last_consumed_ts", "broker_last_ts",
-               OWNER_NO, "owner_subscribed", "pop", "retry_deliveries")
-"""What :func:`mark_progress` and :func:`summarize_queues` read of an answered snapshot row besides its queue."""
+ROW_COLUMNS = ("ts", "broker_offset", "consumer_offset", "pull_offset", OWNER_NO, "owner_subscribed", "pop",
+               "retry_deliveries")
+"""What :func:`mark_progress` and :func:`summarize_queues` read of an answered snapshot row besides its queue (and
+``behind``, see :func:`answered_rows`)."""
 
 
 def select_window(since_ms: int, until_ms: int) -> Transform:
@@ -73,8 +74,10 @@ def number_owners(df: DataFrame) -> DataFrame:
 def answered_rows(queues: DataFrame, owners: DataFrame, th: Thresholds) -> Transform:
     """The rows a broker answered, each named by its queue's number (``queues``, from :func:`number_queues`)
     instead of the five key columns and by its owner's number (``owners``, from :func:`number_owners`; null: no
-    owner), with what :func:`mark_progress` needs of the topic: ``allowed``, the lag counted as caught up there.
-    Rows a broker failed to answer are removed: a gap, not a zero."""
+    owner), with what :func:`mark_progress` needs of the topic: ``allowed``, the lag counted as caught up there,
+    and ``behind``: the broker's newest message time less the last consumed message's, in milliseconds (only the
+    last row's is read: one number through the shuffle instead of two times). Rows a broker failed to answer are
+    removed: a gap, not a zero."""
 
     def apply(df: DataFrame) -> DataFrame:
         # a POP group's dead-letter queue has no committed offset of the group: its broker offset alone tells
@@ -85,7 +88,9 @@ def answered_rows(queues: DataFrame, owners: DataFrame, th: Thresholds) -> Trans
             F.col("error").isNull() & F.col("broker_offset").isNotNull()
             & (F.col("consumer_offset").isNotNull() | pop_dlq))
         return (answered.join(F.broadcast(queues), list(QUEUE_KEY)).join(F.broadcast(owners), "owner", "left")
-                .select(QUEUE_NO, *ROW_COLUMNS, allowed_lag(th).alias("allowed")))
+                .select(QUEUE_NO, *ROW_COLUMNS, allowed_lag(th).alias("allowed"),
+                        (F.unix_millis(F.col("broker_last_ts")) - F.unix_millis(F.col("last_consumed_ts")))
+                        .alias("behind")))
 
     return apply
 
@@ -139,8 +144,7 @@ def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
 
 _FIRST = {"ts": "ts", "bo": "broker_offset", "co": "consumer_offset", "lag": "lag"}
 _LAST = {"ts": "ts", "bo": "broker_offset", "co": "consumer_offset", "pull": "pull_offset", "lag": "lag", "rn": "rn",
-         "owner": OWNER_NO, "subscribed": "owner_subscribed", "last_consumed_ts": "last_consumed_ts",
-         "broker_last_ts": "broker_last_ts", "pop": "pop"}
+         "owner": OWNER_NO, "subscribed": "owner_subscribed", "behind": "behind", "pop": "pop"}
 _SEG_START = {"ts": "ts", "bo": "broker_offset", "co": "consumer_offset", "lag": "lag", "rn": "rn",
               "prev_owner": "prev_owner", "changed": "owner_changed"}
 _RUN_START = {"ts": "ts", "bo": "broker_offset", "co": "consumer_offset", "pull": "pull_offset", "lag": "lag",

@@ -26,6 +26,12 @@ def test_queue_rows_are_sorted_on_the_queue_number_then_time_and_shuffled_once(s
     # what crosses the shuffle: the number, no key column
     shuffled = {re.sub(r"#\d+L?$", "", c.strip()) for c in exchanges[0].split(",")}
     assert "queue_no" in shuffled and not shuffled & {"cluster", "group", "topic", "broker", "queue_id"}, shuffled
+    # the owner crosses it as a number, the two times only the last row's lag needs as one difference
+    assert "owner_no" in shuffled and not shuffled & {"owner", "last_consumed_ts", "broker_last_ts"}, shuffled
+    # the aggregate per queue picks rows field by field, over fixed-width values: no struct, no string
+    aggregate = re.search(r"Aggregate\(key=\[queue_no#\d+\], functions=\[(.*)", plan)
+    assert aggregate is not None and "struct(" not in aggregate.group(1), plan
+    assert not re.search(r"\(owner#", aggregate.group(1)), plan
     # the incident's three queues of one group: healthy, stalled under c2, orphaned
     assert [(r["queue_id"], r["status"]) for r in verdicts.orderBy("queue_id").collect()] == [
         (0, "OK"), (1, "STALLED"), (2, "ORPHANED")]
