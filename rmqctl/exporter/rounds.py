@@ -24,12 +24,11 @@ import gc
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 
 from rmqctl import errors
 from rmqctl.doctor import run_checks
 from rmqctl.doctor.checks import tag_conflict_topics
-from rmqctl.exporter.stuck import StuckJudge, Verdict
+from rmqctl.exporter.stuck import QUEUE_KEY, StuckJudge, Verdict
 from rmqctl.model import ExpressionHistory, Finding, GroupView, MessageQueue
 from rmqctl.source import ClusterSource
 from rmqctl.watch import DEFAULT_CONCURRENCY, Round, Watcher
@@ -92,9 +91,6 @@ class RoundResult:
         return [f for r in self.groups.values() for f in r.findings]
 
 
-_QUEUE_FIELDS = attrgetter("topic", "broker_name", "queue_id")
-
-
 def _rates(before: GroupView | None, after: GroupView) -> tuple[dict[MessageQueue, float], dict[MessageQueue, float]]:
     if before is None:
         return {}, {}
@@ -102,10 +98,10 @@ def _rates(before: GroupView | None, after: GroupView) -> tuple[dict[MessageQueu
     if seconds <= 0:
         return {}, {}
     # keyed by the queue's fields: a tuple hashes without calling into Python, a MessageQueue does not
-    old = {_QUEUE_FIELDS(p.queue): p for p in before.progress if p.known}
+    old = {QUEUE_KEY(p.queue): p for p in before.progress if p.known}
     consume, produce = {}, {}
     for p in after.progress:
-        prev = old.get(_QUEUE_FIELDS(p.queue))
+        prev = old.get(QUEUE_KEY(p.queue))
         if prev is None or not p.known:
             continue
         # an offset that went back (a reset, a recreated topic) counts as no progress, not negative

@@ -159,8 +159,9 @@ def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresho
     return verdict("moving")
 
 
-#: the order verdicts are listed in: topic, broker name, queue id (as plain strings compare)
-_QUEUE_ORDER = attrgetter("topic", "broker_name", "queue_id")
+#: a queue's fields as a tuple (topic, broker name, queue id): the order verdicts are listed in (as
+#: plain strings compare), and a key hashed without calling into Python, as a MessageQueue is not
+QUEUE_KEY = attrgetter("topic", "broker_name", "queue_id")
 
 
 def observations(view: GroupView) -> dict[MessageQueue, Observation]:
@@ -324,7 +325,7 @@ class StuckJudge:
 
     def window(self, group: str, queue: MessageQueue) -> list[Observation]:
         """The observations of ``queue`` of ``group`` in the window, oldest first."""
-        track = self._tracks.get(group, {}).get(_QUEUE_ORDER(queue))
+        track = self._tracks.get(group, {}).get(QUEUE_KEY(queue))
         return list(track.seen) if track is not None else []
 
     def tracked(self) -> int:
@@ -356,7 +357,7 @@ class StuckJudge:
                 track.append(obs)
             for listed in view.topic_queues.values():
                 for mq in listed:
-                    queues.setdefault(_QUEUE_ORDER(mq), mq)
+                    queues.setdefault(QUEUE_KEY(mq), mq)
         horizon = now_ms - self.window_ms
         for group in list(tracks):
             kept = tracks[group]
@@ -385,14 +386,14 @@ def _observed(view: GroupView, queues: dict[tuple[str, str, int], MessageQueue]
     holders: dict[tuple[str, str, int], str] = {}
     for cid, held in view.assignments().items():  # by client id: a queue's first holder is its owner
         for mq in held:
-            holders.setdefault(_QUEUE_ORDER(mq), cid)
+            holders.setdefault(QUEUE_KEY(mq), cid)
     pop = view.pop
     subscribes: dict[tuple[str, str], bool | None] = {}
     out = {}
     sampled_at = view.sampled_at
     for p in view.progress:
         mq = p.queue
-        key = _QUEUE_ORDER(mq)
+        key = QUEUE_KEY(mq)
         queues[key] = mq
         if not p.known:
             continue
