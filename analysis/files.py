@@ -50,6 +50,14 @@ class SnapshotFile:
     date: dt.date
     schema_version: int | None = None
     """The highest ``schema_version`` in the file; None before :func:`check_files` (or for a file of no rows)."""
+    rows: int | None = None
+    """Its rows, as :func:`check_files` read them (None before, or for a file of no rows)."""
+    first_ms: int | None = None
+    """Its earliest ``ts`` (epoch milliseconds, rounded down), as :func:`check_files` read it."""
+    last_ms: int | None = None
+    """Its latest ``ts`` (epoch milliseconds, rounded down), as :func:`check_files` read it."""
+    whole_ms: bool | None = None
+    """Whether every ``ts`` in it is a whole millisecond, as :func:`check_files` read it."""
 
 
 _DATE_DIR = re.compile(r"^date=(\d{4}-\d{2}-\d{2})$")
@@ -159,7 +167,8 @@ def check_files(spark: SparkSession, files: Sequence[SnapshotFile], warn: Callab
         .agg(F.max("schema_version").alias("version"),
              F.unix_millis(F.min("ts")).alias("first_ms"), F.unix_millis(F.max("ts")).alias("last_ms"),
              F.sum(F.when(not_null, 0).otherwise(1)).alias("incomplete"),
-             F.count(F.lit(1)).cast(LongType()).alias("rows"))
+             F.count(F.lit(1)).cast(LongType()).alias("rows"),
+             F.max(F.unix_micros("ts") % 1000 != 0).alias("sub_ms"))
         .collect()
     )
     by_path = {_local_path(row["file"]).resolve(): row for row in stats}
@@ -197,7 +206,8 @@ def check_files(spark: SparkSession, files: Sequence[SnapshotFile], warn: Callab
             warn(f"skipped {snapshot.path}: rows dated {_iso(bad)}, outside {_iso(EARLIEST_MS)} .. "
                  f"{_iso(latest_ms)} (a wrong clock?)")
             continue
-        usable.append(SnapshotFile(snapshot.path, snapshot.date, version))
+        usable.append(SnapshotFile(snapshot.path, snapshot.date, version, read, first_ms, last_ms,
+                                   not found["sub_ms"]))
     return usable
 
 

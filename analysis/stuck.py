@@ -63,7 +63,7 @@ from analysis.files import (  # noqa: E402
 )
 from analysis.rules import POP_STATUSES, STUCK_STATUSES, Thresholds  # noqa: E402
 from analysis.schema import QUEUE_KEY  # noqa: E402
-from analysis.transforms import diagnose, for_output, summarize_groups  # noqa: E402
+from analysis.transforms import SortKey, diagnose, for_output, summarize_groups  # noqa: E402
 
 __all__ = ["JobError", "Plan", "build_parser", "build_session", "main", "plan", "render", "run", "warn"]
 
@@ -363,7 +363,8 @@ def run(spark: SparkSession, job: Plan, on_warning: Callable[[str], None] | None
             raise JobError(f"no snapshots under {job.root}")
         until_ms = int(latest[0])
     since_ms = job.since_ms if job.since_ms is not None else until_ms - job.window_ms
-    verdicts = diagnose(read_snapshots(spark, files), since_ms, until_ms, job.thresholds).cache()
+    key = sort_key_for(files, since_ms - job.thresholds.run_lookback_ms, until_ms)
+    verdicts = diagnose(read_snapshots(spark, files), since_ms, until_ms, job.thresholds, key).cache()
     try:
         groups = summarize_groups(verdicts)
         document: dict[str, Any] | None = None
@@ -386,6 +387,21 @@ def run(spark: SparkSession, job: Plan, on_warning: Callable[[str], None] | None
     if document is not None:
         _write_text(job.out, render(document, job.output))
     return 1 if statuses & {*STUCK_STATUSES, *POP_STATUSES} else 0
+
+
+def sort_key_for(files: Sequence[SnapshotFile], since_ms: int, until_ms: int) -> SortKey | None:
+    """The one-long sort key for the rows of ``files`` (checked by :func:`~analysis.files.check_files`) from
+    ``since_ms`` to ``until_ms``: as many queues at most as the files have rows, times within both the files' and
+    the window's; None when a file was not looked at or the numbers need more than 63 bits (the rows are then
+    sorted on the queue number and the time, two columns)."""
+    read = [f for f in files if f.rows]
+    if any(f.first_ms is None or f.last_ms is None or f.whole_ms is None for f in read):
+        return None
+    if not read:
+        return None
+    first_ms = max(since_ms, min(f.first_ms for f in read if f.first_ms is not None))
+    last_ms = min(until_ms, max(f.last_ms for f in read if f.last_ms is not None))
+    return SortKey.fit(sum(f.rows or 0 for f in read), first_ms, last_ms, all(f.whole_ms for f in read))
 
 
 def warn(message: str) -> None:

@@ -13,6 +13,7 @@ Imports only pyspark and the standard library so that it ships with spark-submit
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -37,6 +38,46 @@ ROW_COLUMNS = ("ts", "broker_offset", "consumer_offset", "pull_offset", OWNER_NO
                "retry_deliveries")
 """What :func:`mark_progress` and :func:`summarize_queues` read of an answered snapshot row besides its queue (and
 ``behind``, see :func:`answered_rows`)."""
+
+
+SORT_KEY = "sort_key"
+"""A row's queue number and time packed into one long (see :class:`SortKey`)."""
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """How a row's :data:`QUEUE_NO` and ``ts`` are packed into one long, :data:`SORT_KEY`: the queue number in the
+    high bits, the time since ``base`` (in ``unit_us`` microseconds) in the low ``ts_bits``. Ordered by that one
+    long, the rows are in the order of (queue number, ts) exactly, equal times tying exactly where they tied before.
+
+    Spark sorts on a 64-bit prefix of the first sort column; with one long column the prefix is the whole key and
+    the sort compares no rows, it orders the keys by radix (``spark.sql.sort.enableRadixSort``). Built by
+    :meth:`fit` from what the job knows before reading: an upper bound of the queues (the rows of the files) and
+    the time span read."""
+
+    base: int
+    """The earliest time that can be read, in units of ``unit_us`` since the epoch."""
+    unit_us: int
+    """1000 (every time read is a whole millisecond) or 1 (some are not)."""
+    ts_bits: int
+    """Bits of the time since ``base``; the queue number has the ``63 - ts_bits`` above them."""
+
+    @classmethod
+    def fit(cls, max_queues: int, first_ms: int, last_ms: int, whole_ms: bool) -> SortKey | None:
+        """The key for at most ``max_queues`` queues numbered 1, 2, … and times from ``first_ms`` to ``last_ms``
+        (in whole milliseconds when ``whole_ms``, else in microseconds); None when they do not fit in 63 bits."""
+        unit_us = 1000 if whole_ms else 1
+        base = first_ms * 1000 // unit_us
+        # a time of ``last_ms`` rounded down may be up to 999 microseconds later
+        ts_bits = max(1, ((last_ms * 1000 + 999) // unit_us - base).bit_length())
+        if max_queues < 0 or last_ms < first_ms or max_queues.bit_length() + ts_bits > 63:
+            return None
+        return cls(base, unit_us, ts_bits)
+
+    def column(self) -> Column:
+        """:data:`SORT_KEY` of a row with :data:`QUEUE_NO` and ``ts`` inside the span :meth:`fit` was given."""
+        ts = F.unix_millis(F.col("ts")) if self.unit_us == 1000 else F.unix_micros(F.col("ts"))
+        return F.shiftleft(F.col(QUEUE_NO).cast("long"), self.ts_bits) + (ts - F.lit(self.base))
 
 
 def select_window(since_ms: int, until_ms: int) -> Transform:
@@ -95,7 +136,7 @@ def answered_rows(queues: DataFrame, owners: DataFrame, th: Thresholds) -> Trans
     return apply
 
 
-def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
+def mark_progress(th: Thresholds, since_ms: int | None = None, key: SortKey | None = None) -> Transform:
     """Per answered snapshot, in time order per queue: its lag, position and what starts there.
 
     The rows may begin before the window (``since_ms``; None: every row is in it), read back only to find
@@ -111,6 +152,11 @@ def mark_progress(th: Thresholds, since_ms: int | None = None) -> Transform:
 
     def apply(df: DataFrame) -> DataFrame:
         by_time = Window.partitionBy(QUEUE_NO).orderBy("ts")
+        if key is not None:
+            # sorted on the one long first (a radix sort), the window's sort on (queue number, key) finds its
+            # rows in order already and only checks it
+            df = df.select("*", key.column().alias(SORT_KEY)).repartition(QUEUE_NO).sortWithinPartitions(SORT_KEY)
+            by_time = Window.partitionBy(QUEUE_NO).orderBy(SORT_KEY)
         in_window = F.lit(True) if since_ms is None else F.col("ts") >= F.timestamp_millis(F.lit(since_ms))
         answered = df.select(
             "*", in_window.alias("in_window"),
@@ -240,7 +286,8 @@ def start_new_dead_letters(df: DataFrame) -> DataFrame:
             .drop("recorded_ts"))
 
 
-def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds | None = None) -> DataFrame:
+def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds | None = None,
+             key: SortKey | None = None) -> DataFrame:
     """Snapshot rows in, one verdict per queue of the window out (see the module docstring for the statuses).
 
     Rows up to ``th.run_lookback_ms`` before the window are read too, only to find where a frozen run began.
@@ -249,7 +296,7 @@ def diagnose(snapshots: DataFrame, since_ms: int, until_ms: int, th: Thresholds 
     read = snapshots.transform(select_window(since_ms - th.run_lookback_ms, until_ms)).transform(drop_broadcasting)
     queues = number_queues(read)
     owners = number_owners(read)
-    summaries = (read.transform(answered_rows(queues, owners, th)).transform(mark_progress(th, since_ms))
+    summaries = (read.transform(answered_rows(queues, owners, th)).transform(mark_progress(th, since_ms, key))
                  .transform(summarize_queues(owners)).join(F.broadcast(queues), QUEUE_NO).drop(QUEUE_NO))
     missing = count_missing(read.where(F.col("ts") >= F.timestamp_millis(F.lit(since_ms))))
     return (summaries.join(missing, list(QUEUE_KEY), "full_outer").transform(start_new_dead_letters)
