@@ -421,6 +421,17 @@ def _encode_client_connection(c: ClientConnection) -> str:
 
 
 def consumer_connection(body: bytes) -> ConsumerConnection:
+    """ConsumerConnection (203): read in one pass when laid out as brokers write it (see
+    :func:`_object_as_written`), by the general parser otherwise."""
+    text = _utf8(body)
+    if text is not None:
+        found = _consumer_connection_as_written(text)
+        if found is not None:
+            return found
+    return _consumer_connection_general(body)
+
+
+def _consumer_connection_general(body: bytes) -> ConsumerConnection:
     data = parse_body(body, "ConsumerConnection")
     conns = tuple(sorted(
         (_client_connection(c) for c in _objects(data.get("connectionSet"), "connectionSet")),
@@ -463,6 +474,17 @@ def encode_producer_connection(connections: Iterable[ClientConnection]) -> bytes
 
 
 def consume_stats(body: bytes) -> ConsumeStats:
+    """ConsumeStats (208) of one group, pull offsets kept: read in one pass when laid out as
+    brokers write it (see :func:`_object_as_written`), by the general parser otherwise."""
+    text = _utf8(body)
+    if text is not None:
+        found = _consume_stats_as_written(text)
+        if found is not None:
+            return found
+    return _consume_stats_general(body)
+
+
+def _consume_stats_general(body: bytes) -> ConsumeStats:
     return _consume_stats_data(parse_body(body, "ConsumeStats"), pull_offsets=True)
 
 
@@ -667,6 +689,367 @@ def _broker_consume_stats_as_written(text: str) -> dict[str, ConsumeStats] | Non
     return out if _rest_as_written(text, pos, "consumeStatsList") else None
 
 
+# ---------------------------------------------------------------------------------------------
+# Per-group answers read in one pass
+#
+# A round of the exporter reads, per group, its ConsumeStats (208) and ConsumerConnection (203)
+# from every broker and each client's ConsumerRunningInfo (307): thousands of small bodies. Laid
+# out as Java's fastjson writes them, each is read here in one pass straight into the model;
+# anything else takes the general parser, which gives the same result or names the error.
+
+#: a string of the layout, as a piece of a larger pattern (no group)
+_W_TEXT = r'"[^"\\\x00-\x1f]*"'
+_W_BOOL = r"(true|false)"
+#: a ``SubscriptionData`` as Java writes it (its fields sorted by name); six groups: codes,
+#: expression type, expression, version, tags, topic
+_W_SUBSCRIPTION = (
+    r'\{"classFilterMode":(?:true|false),"codeSet":\[((?:' + _W_LONG + ",)*" + _W_LONG + r')?\],"expressionType":'
+    + _W_STR + r',"subString":' + _W_STR + r',"subVersion":' + _W_INT + r',"tagsSet":\[((?:' + _W_TEXT + ",)*"
+    + _W_TEXT + r')?\],"topic":' + _W_STR + r"\}")
+#: one ``mqTable`` entry of a ConsumerRunningInfo (a ``MessageQueue`` key, a ``ProcessQueueInfo``),
+#: then the comma or brace after it
+_RI_QUEUE = (
+    r'\{"brokerName":' + _W_STR + r',"queueId":' + _W_INT + r',"topic":' + _W_STR + r'\}:\{"cachedMsgCount":'
+    + _W_INT + r',"cachedMsgMaxOffset":' + _W_INT + r',"cachedMsgMinOffset":' + _W_INT + r',"cachedMsgSizeInMiB":'
+    + _W_INT + r',"commitOffset":' + _W_INT + r',"droped":' + _W_BOOL + r',"lastConsumeTimestamp":' + _W_INT
+    + r',"lastLockTimestamp":' + _W_INT + r',"lastPullTimestamp":' + _W_INT + r',"locked":' + _W_BOOL
+    + r'(?:,"transactionMsgCount":' + _W_LONG + r',"transactionMsgMaxOffset":' + _W_LONG
+    + r',"transactionMsgMinOffset":' + _W_LONG + r')?,"tryUnlockTimes":' + _W_INT + r"\}([,}])")
+#: one ``statusTable`` entry (a topic and its ``ConsumeStatus``), then the comma or brace after it
+_RI_STATUS = (
+    _W_STR + r':\{"consumeFailedMsgs":' + _W_INT + r',"consumeFailedTPS":' + _W_NUM + r',"consumeOKTPS":' + _W_NUM
+    + r',"consumeRT":' + _W_NUM + r',"pullRT":' + _W_NUM + r',"pullTPS":' + _W_NUM + r"\}([,}])")
+#: one ``offsetTable`` entry of a group's ConsumeStats, its pull offset kept, then the comma or
+#: brace after it
+_CS_ENTRY = (
+    r'\{"brokerName":' + _W_STR + r',"queueId":' + _W_INT + r',"topic":' + _W_STR + r"\}:"
+    r'\{"brokerOffset":' + _W_INT + r',"consumerOffset":' + _W_INT + r',"lastTimestamp":' + _W_INT
+    + r'(?:,"pullOffset":' + _W_INT + r")?\}([,}])")
+#: one live channel of a ConsumerConnection, then the comma or bracket after it; groups:
+#: address, id, language, version, the end
+_CC_CONNECTION = (r'\{"clientAddr":' + _W_STR + r',"clientId":' + _W_STR + r',"language":' + _W_STR
+                  + r',"version":' + _W_INT + r"\}([,\]])")
+
+
+
+class _Layouts:
+    """The patterns above, each compiled on first use (``group show`` needs none of them) and then
+    kept as an attribute: a reader of thousands of bodies a round looks its matcher up at the
+    cost of an attribute."""
+
+    _PATTERNS = {"field": _FIELD, "string": _W_STR, "number": _W_NUM, "queue": _RI_QUEUE, "status": _RI_STATUS,
+                 "offset": _CS_ENTRY, "connection": _CC_CONNECTION,
+                 "subscription": _W_SUBSCRIPTION + r"([,\]])",
+                 "topic_subscription": _W_STR + ":" + _W_SUBSCRIPTION + "([,}])"}
+
+    def __getattr__(self, name: str) -> Callable[[str, int], re.Match[str] | None]:
+        matcher = re.compile(self._PATTERNS[name]).match
+        setattr(self, name, matcher)
+        return matcher
+
+
+_LAYOUT = _Layouts()
+
+#: reads one field's value where it starts in the text: the value and the position after it, or
+#: None when the value is not laid out as written
+_FieldReader = Callable[[str, int], "tuple[Any, int] | None"]
+
+
+def _object_as_written(text: str, readers: Mapping[str, _FieldReader]) -> dict[str, Any] | None:
+    """The values of the body's fields that ``readers`` name, each read where it starts by its
+    reader; every other field read as the general parser reads it and dropped, as the general
+    path drops it. The fields may come in any order; a field missing is missing here too.
+
+    None at anything outside the layout Java's fastjson writes (the general path then reads the
+    body): text that is not one object of fields without spaces, a field named twice (the general
+    path keeps the last), a name with an escape or opening with a brace (the general parser may
+    read it as an object), a reader's None, or a value the general parser would not read."""
+    if not text.startswith('{"'):
+        return None
+    pos = 1
+    found: dict[str, Any] = {}
+    seen: set[str] = set()
+    scanner: fastjson.Scanner | None = None
+    field_at = _LAYOUT.field
+    while True:
+        match = field_at(text, pos)
+        if match is None:
+            return None
+        name = match.group(1)
+        if name in seen or name.startswith("{"):
+            return None
+        seen.add(name)
+        pos = match.end()
+        reader = readers.get(name)
+        if reader is not None:
+            read = reader(text, pos)
+            if read is None:
+                return None
+            found[name], pos = read
+        else:
+            if scanner is None:
+                scanner = fastjson.Scanner(text)
+            start = pos
+            try:
+                _, pos = scanner.value_at(pos)
+            except errors.ProtocolError:
+                return None
+            if text.count("[", start, pos) + text.count("{", start, pos) >= fastjson.MAX_DEPTH:
+                return None  # it may nest a level too deep inside the body: the general path judges
+        if not text.startswith(",", pos):
+            break
+        pos += 1
+    if pos == len(text) - 1 and text.endswith("}") or re.compile(_DOCUMENT_END).match(text, pos) is not None:
+        return found
+    return None
+
+
+def _w_string(text: str, pos: int) -> tuple[str, int] | None:
+    match = _LAYOUT.string(text, pos)
+    return None if match is None else (match.group(1), match.end())
+
+
+def _w_number(token: str) -> float | None:
+    """A number of the layout as :func:`_float` reads it; None when it is not finite (the
+    general path names that)."""
+    value = _written_number(token)
+    return value if math.isfinite(value) else None
+
+
+def _w_subscription(groups: tuple[str, ...]) -> Subscription | None:
+    """The subscription a :data:`_W_SUBSCRIPTION` match holds (its six groups), as
+    :func:`subscription` reads it; None for a blank expression type (read otherwise there)."""
+    codes, expression_type, expression, version, tags, topic = groups
+    if not expression_type:
+        return None
+    return Subscription(topic=topic, expression=expression,
+                        tags=tuple(tags[1:-1].split('","')) if tags else (),
+                        codes=tuple(int(code) for code in codes.split(",")) if codes else (),
+                        sub_version=int(version), expression_type=expression_type)
+
+
+def _w_subscription_list(text: str, pos: int) -> tuple[list[Subscription], int] | None:
+    """A JSON array of subscriptions (``subscriptionSet``)."""
+    if not text.startswith("[", pos):
+        return None
+    pos += 1
+    out: list[Subscription] = []
+    if text.startswith("]", pos):
+        return out, pos + 1
+    sub_at = _LAYOUT.subscription
+    while True:
+        match = sub_at(text, pos)
+        if match is None:
+            return None
+        groups = match.groups()
+        sub = _w_subscription(groups[:6])
+        if sub is None:
+            return None
+        out.append(sub)
+        pos = match.end()
+        if groups[6] == "]":
+            return out, pos
+
+
+def _w_subscription_table(text: str, pos: int) -> tuple[dict[str, Subscription], int] | None:
+    """A map of topic to subscription (``subscriptionTable``)."""
+    if not text.startswith("{", pos):
+        return None
+    pos += 1
+    out: dict[str, Subscription] = {}
+    if text.startswith("}", pos):
+        return out, pos + 1
+    entry_at = _LAYOUT.topic_subscription
+    while True:
+        match = entry_at(text, pos)
+        if match is None:
+            return None
+        groups = match.groups()
+        topic = groups[0]
+        sub = _w_subscription(groups[1:7])
+        if sub is None or topic.startswith("{"):  # the general parser may read such a key as an object
+            return None
+        out[topic] = sub
+        pos = match.end()
+        if groups[7] == "}":
+            return out, pos
+
+
+def _w_properties(text: str, pos: int) -> tuple[dict[str, str], int] | None:
+    """A map of strings (``properties``), read as the general parser reads it; None when a key
+    or value is not a string, or a key opens with a brace (the general parser may read it as an
+    object)."""
+    if not text.startswith("{", pos):
+        return None
+    try:
+        value, end = fastjson.Scanner(text).value_at(pos)
+    except errors.ProtocolError:
+        return None
+    if type(value) is not dict:
+        return None
+    # the C decoder's keys are strings; a key opening with a brace follows a brace or a comma
+    read = text[pos:end]
+    if ',"{' in read or read.startswith('{"{') or not set(map(type, value.values())) <= {str}:
+        return None
+    return value, end  # strings only: one level deep
+
+
+def _w_queue_table(text: str, pos: int) -> tuple[dict[MessageQueue, ProcessQueueInfo], int] | None:
+    """``mqTable``: each queue the client holds and its process-queue state, in the queues'
+    order (the model's)."""
+    if not text.startswith("{", pos):
+        return None
+    pos += 1
+    out: dict[MessageQueue, ProcessQueueInfo] = {}
+    if text.startswith("}", pos):
+        return out, pos + 1
+    entry_at = _LAYOUT.queue
+    queue, info = MessageQueue, ProcessQueueInfo
+    # Java clients keep it in a TreeMap: in the queues' order already, told here for ASCII names
+    # (whose order is Java's) without the sort the model's comparison would cost
+    ordered, last = True, ("", "", -1)
+    while True:
+        match = entry_at(text, pos)
+        if match is None:
+            return None
+        (broker, queue_id, topic, cached, cached_max, cached_min, cached_mib, commit, dropped, consumed, locked_at,
+         pulled, locked, unlocks, after) = match.groups()
+        number = int(queue_id)
+        if ordered:
+            here = (topic, broker, number)
+            ordered = last < here and topic.isascii() and broker.isascii()
+            last = here
+        out[queue(topic, broker, number)] = info(
+            int(commit), int(cached), int(cached_min), int(cached_max), int(cached_mib), locked == "true",
+            dropped == "true", int(unlocks), int(locked_at), int(pulled), int(consumed))
+        pos = match.end()
+        if after == "}":
+            return (out if ordered else dict(sorted(out.items()))), pos
+
+
+def _w_status_table(text: str, pos: int) -> tuple[dict[str, ConsumeStatus], int] | None:
+    """``statusTable``: each topic's rates."""
+    if not text.startswith("{", pos):
+        return None
+    pos += 1
+    out: dict[str, ConsumeStatus] = {}
+    if text.startswith("}", pos):
+        return out, pos + 1
+    entry_at = _LAYOUT.status
+    while True:
+        match = entry_at(text, pos)
+        if match is None:
+            return None
+        topic, failed_msgs, failed_tps, ok_tps, consume_rt, pull_rt, pull_tps, after = match.groups()
+        pull_rt_, pull_tps_, consume_rt_, ok_tps_, failed_tps_ = (
+            _w_number(pull_rt), _w_number(pull_tps), _w_number(consume_rt), _w_number(ok_tps), _w_number(failed_tps))
+        if (pull_rt_ is None or pull_tps_ is None or consume_rt_ is None or ok_tps_ is None or failed_tps_ is None
+                or topic.startswith("{")):
+            return None
+        out[topic] = ConsumeStatus(pull_rt_, pull_tps_, consume_rt_, ok_tps_, failed_tps_, int(failed_msgs))
+        pos = match.end()
+        if after == "}":
+            return out, pos
+
+
+_RUNNING_INFO_FIELDS: dict[str, _FieldReader] = {
+    "properties": _w_properties, "subscriptionSet": _w_subscription_list, "mqTable": _w_queue_table,
+    "statusTable": _w_status_table}
+
+
+def _running_info_as_written(client_id: str, text: str) -> ConsumerRunningInfo | None:
+    """:func:`consumer_running_info` of a body in the layout Java clients write, read in one
+    pass; None at the first thing outside that layout."""
+    found = _object_as_written(text, _RUNNING_INFO_FIELDS)
+    if found is None:
+        return None
+    subs = found.get("subscriptionSet", ())
+    table = found.get("mqTable", {})
+    status = found.get("statusTable", {})
+    return ConsumerRunningInfo(client_id, found.get("properties", {}),
+                               tuple(sorted(subs, key=lambda s: (s.topic, s.expression))),
+                               table, dict(sorted(status.items())))
+
+
+def _w_offset_table(text: str, pos: int) -> tuple[dict[MessageQueue, OffsetEntry], int] | None:
+    """A group's ``offsetTable`` (208), pull offsets kept (None where not written)."""
+    if not text.startswith("{", pos):
+        return None
+    pos += 1
+    out: dict[MessageQueue, OffsetEntry] = {}
+    if text.startswith("}", pos):
+        return out, pos + 1
+    entry_at = _LAYOUT.offset
+    queue, entry_of = MessageQueue, OffsetEntry
+    while True:
+        match = entry_at(text, pos)
+        if match is None:
+            return None
+        broker, queue_id, topic, broker_offset, consumer_offset, last, pull, after = match.groups()
+        out[queue(topic, broker, int(queue_id))] = entry_of(
+            int(broker_offset), int(consumer_offset), None if pull is None else int(pull), int(last))
+        pos = match.end()
+        if after == "}":
+            return out, pos
+
+
+def _w_tps(text: str, pos: int) -> tuple[float, int] | None:
+    match = _LAYOUT.number(text, pos)
+    if match is None:
+        return None
+    value = _w_number(match.group(1))
+    return None if value is None else (value, match.end())
+
+
+_CONSUME_STATS_FIELDS: dict[str, _FieldReader] = {"consumeTps": _w_tps, "offsetTable": _w_offset_table}
+
+
+def _consume_stats_as_written(text: str) -> ConsumeStats | None:
+    """:func:`consume_stats` of a body in the layout brokers write, read in one pass; None at
+    the first thing outside that layout."""
+    found = _object_as_written(text, _CONSUME_STATS_FIELDS)
+    if found is None:
+        return None
+    return ConsumeStats(found.get("offsetTable", {}), found.get("consumeTps", 0.0))
+
+
+def _w_connections(text: str, pos: int) -> tuple[list[ClientConnection], int] | None:
+    """``connectionSet``: the group's live channels."""
+    if not text.startswith("[", pos):
+        return None
+    pos += 1
+    out: list[ClientConnection] = []
+    if text.startswith("]", pos):
+        return out, pos + 1
+    entry_at = _LAYOUT.connection
+    while True:
+        match = entry_at(text, pos)
+        if match is None:
+            return None
+        address, client_id, language, version, after = match.groups()
+        out.append(ClientConnection(client_id, address, language, int(version)))
+        pos = match.end()
+        if after == "]":
+            return out, pos
+
+
+_CONNECTION_FIELDS: dict[str, _FieldReader] = {
+    "connectionSet": _w_connections, "subscriptionTable": _w_subscription_table,
+    "consumeType": _w_string, "messageModel": _w_string, "consumeFromWhere": _w_string}
+
+
+def _consumer_connection_as_written(text: str) -> ConsumerConnection | None:
+    """:func:`consumer_connection` of a body in the layout brokers write, read in one pass; None
+    at the first thing outside that layout."""
+    found = _object_as_written(text, _CONNECTION_FIELDS)
+    if found is None:
+        return None
+    subs = found.get("subscriptionTable", {})
+    return ConsumerConnection(tuple(sorted(found.get("connectionSet", ()), key=lambda c: c.client_id)),
+                              dict(sorted(subs.items())), found.get("consumeType"), found.get("messageModel"),
+                              found.get("consumeFromWhere"))
+
+
 def _broker_consume_stats_general(body: bytes) -> dict[str, ConsumeStats]:
     data = parse_body(body, "ConsumeStatsList")
     out: dict[str, ConsumeStats] = {}
@@ -733,6 +1116,18 @@ def encode_process_queue_info(pq: ProcessQueueInfo) -> str:
 
 
 def consumer_running_info(client_id: str, body: bytes) -> ConsumerRunningInfo:
+    """ConsumerRunningInfo (307), written by the client: read in one pass when laid out as Java
+    clients write it (see :func:`_object_as_written`; the fields the model does not keep, such as
+    ``jstack`` or ``mqPopTable``, read and dropped), by the general parser otherwise."""
+    text = _utf8(body)
+    if text is not None:
+        found = _running_info_as_written(client_id, text)
+        if found is not None:
+            return found
+    return _consumer_running_info_general(client_id, body)
+
+
+def _consumer_running_info_general(client_id: str, body: bytes) -> ConsumerRunningInfo:
     data = parse_body(body, "ConsumerRunningInfo")
     raw_props = _obj(data.get("properties"), "properties")
     props: dict[str, str] = dict(raw_props)
