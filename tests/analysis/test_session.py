@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from analysis.stuck import SMALL_INPUT_BYTES, START_FAST_JVM, local_cores
+from analysis.stuck import SERIAL_GC_INPUT_BYTES, SMALL_INPUT_BYTES, START_FAST_JVM, jvm_flags_for, local_cores
 
 
 @pytest.mark.parametrize(("master", "cores"), [
@@ -22,6 +22,17 @@ def test_a_fast_starting_jvm_only_for_small_input() -> None:
     # 10^6 snapshot rows are about 8 MB of Parquet; 10^7 (82 MB) run long enough for the full JIT to pay
     assert 8 << 20 < SMALL_INPUT_BYTES < 82 << 20
     assert START_FAST_JVM.split() == ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+
+def test_one_garbage_collector_thread_up_to_a_few_times_ten_million_rows() -> None:
+    # 10^7 snapshot rows (82 MB) take less CPU with one collector thread; 10^8 (1.3 GB) keep the JVM's default
+    assert jvm_flags_for("local[2]", 8 << 20) == START_FAST_JVM
+    assert jvm_flags_for("local[2]", 82 << 20) == "-XX:+UseSerialGC"
+    assert 82 << 20 < SERIAL_GC_INPUT_BYTES < 1 << 30
+    assert jvm_flags_for("local[*]", 1 << 30) == ""
+    # another master, or a size not known: the JVM as it is
+    assert jvm_flags_for("spark://10.1.2.3:7077", 82 << 20) == ""
+    assert jvm_flags_for("local[2]", None) == ""
 
 
 def test_a_local_driver_is_sized_to_large_input_and_its_sort_cut_into_partitions() -> None:
