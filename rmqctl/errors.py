@@ -61,12 +61,23 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
+_made = 0
+
+
+def errors_made() -> int:
+    """How many rmqctl errors this process has constructed so far. A stretch of work across
+    which it stays the same took no error path: no read failed, none was refused or missing."""
+    return _made
+
+
 class RmqctlError(Exception):
     """Base of every rmqctl error: a one-line ``message`` and an optional ``hint``."""
 
     exit_code: ClassVar[ExitCode] = ExitCode.REFUSED
 
     def __init__(self, message: str, hint: str | None = None) -> None:
+        global _made
+        _made += 1
         super().__init__(message)
         self.message = message
         self.hint = hint

@@ -327,10 +327,14 @@ class ClusterService:
         except errors.RemoteError as exc:  # enableAllTopicList=false answers "disable"
             failures["namesrv"] = exc
         if self.backend.capabilities.lists_subscription_groups:
-            configs, broker_failures = await self._fan_out(
-                await self.masters(), self.backend.subscription_groups
-            )
+            masters = await self.masters()
+            read_at = self._clock.now()
+            configs, broker_failures = await self._fan_out(masters, self.backend.subscription_groups)
             failures.update(broker_failures)
+            # the views that follow read their groups' configs from these tables (one read per
+            # broker, not one for the list and one for the views)
+            for broker, table in configs.items():
+                self._config_tables[masters[broker]] = (read_at, table)
             for table in configs.values():
                 names.update(table)
             self._lite_groups = {name: cfg.lite_bind_topic for _, table in sorted(configs.items())

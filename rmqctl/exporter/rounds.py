@@ -127,8 +127,12 @@ class _Heap:
     With ``own_heap`` (the process is the exporter's: ``rmqctl exporter``, the bench), what the
     round leaves alive is then frozen out of the collector's passes (:func:`gc.freeze`), so the
     encoding and the scrapes between rounds never walk it either; frozen objects are still freed
-    when the next round replaces them. Cyclic garbage among them waits for the full collection
-    every :data:`FULL_COLLECTION_EVERY` rounds, which bounds it.
+    when the next round replaces them. The pass at the round's end then runs only when the round
+    took an error path (an rmqctl error was made: a failed or refused read, a client offline, a
+    topic missing), which is where its cycles come from: a round without one leaves none (none
+    found in thousands of rounds at 2,000 groups), and the pass over its million young objects
+    would cost ~0.16 s for nothing. Whatever cyclic garbage is frozen anyway waits for the full
+    collection every :data:`FULL_COLLECTION_EVERY` rounds, which bounds it.
     """
 
     def __init__(self, own_heap: bool) -> None:
@@ -140,6 +144,7 @@ class _Heap:
         if not gc.isenabled():
             yield
             return
+        made = errors.errors_made()
         gc.disable()
         try:
             yield
@@ -149,7 +154,7 @@ class _Heap:
             if self.own_heap and self.rounds % FULL_COLLECTION_EVERY == 0:
                 gc.unfreeze()
                 gc.collect()
-            else:
+            elif not self.own_heap or errors.errors_made() != made:
                 gc.collect(1)
             if self.own_heap:
                 gc.freeze()

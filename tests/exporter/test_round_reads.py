@@ -92,6 +92,25 @@ def test_a_round_reads_the_cluster_once_and_each_brokers_group_configs_once() ->
     assert all(calls["topic_route"] > len(GROUPS) for calls in later)  # T's route again, five minutes on
 
 
+def test_a_round_over_every_group_reads_each_brokers_group_configs_once_for_the_list_and_the_views() -> None:
+    backend = Counted()
+    clock = FakeClock()
+    maker = RoundMaker(ClusterService(backend, clock), None, concurrency=16)  # the groups listed each round
+
+    async def rounds() -> list[Counter[str]]:
+        counted = []
+        for _ in range(3):
+            backend.calls.clear()
+            result = await maker.take()
+            assert set(GROUPS) <= set(result.groups) and not result.failed_groups
+            counted.append(Counter(backend.calls))
+            clock.advance(30)
+        return counted
+
+    for calls in asyncio.run(rounds()):
+        assert calls["subscription_groups"] == 2
+
+
 def test_a_shared_cluster_read_that_failed_is_asked_again() -> None:
     backend = Counted()
     service = ClusterService(backend, FakeClock())
