@@ -127,12 +127,14 @@ class _Heap:
     With ``own_heap`` (the process is the exporter's: ``rmqctl exporter``, the bench), what the
     round leaves alive is then frozen out of the collector's passes (:func:`gc.freeze`), so the
     encoding and the scrapes between rounds never walk it either; frozen objects are still freed
-    when the next round replaces them. The pass at the round's end then runs only when the round
-    took an error path (an rmqctl error was made: a failed or refused read, a client offline, a
-    topic missing), which is where its cycles come from: a round without one leaves none (none
-    found in thousands of rounds at 2,000 groups), and the pass over its million young objects
-    would cost ~0.16 s for nothing. Whatever cyclic garbage is frozen anyway waits for the full
-    collection every :data:`FULL_COLLECTION_EVERY` rounds, which bounds it.
+    when the next round replaces them. What was made between two rounds (the encoding, the
+    scrapes: a few thousand objects, some of them in cycles) is collected as the next round
+    starts, before it could be frozen with it. The pass at the round's end runs only when the
+    round took an error path (an rmqctl error was made: a failed or refused read, a client
+    offline, a topic missing), which is where a round's own cycles come from: at 2,000 groups a
+    round without one left none, and the pass over its million young objects cost ~0.16 s for
+    nothing. Whatever cyclic garbage is frozen anyway waits for the full collection every
+    :data:`FULL_COLLECTION_EVERY` rounds, which bounds it.
     """
 
     def __init__(self, own_heap: bool) -> None:
@@ -144,6 +146,8 @@ class _Heap:
         if not gc.isenabled():
             yield
             return
+        if self.own_heap:
+            gc.collect(1)  # what the encoding and the scrapes left since the last round
         made = errors.errors_made()
         gc.disable()
         try:

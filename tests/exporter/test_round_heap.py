@@ -99,3 +99,13 @@ def test_every_rmqctl_error_counts_as_an_error_path() -> None:
     errors.ConsumerNotOnline(206, "the consumer group not online", address="127.0.0.1:10911")
     assert errors.errors_made() == before + 3
 
+
+
+def test_cycles_made_between_rounds_are_collected_before_the_next_round_is_frozen(passes: list[int]) -> None:
+    heap = _Heap(own_heap=True)
+    with heap.round():
+        pass
+    garbage = cyclic_garbage()  # made after a round (the encoding, a scrape): young, not frozen yet
+    with heap.round():
+        passes.clear()
+    assert garbage() is None
