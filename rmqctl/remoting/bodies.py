@@ -421,17 +421,8 @@ def _encode_client_connection(c: ClientConnection) -> str:
 
 
 def consumer_connection(body: bytes) -> ConsumerConnection:
-    """ConsumerConnection (203): read in one pass when laid out as brokers write it (see
-    :func:`_object_as_written`), by the general parser otherwise."""
-    text = _utf8(body)
-    if text is not None:
-        found = _consumer_connection_as_written(text)
-        if found is not None:
-            return found
-    return _consumer_connection_general(body)
-
-
-def _consumer_connection_general(body: bytes) -> ConsumerConnection:
+    # plain JSON, which the general parser reads at the C decoder's speed: a one-pass reader of
+    # its layout was measured slower
     data = parse_body(body, "ConsumerConnection")
     conns = tuple(sorted(
         (_client_connection(c) for c in _objects(data.get("connectionSet"), "connectionSet")),
@@ -692,10 +683,12 @@ def _broker_consume_stats_as_written(text: str) -> dict[str, ConsumeStats] | Non
 # ---------------------------------------------------------------------------------------------
 # Per-group answers read in one pass
 #
-# A round of the exporter reads, per group, its ConsumeStats (208) and ConsumerConnection (203)
-# from every broker and each client's ConsumerRunningInfo (307): thousands of small bodies. Laid
-# out as Java's fastjson writes them, each is read here in one pass straight into the model;
-# anything else takes the general parser, which gives the same result or names the error.
+# A round of the exporter reads, per group, its ConsumeStats (208) from every broker and each
+# client's ConsumerRunningInfo (307): thousands of small bodies; and every broker's group configs
+# (201), thousands of entries. Laid out as Java's fastjson writes them, each is read here in one
+# pass straight into the model; anything else takes the general parser, which gives the same
+# result or names the error. (A ConsumerConnection, 203, is plain JSON that the general parser
+# reads at the C decoder's speed.)
 
 #: a string of the layout, as a piece of a larger pattern (no group)
 _W_TEXT = r'"[^"\\\x00-\x1f]*"'
@@ -725,11 +718,23 @@ _CS_ENTRY = (
     r'\{"brokerName":' + _W_STR + r',"queueId":' + _W_INT + r',"topic":' + _W_STR + r"\}:"
     r'\{"brokerOffset":' + _W_INT + r',"consumerOffset":' + _W_INT + r',"lastTimestamp":' + _W_INT
     + r'(?:,"pullOffset":' + _W_INT + r")?\}([,}])")
-#: one live channel of a ConsumerConnection, then the comma or bracket after it; groups:
-#: address, id, language, version, the end
-_CC_CONNECTION = (r'\{"clientAddr":' + _W_STR + r',"clientId":' + _W_STR + r',"language":' + _W_STR
-                  + r',"version":' + _W_INT + r"\}([,\]])")
 
+
+#: a piece of a small JSON object: a character outside strings and brackets, a string without a
+#: brace or an escape, or a flat array
+_W_SMALL_PIECE = r'(?:[^{}"\[\]]|"[^"\\\x00-\x1f{}]*"|\[[^{}"\[\]]*\])*'
+#: a JSON object of at most three levels (a group's retry policy): objects in it hold no object
+_W_SMALL_OBJECT = r"\{" + _W_SMALL_PIECE + r"(?:\{" + _W_SMALL_PIECE + r"\}" + _W_SMALL_PIECE + r")*\}"
+#: one entry of a 5.x broker's ``subscriptionGroupTable`` (a group's name, its
+#: ``SubscriptionGroupConfig``), then the comma or brace after it; groups: key, attributes,
+#: broker id, broadcast, enable, orderly, name, retry policy, notify, deliveries, retry queues, end
+_SG_ENTRY = (
+    _W_STR + r':\{"attributes":\{((?:' + _W_TEXT + ":" + _W_TEXT + ",)*" + _W_TEXT + ":" + _W_TEXT
+    + r')?\},"brokerId":' + _W_INT + r',"consumeBroadcastEnable":' + _W_BOOL + r',"consumeEnable":' + _W_BOOL
+    + r',"consumeFromMinEnable":(?:true|false),"consumeMessageOrderly":' + _W_BOOL + r',"consumeTimeoutMinute":'
+    + _W_LONG + r',"groupName":' + _W_STR + r'(?:,"groupRetryPolicy":(' + _W_SMALL_OBJECT + r'))?,"groupSysFlag":'
+    + _W_LONG + r',"notifyConsumerIdsChangedEnable":' + _W_BOOL + r',"retryMaxTimes":' + _W_INT
+    + r',"retryQueueNums":' + _W_INT + r',"whichBrokerWhenConsumeSlowly":' + _W_LONG + r"\}([,}])")
 
 
 class _Layouts:
@@ -737,10 +742,8 @@ class _Layouts:
     kept as an attribute: a reader of thousands of bodies a round looks its matcher up at the
     cost of an attribute."""
 
-    _PATTERNS = {"field": _FIELD, "string": _W_STR, "number": _W_NUM, "queue": _RI_QUEUE, "status": _RI_STATUS,
-                 "offset": _CS_ENTRY, "connection": _CC_CONNECTION,
-                 "subscription": _W_SUBSCRIPTION + r"([,\]])",
-                 "topic_subscription": _W_STR + ":" + _W_SUBSCRIPTION + "([,}])"}
+    _PATTERNS = {"field": _FIELD, "number": _W_NUM, "queue": _RI_QUEUE, "status": _RI_STATUS,
+                 "offset": _CS_ENTRY, "subscription": _W_SUBSCRIPTION + r"([,\]])", "group_config": _SG_ENTRY}
 
     def __getattr__(self, name: str) -> Callable[[str, int], re.Match[str] | None]:
         matcher = re.compile(self._PATTERNS[name]).match
@@ -804,11 +807,6 @@ def _object_as_written(text: str, readers: Mapping[str, _FieldReader]) -> dict[s
     return None
 
 
-def _w_string(text: str, pos: int) -> tuple[str, int] | None:
-    match = _LAYOUT.string(text, pos)
-    return None if match is None else (match.group(1), match.end())
-
-
 def _w_number(token: str) -> float | None:
     """A number of the layout as :func:`_float` reads it; None when it is not finite (the
     general path names that)."""
@@ -848,30 +846,6 @@ def _w_subscription_list(text: str, pos: int) -> tuple[list[Subscription], int] 
         out.append(sub)
         pos = match.end()
         if groups[6] == "]":
-            return out, pos
-
-
-def _w_subscription_table(text: str, pos: int) -> tuple[dict[str, Subscription], int] | None:
-    """A map of topic to subscription (``subscriptionTable``)."""
-    if not text.startswith("{", pos):
-        return None
-    pos += 1
-    out: dict[str, Subscription] = {}
-    if text.startswith("}", pos):
-        return out, pos + 1
-    entry_at = _LAYOUT.topic_subscription
-    while True:
-        match = entry_at(text, pos)
-        if match is None:
-            return None
-        groups = match.groups()
-        topic = groups[0]
-        sub = _w_subscription(groups[1:7])
-        if sub is None or topic.startswith("{"):  # the general parser may read such a key as an object
-            return None
-        out[topic] = sub
-        pos = match.end()
-        if groups[7] == "}":
             return out, pos
 
 
@@ -1011,43 +985,6 @@ def _consume_stats_as_written(text: str) -> ConsumeStats | None:
     if found is None:
         return None
     return ConsumeStats(found.get("offsetTable", {}), found.get("consumeTps", 0.0))
-
-
-def _w_connections(text: str, pos: int) -> tuple[list[ClientConnection], int] | None:
-    """``connectionSet``: the group's live channels."""
-    if not text.startswith("[", pos):
-        return None
-    pos += 1
-    out: list[ClientConnection] = []
-    if text.startswith("]", pos):
-        return out, pos + 1
-    entry_at = _LAYOUT.connection
-    while True:
-        match = entry_at(text, pos)
-        if match is None:
-            return None
-        address, client_id, language, version, after = match.groups()
-        out.append(ClientConnection(client_id, address, language, int(version)))
-        pos = match.end()
-        if after == "]":
-            return out, pos
-
-
-_CONNECTION_FIELDS: dict[str, _FieldReader] = {
-    "connectionSet": _w_connections, "subscriptionTable": _w_subscription_table,
-    "consumeType": _w_string, "messageModel": _w_string, "consumeFromWhere": _w_string}
-
-
-def _consumer_connection_as_written(text: str) -> ConsumerConnection | None:
-    """:func:`consumer_connection` of a body in the layout brokers write, read in one pass; None
-    at the first thing outside that layout."""
-    found = _object_as_written(text, _CONNECTION_FIELDS)
-    if found is None:
-        return None
-    subs = found.get("subscriptionTable", {})
-    return ConsumerConnection(tuple(sorted(found.get("connectionSet", ()), key=lambda c: c.client_id)),
-                              dict(sorted(subs.items())), found.get("consumeType"), found.get("messageModel"),
-                              found.get("consumeFromWhere"))
 
 
 def _broker_consume_stats_general(body: bytes) -> dict[str, ConsumeStats]:
@@ -1300,7 +1237,67 @@ def encode_subscription_group_config(cfg: SubscriptionGroupConfig) -> bytes:
 
 
 def subscription_groups(body: bytes) -> dict[str, SubscriptionGroupConfig]:
-    """SubscriptionGroupWrapper (201): every group config of a broker, by group name."""
+    """SubscriptionGroupWrapper (201): every group config of a broker, by group name. Read in
+    one pass when laid out as 5.x brokers write it (see :func:`_object_as_written`), by the
+    general parser otherwise (a 4.x broker's configs lack fields the layout has)."""
+    text = _utf8(body)
+    if text is not None:
+        found = _object_as_written(text, _GROUP_TABLE_FIELDS)
+        if found is not None:
+            table: dict[str, SubscriptionGroupConfig] = found.get("subscriptionGroupTable", {})
+            return table
+    return _subscription_groups_general(body)
+
+
+#: retry policies read, by their text (a cluster's groups share a few)
+_POLICIES: dict[str, RetryPolicy | None] = {}
+
+
+def _w_retry_policy(written: str) -> RetryPolicy | None:
+    """The retry policy of its text, as the general path reads it (raises its error)."""
+    policy = _POLICIES.get(written)
+    if policy is None:
+        policy = _retry_policy(fastjson.loads(written))
+        if len(_POLICIES) >= 1024:
+            _POLICIES.clear()
+        _POLICIES[written] = policy
+    return policy
+
+
+def _w_group_table(text: str, pos: int) -> tuple[dict[str, SubscriptionGroupConfig], int] | None:
+    """``subscriptionGroupTable``: every group's config, sorted by name (as the model keeps them)."""
+    if not text.startswith("{", pos):
+        return None
+    pos += 1
+    out: dict[str, SubscriptionGroupConfig] = {}
+    if text.startswith("}", pos):
+        return out, pos + 1
+    entry_at = _LAYOUT.group_config
+    config, true = SubscriptionGroupConfig, "true"
+    while True:
+        match = entry_at(text, pos)
+        if match is None:
+            return None
+        (key, attributes, broker_id, broadcast, enable, orderly, name, policy, notify, deliveries, queues,
+         after) = match.groups()
+        if key.startswith("{"):
+            return None  # the general parser may read such a key as an object
+        try:
+            lite = _lite_bind_topic(json.loads("{" + attributes + "}")) if attributes else None
+            retry = None if policy is None else _w_retry_policy(policy)
+        except (errors.ProtocolError, ValueError):
+            return None  # the general path names the error
+        out[key] = config(name, enable == true, broadcast == true, orderly == true, int(queues), int(deliveries),
+                          int(broker_id), notify == true, retry, lite)
+        pos = match.end()
+        if after == "}":
+            return dict(sorted(out.items())), pos
+
+
+_GROUP_TABLE_FIELDS: dict[str, _FieldReader] = {"subscriptionGroupTable": _w_group_table}
+
+
+def _subscription_groups_general(body: bytes) -> dict[str, SubscriptionGroupConfig]:
     data = parse_body(body, "SubscriptionGroupWrapper")
     out = {}
     for name, value in _obj(data.get("subscriptionGroupTable"), "subscriptionGroupTable").items():

@@ -1,9 +1,10 @@
 """The one-pass readers of the per-group answers, held to the general decoding.
 
 A round of the exporter reads thousands of small per-group bodies: each client's
-ConsumerRunningInfo (307, written by the client), each group's ConsumeStats (208, pull offsets
-kept) and ConsumerConnection (203). Laid out as Java's fastjson writes them, each is read in one
-pass; anything else takes the general fastjson parser. Here both read the same bodies: generated
+ConsumerRunningInfo (307, written by the client) and each group's ConsumeStats (208, pull offsets
+kept); and each broker's table of group configs (201, thousands of entries). Laid out as Java's
+fastjson writes them, each is read in one pass; anything else takes the general fastjson parser.
+Here both read the same bodies: generated
 by the encoders (names with quotes, backslashes, control characters and non-ASCII text, extreme
 longs, any double, blank expression types), the bodies real 5.3.3 and 4.9.7 Java clients and
 brokers wrote (tests/golden), and both edited (spaces, reordered, missing or repeated fields,
@@ -24,15 +25,15 @@ from hypothesis import strategies as st
 
 from rmqctl.errors import ProtocolError
 from rmqctl.model import (
-    ClientConnection,
-    ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
     ConsumeStatus,
     MessageQueue,
     OffsetEntry,
     ProcessQueueInfo,
+    RetryPolicy,
     Subscription,
+    SubscriptionGroupConfig,
 )
 from rmqctl.remoting import bodies, frame
 
@@ -77,12 +78,18 @@ def group_consume_stats(names: st.SearchStrategy[str], longs: st.SearchStrategy[
     return st.builds(ConsumeStats, st.dictionaries(queue, entry, max_size=4), DOUBLE).map(bodies.encode_consume_stats)
 
 
-def connections(names: st.SearchStrategy[str], longs: st.SearchStrategy[int]) -> st.SearchStrategy[bytes]:
-    channel = st.builds(ClientConnection, names, names, names, longs)
-    conn = st.builds(ConsumerConnection, st.lists(channel, max_size=3).map(tuple),
-                     st.dictionaries(names, subscriptions(names, longs), max_size=3),
-                     st.none() | names, st.none() | names, st.none() | names)
-    return conn.map(bodies.encode_consumer_connection)
+def group_tables(names: st.SearchStrategy[str], longs: st.SearchStrategy[int]) -> st.SearchStrategy[bytes]:
+    number = st.none() | longs
+    policy = st.none() | st.builds(RetryPolicy, names, st.none() | st.lists(longs, max_size=3).map(tuple),
+                                   number, number, number)
+    config = st.builds(SubscriptionGroupConfig, names, st.booleans(), st.booleans(), st.booleans(), longs, longs,
+                       longs, st.booleans(), policy, st.none() | names | st.just(" "))
+    return st.builds(bodies.encode_subscription_groups, st.dictionaries(names, config, max_size=4),
+                     st.tuples(SMALL, SMALL))
+
+
+#: names the layout of a group's retry policy takes (no brace in it)
+NAME = PLAIN.filter(lambda name: "{" not in name and "}" not in name)
 
 
 def outcome(decode: Callable[[bytes], Any], body: bytes) -> Any:
@@ -104,7 +111,7 @@ def running_info_general(body: bytes) -> ConsumerRunningInfo:
 def as_general(body: bytes) -> None:
     assert outcome(running_info, body) == outcome(running_info_general, body)
     assert outcome(bodies.consume_stats, body) == outcome(bodies._consume_stats_general, body)
-    assert outcome(bodies.consumer_connection, body) == outcome(bodies._consumer_connection_general, body)
+    assert outcome(bodies.subscription_groups, body) == outcome(bodies._subscription_groups_general, body)
 
 
 def one_pass(body: bytes) -> list[str]:
@@ -112,7 +119,7 @@ def one_pass(body: bytes) -> list[str]:
     text = body.decode()
     taken = {"running_info": bodies._running_info_as_written("c", text),
              "consume_stats": bodies._consume_stats_as_written(text),
-             "connection": bodies._consumer_connection_as_written(text)}
+             "group_configs": bodies._object_as_written(text, bodies._GROUP_TABLE_FIELDS)}
     return sorted(name for name, found in taken.items() if found is not None)
 
 
@@ -144,23 +151,36 @@ def test_any_group_consume_stats_reads_as_the_general_decoding(body: bytes) -> N
 
 
 @PROPERTIES
-@given(connections(PLAIN, SMALL))
-def test_a_consumer_connection_as_written_is_read_in_one_pass(body: bytes) -> None:
-    if b'"expressionType":""' not in body:
-        assert "connection" in one_pass(body)
+@given(group_tables(NAME, SMALL))
+def test_a_group_config_table_as_written_is_read_in_one_pass(body: bytes) -> None:
+    assert "group_configs" in one_pass(body)
     as_general(body)
 
 
 @PROPERTIES
-@given(connections(TEXT, LONG))
-def test_any_consumer_connection_reads_as_the_general_decoding(body: bytes) -> None:
+@given(group_tables(TEXT, LONG))
+def test_any_group_config_table_reads_as_the_general_decoding(body: bytes) -> None:
     as_general(body)
 
 
-@pytest.mark.parametrize("directory", REAL, ids=["5.3.3", "4.9.7"])
-@pytest.mark.parametrize(("name", "reader"), [("307_get_consumer_running_info.bin", "running_info"),
-                                              ("208_get_consume_stats.bin", "consume_stats"),
-                                              ("203_get_consumer_connection_list.bin", "connection")])
+def test_a_5x_brokers_group_configs_are_read_in_one_pass_and_a_4x_brokers_by_the_general_path() -> None:
+    new = real_body(GOLDEN, "201_get_all_subscriptiongroup_config.bin")
+    old = real_body(GOLDEN / "rmq-4.9.7", "201_get_all_subscriptiongroup_config.bin")
+    assert "group_configs" in one_pass(new)
+    assert "group_configs" not in one_pass(old)  # no attributes, no consumeMessageOrderly: defaults
+    configs = bodies.subscription_groups(new)
+    assert configs["GoldenGroup"] == SubscriptionGroupConfig("GoldenGroup", retry_policy=RetryPolicy("CUSTOMIZED"))
+    assert bodies.subscription_groups(old)["GoldenGroup"] == SubscriptionGroupConfig("GoldenGroup", retry_policy=None)
+    assert list(configs) == sorted(configs)
+    as_general(new)
+    as_general(old)
+
+
+@pytest.mark.parametrize(("directory", "name", "reader"), [
+    *((directory, name, reader) for directory in REAL for name, reader in (
+        ("307_get_consumer_running_info.bin", "running_info"), ("208_get_consume_stats.bin", "consume_stats"))),
+    (GOLDEN, "201_get_all_subscriptiongroup_config.bin", "group_configs"),  # 4.9.7's: the general path (below)
+])
 def test_the_bodies_real_clients_and_brokers_write_are_read_in_one_pass(
         directory: Path, name: str, reader: str) -> None:
     body = real_body(directory, name)
@@ -219,11 +239,7 @@ EDITS = [
     (b'"codeSet":[', b'"codeSet":["7",'), (b'"expressionType":"TAG"', b'"expressionType":""'),
     (b'"expressionType":"TAG",', b''), (b'"tagsSet":[]', b'"tagsSet":null'),
     (b'"classFilterMode":false', b'"classFilterMode":0'),
-    (b'"subString":"', b'"subString":"a\\\\'), (b'"version":', b'"version":"'), (b'"clientId":"', b'"clientId":"{'),
-    (b'"language":"JAVA"', b'"language":null'), (b'"consumeType":', b'"consumeType":7,"x":'),
-    (b'"messageModel":"CLUSTERING",', b''), (b'"connectionSet":[', b'"connectionSet":[{},'),
-    (b'"subscriptionTable":{', b'"subscriptionTable":{"{\\"a\\":1}":{},'),
-    (b'"subscriptionTable":{', b'"subscriptionTable":{"{":{},'),
+    (b'"subString":"', b'"subString":"a\\\\'), (b'"messageModel":"CLUSTERING",', b''),
     (b'"properties":{', b'"properties":{"{x}":"y",'), (b'"properties":{', b'"properties":{"n":1,'),
     (b'"properties":{', b'"properties":{"a":"b","a":"c",'), (b'"properties":{"', b'"properties":{"\\u00e9'),
     (b'"statusTable":{', b'"statusTable":{"{":{},'), (b'"statusTable":{', b'"statusTable":null,"x":{'),
@@ -234,13 +250,27 @@ EDITS = [
     (b"1", b"1e999"), (b"0", b"00"), (b"2", b"2.5"), (b"1", b"12345678901234567890123"), (b"}", b"},"),
     (b'"queueId":0', b'"queueId":9'), (b'"queueId":1', b'"queueId":0'), (b'"topic":"', b'"topic":"\xc3\xa9'),
     (b'{"brokerName":"broker-b"', b'{"brokerName":"broker-0"'), (b'"statusTable":{"', b'"statusTable":{"zz'),
+    (b'"attributes":{', b'"attributes":{"lite.bind.topic":" L ",'),
+    (b'"attributes":{', b'"attributes":{"+lite.bind.topic":"",'),
+    (b'"attributes":{', b'"attributes":{"lite.bind.topic":"a","lite.bind.topic":"b",'),
+    (b'"attributes":{}', b'"attributes":{"lite.bind.topic":1}'), (b'"type":"CUSTOMIZED"', b'"type":1'),
+    (b'"type":"CUSTOMIZED"', b'"type":"exponential"'), (b'"type":"CUSTOMIZED"', b'"type":""'),
+    (b'"groupRetryPolicy":{', b'"groupRetryPolicy":{"customizedRetryPolicy":{"next":[1,"x"]},'),
+    (b'"groupRetryPolicy":{', b'"groupRetryPolicy":{"exponentialRetryPolicy":{"initial":1,"max":2.5},'),
+    (b'"groupRetryPolicy":{"type":"CUSTOMIZED"}', b'"groupRetryPolicy":null'),
+    (b'"consumeEnable":true', b'"consumeEnable":"true"'), (b'"retryMaxTimes":', b'"retryMaxTimes":1.5,"x":'),
+    (b'"consumeMessageOrderly":false', b'"consumeMessageOrderly":true'), (b'"brokerId":0', b'"brokerId":-0'),
+    (b'"groupName":"', b'"groupName":"\\u0041'), (b'"subscriptionGroupTable":{', b'"subscriptionGroupTable":{"{}":{},'),
+    (b'"subscriptionGroupTable":{"', b'"subscriptionGroupTable":{"Z":{"groupName":"Z"},"'),
+    (b'"subscriptionGroupTable":{', b'"subscriptionGroupTable":{"A":{},"A":{},'), (b',"groupSysFlag":0', b''),
+    (b'"forbiddenTable":{}', b'"forbiddenTable":{{"a":1}:2}'),
     *((b'{"', b"{" + field) for field in UNREAD), *((b'"statusTable"', field + b'"statusTable"') for field in UNREAD),
 ]
 
-BODIES = (running_infos(PLAIN, SMALL) | group_consume_stats(PLAIN, SMALL) | connections(PLAIN, SMALL)
+BODIES = (running_infos(PLAIN, SMALL) | group_consume_stats(PLAIN, SMALL) | group_tables(NAME, SMALL)
           | st.sampled_from([real_body(directory, name) for directory in REAL
                              for name in ("307_get_consumer_running_info.bin", "208_get_consume_stats.bin",
-                                          "203_get_consumer_connection_list.bin")]))
+                                          "201_get_all_subscriptiongroup_config.bin")]))
 
 
 @PROPERTIES
@@ -252,7 +282,6 @@ BODIES = (running_infos(PLAIN, SMALL) | group_consume_stats(PLAIN, SMALL) | conn
 @example(b'{"consumeTps":0.0,"offsetTable":{}}x', [], 0, 0)
 @example(b'{"consumeTps":0.0}', [], 0, 0)
 @example(b'{"offsetTable":{}}', [], 0, 0)
-@example(b'{"connectionSet":[]}', [], 0, 0)
 @example(b'{"properties":{"a":"b"},"mqTable":{}}', [], 0, 0)
 @example(b'{"x":' + b"[" * 511 + b"]" * 511 + b',"consumeTps":1.0}', [], 0, 0)
 @example(b'{"x":' + b"[" * 512 + b"]" * 512 + b',"consumeTps":1.0}', [], 0, 0)
@@ -284,7 +313,7 @@ def test_fields_the_model_does_not_read_are_read_past_in_one_pass(field: bytes) 
 
 REAL_BODIES = {f"{directory.name}/{name}": real_body(directory, name) for directory in REAL
                for name in ("307_get_consumer_running_info.bin", "208_get_consume_stats.bin",
-                            "203_get_consumer_connection_list.bin")}
+                            "201_get_all_subscriptiongroup_config.bin")}
 
 
 @pytest.mark.parametrize("name", sorted(REAL_BODIES))
@@ -304,14 +333,15 @@ def test_every_edit_of_a_real_body_reads_as_the_general_decoding(name: str) -> N
 #: parser then walks the later maps itself, and reads a text key that holds an object as that object
 WALKED = b'{"aWalked":{"x":{{"a":1}:2}},'
 STATUS = b'{"consumeFailedMsgs":0,"consumeFailedTPS":0.0,"consumeOKTPS":0.0,"consumeRT":0.0,"pullRT":0.0,"pullTPS":0.0}'
-SUB = (b'{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":1,"tagsSet":[],'
-       b'"topic":"T"}')
+CONFIG = (b'{"attributes":{},"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,'
+          b'"consumeFromMinEnable":true,"consumeMessageOrderly":false,"consumeTimeoutMinute":15,"groupName":"G","groupSysFlag":0,'
+          b'"notifyConsumerIdsChangedEnable":true,"retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}')
 
 
 @pytest.mark.parametrize(("name", "field", "value"), [
     ("rmq-4.9.7/307_get_consumer_running_info.bin", b'"properties":{', b'"y"'),
     ("rmq-4.9.7/307_get_consumer_running_info.bin", b'"statusTable":{', STATUS),
-    ("golden/203_get_consumer_connection_list.bin", b'"subscriptionTable":{', SUB),
+    ("golden/201_get_all_subscriptiongroup_config.bin", b'"subscriptionGroupTable":{', CONFIG),
 ])
 @pytest.mark.parametrize("key", [b'"{}"', b'"{\\"a\\":1}"'], ids=["plain", "escaped"])
 @pytest.mark.parametrize("before", [b"{", WALKED], ids=["read-by-c", "walked"])
