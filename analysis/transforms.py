@@ -147,7 +147,8 @@ def mark_progress(th: Thresholds, since_ms: int | None = None, key: SortKey | No
     nothing to do until then; the window's start is no boundary), ``caught_up`` (in the window) and ``rewind``
     (the consumer offset went back since the previous snapshot of the window). Only offset window functions
     (row_number, lag): one sort per queue, no running frames. Reads the rows of :func:`answered_rows`: they are
-    shuffled and sorted on :data:`QUEUE_NO` and ``ts``, which the aggregate after it reuses.
+    shuffled on :data:`QUEUE_NO` and sorted on it and ``ts`` (with ``key``: on :data:`SORT_KEY` alone first), an
+    order the aggregate after it reuses.
     """
 
     def apply(df: DataFrame) -> DataFrame:
