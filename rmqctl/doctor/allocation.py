@@ -9,6 +9,7 @@ Must not do I/O, and must not import the CLI, the TUI or pyspark.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rmqctl import errors
@@ -234,7 +235,7 @@ def uneven_allocation(ctx: CheckContext) -> list[Finding]:
     return out
 
 
-def _waiting(queues: list[MessageQueue], progress: dict[MessageQueue, Any]) -> str:
+def _waiting(queues: list[MessageQueue], progress: Mapping[MessageQueue, Any]) -> str:
     """The messages waiting on ``queues`` in words; unreadable offsets are unknown, never 0."""
     lags = [progress[mq].lag if mq in progress else None for mq in queues]
     return backlog_text(sum(v for v in lags if v is not None), sum(1 for v in lags if v is None))

@@ -104,8 +104,9 @@ def queues_by_topic(view: GroupView, topic: str) -> list[MessageQueue]:
     return sort_queues(queues)
 
 
-def progress_by_queue(view: GroupView) -> dict[MessageQueue, QueueProgress]:
-    return {p.queue: p for p in view.progress}
+def progress_by_queue(view: GroupView) -> Mapping[MessageQueue, QueueProgress]:
+    """:meth:`GroupView.progress_by_queue` (read only)."""
+    return view.progress_by_queue()
 
 
 def backlog_text(known: int, unknown_queues: int) -> str:

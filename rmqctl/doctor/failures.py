@@ -12,6 +12,7 @@ Must not do I/O, and must not import the CLI, the TUI or pyspark.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rmqctl.doctor.context import (
@@ -97,7 +98,7 @@ def dlq_backlog(ctx: CheckContext) -> list[Finding]:
     )]
 
 
-def _client_failures(c: dict[str, Any], progress: dict[MessageQueue, Any]) -> str:
+def _client_failures(c: dict[str, Any], progress: Mapping[MessageQueue, Any]) -> str:
     """One failing client in words: how many failures in what window, on which topics, and the
     queues of them it holds with the messages waiting there."""
     topics = and_list(sorted(c["topics"]))

@@ -454,9 +454,12 @@ def _tag_conflict(ctx: CheckContext, topic: str, owners: Mapping[MessageQueue, l
 
 
 def subscription_tag_conflict(ctx: CheckContext) -> list[Finding]:
+    topics = tag_conflict_topics(ctx.view)
+    if not topics:
+        return []
     owners = ctx.view.owners()
     progress = progress_by_queue(ctx.view)
-    return [_tag_conflict(ctx, topic, owners, progress) for topic in tag_conflict_topics(ctx.view)]
+    return [_tag_conflict(ctx, topic, owners, progress) for topic in topics]
 
 
 # --- SUBSCRIPTION_TOPIC_CONFLICT ----------------------------------------------------------------
@@ -471,8 +474,8 @@ def unpullable_held(ctx: CheckContext) -> dict[MessageQueue, str]:
     if ctx.previous is None:
         return out
     before = progress_by_queue(ctx.previous)
-    before_owners = ctx.previous.owners()
-    owners = view.owners()
+    before_owners = ctx.previous.holders()
+    owners = view.holders()
     cached = {mq: pq.cached_msg_count for info in view.running_infos.values()
               for mq, pq in info.mq_table.items() if not pq.dropped}
     for p in view.progress:

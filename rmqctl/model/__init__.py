@@ -27,6 +27,7 @@ from rmqctl.model.cluster import (
     TopicOffset,
     TopicRoute,
     TopicStats,
+    queue_of,
     retry_topic_groups,
     retry_topic_owner,
     sort_queues,
@@ -122,7 +123,7 @@ __all__ = [
     "compile_sql92", "decode_offset_message_id", "decode_trace_events", "encode_offset_message_id",
     "encode_trace_events",
     "format_millis", "unpullable_reason", "java_str_key", "java_string_hash", "parse_tag_expression",
-    "sort_queues", "sql92_subscription", "topic_kind", "version_desc", "version_ordinal",
+    "queue_of", "sort_queues", "sql92_subscription", "topic_kind", "version_desc", "version_ordinal",
     "retry_topic_groups", "retry_topic_owner",
     "HISTORY_DEPTH", "ExpressionHistory", "Observation", "Reign", "dated",
 ]

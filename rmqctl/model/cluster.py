@@ -122,6 +122,27 @@ class MessageQueue:
         )
 
 
+#: the queues :func:`queue_of` made, by their fields; emptied when it reaches :data:`_SHARED_QUEUES_CAP`
+_shared_queues: dict[tuple[str, str, int], MessageQueue] = {}
+_SHARED_QUEUES_CAP = 1 << 17
+
+
+def queue_of(topic: str, broker_name: str, queue_id: int) -> MessageQueue:
+    """``MessageQueue(topic, broker_name, queue_id)``, the same object each time while a table of
+    up to :data:`_SHARED_QUEUES_CAP` queues holds it (emptied when full: a queue is then made
+    anew, equal to the old one). Answers decoded this way (offsets, what each client holds, routes)
+    name one queue with one object, so looking it up in another answer's table or comparing it
+    is decided by identity, without calling the class's ``__eq__``; and it costs less than making
+    one."""
+    key = (topic, broker_name, queue_id)
+    found = _shared_queues.get(key)
+    if found is None:
+        if len(_shared_queues) >= _SHARED_QUEUES_CAP:
+            _shared_queues.clear()
+        found = _shared_queues[key] = MessageQueue(topic, broker_name, queue_id)
+    return found
+
+
 def sort_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
     """``queues`` in Java's ``MessageQueue`` order. A key sort: comparing through ``__lt__`` is a
     Python call per comparison, most of the time of a 10,000-queue group's dashboard refresh."""
@@ -199,7 +220,7 @@ class TopicRoute:
     def read_queues(self) -> list[MessageQueue]:
         """Every readable queue, sorted as the Java client sorts mqAll."""
         out = [
-            MessageQueue(self.topic, qd.broker_name, qid)
+            queue_of(self.topic, qd.broker_name, qid)
             for qd in self.queue_datas
             if qd.readable
             for qid in range(qd.read_queue_nums)

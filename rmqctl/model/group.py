@@ -267,6 +267,14 @@ class GroupView:
         names = {info.strategy for info in self.running_infos.values() if info.strategy}
         return names.pop() if len(names) == 1 else None
 
+    def progress_by_queue(self) -> Mapping[MessageQueue, QueueProgress]:
+        """Each queue's progress row, by its queue (kept with the view: the doctor's checks ask
+        for it many times; not to be changed)."""
+        by_queue: dict[MessageQueue, QueueProgress] | None = self._derived.get("by_queue")
+        if by_queue is None:
+            by_queue = self._derived["by_queue"] = {p.queue: p for p in self.progress}
+        return by_queue
+
     def _holdings(self) -> dict[str, tuple[MessageQueue, ...]]:
         held: dict[str, tuple[MessageQueue, ...]] | None = self._derived.get("holdings")
         if held is None:
@@ -289,6 +297,11 @@ class GroupView:
     def assignments(self) -> dict[str, list[MessageQueue]]:
         """Client id → queues it reports holding (from running infos), sorted Java-style."""
         return {cid: list(queues) for cid, queues in self._holdings().items()}
+
+    def holders(self) -> Mapping[MessageQueue, tuple[str, ...]]:
+        """:meth:`owners` as the view keeps it (not to be changed): what reads it only need not
+        copy it."""
+        return self._owners()
 
     def owners(self) -> dict[MessageQueue, list[str]]:
         """Queue → every client that reports holding it (two or more is itself a problem)."""

@@ -116,7 +116,7 @@ class ExpressionHistory:
         """This history with ``view`` added (a new object; queues ``view`` no longer has are
         kept, since a broker that failed once may answer again)."""
         queues = dict(self.queues)
-        owners = view.owners()
+        owners = view.holders()
         own_of: dict[tuple[str | None, str], Subscription | None] = {}
         for p in view.progress:
             if not p.known:

@@ -50,6 +50,7 @@ from rmqctl.model import (
     TopicRoute,
     TopicStats,
     parse_tag_expression,
+    queue_of,
 )
 from rmqctl.records import dataclass
 from rmqctl.remoting import fastjson
@@ -228,7 +229,7 @@ def message_queue(key: Any) -> MessageQueue:
         (n0, broker), (n1, queue_id), (n2, topic) = key
         if (n0 == "brokerName" and n1 == "queueId" and n2 == "topic" and type(broker) is str
                 and type(queue_id) is int and type(topic) is str):
-            return MessageQueue(topic, broker, queue_id)
+            return queue_of(topic, broker, queue_id)
     if isinstance(key, str) and key.startswith("{"):
         # BrowserCompatible output writes the object key as a JSON string of the object.
         key = fastjson.loads(key)
@@ -239,9 +240,9 @@ def message_queue(key: Any) -> MessageQueue:
     else:
         raise errors.ProtocolError(f"expected a MessageQueue key, got {_kind(key)}")
     try:
-        return MessageQueue(_str(data["topic"], "MessageQueue.topic"),
-                            _str(data["brokerName"], "MessageQueue.brokerName"),
-                            _int(data["queueId"], "MessageQueue.queueId"))
+        return queue_of(_str(data["topic"], "MessageQueue.topic"),
+                        _str(data["brokerName"], "MessageQueue.brokerName"),
+                        _int(data["queueId"], "MessageQueue.queueId"))
     except KeyError as exc:
         raise errors.ProtocolError(f"MessageQueue key lacks {exc}") from exc
 
@@ -613,7 +614,7 @@ def _broker_consume_stats_as_written(text: str) -> dict[str, ConsumeStats] | Non
     group_at, stats_at = re.compile(_CSL_GROUP).match, re.compile(_CSL_STATS).match
     entry_at = re.compile(_CSL_ENTRY).match
     startswith = text.startswith
-    queue, entry_of = MessageQueue, OffsetEntry
+    queue, entry_of = queue_of, OffsetEntry
     if startswith("]", pos):
         pos += 1
     else:
@@ -878,7 +879,7 @@ def _w_queue_table(text: str, pos: int) -> tuple[dict[MessageQueue, ProcessQueue
     if text.startswith("}", pos):
         return out, pos + 1
     entry_at = _LAYOUT.queue
-    queue, info = MessageQueue, ProcessQueueInfo
+    queue, info = queue_of, ProcessQueueInfo
     # Java clients keep it in a TreeMap: in the queues' order already, told here for ASCII names
     # (whose order is Java's) without the sort the model's comparison would cost
     ordered, last = True, ("", "", -1)
@@ -954,7 +955,7 @@ def _w_offset_table(text: str, pos: int) -> tuple[dict[MessageQueue, OffsetEntry
     if text.startswith("}", pos):
         return out, pos + 1
     entry_at = _LAYOUT.offset
-    queue, entry_of = MessageQueue, OffsetEntry
+    queue, entry_of = queue_of, OffsetEntry
     while True:
         match = entry_at(text, pos)
         if match is None:

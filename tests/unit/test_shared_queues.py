@@ -1,0 +1,55 @@
+"""One queue, one object: the decoders and the routes name a queue with the object
+:func:`~rmqctl.model.queue_of` keeps, so a lookup of one answer's queue in another's table is
+decided by identity; equality and order stay the value's."""
+
+from __future__ import annotations
+
+from rmqctl.model import (
+    ConsumeStats,
+    MessageQueue,
+    OffsetEntry,
+    ProcessQueueInfo,
+    QueueData,
+    TopicRoute,
+    cluster,
+    queue_of,
+)
+from rmqctl.model.consumer import ConsumerRunningInfo
+from rmqctl.remoting import bodies
+
+
+def test_the_same_fields_give_the_same_object_equal_to_a_queue_made_directly() -> None:
+    made = queue_of("T", "broker-a", 3)
+    assert queue_of("T", "broker-a", 3) is made
+    assert made == MessageQueue("T", "broker-a", 3) and hash(made) == hash(MessageQueue("T", "broker-a", 3))
+    assert queue_of("T", "broker-a", 4) is not made and queue_of("T", "broker-b", 3) != made
+
+
+def test_a_full_table_is_emptied_and_a_queue_made_again_is_equal_to_the_old_one() -> None:
+    old = queue_of("Full", "broker-a", 0)
+    setattr(cluster, "_SHARED_QUEUES_CAP", len(cluster._shared_queues))  # noqa: B010 - full now
+    try:
+        again = queue_of("Full", "broker-a", 1)
+        assert len(cluster._shared_queues) == 1
+        assert queue_of("Full", "broker-a", 0) == old
+    finally:
+        setattr(cluster, "_SHARED_QUEUES_CAP", 1 << 17)  # noqa: B010
+    assert again == MessageQueue("Full", "broker-a", 1)
+
+
+def test_offsets_what_a_client_holds_and_the_route_name_a_queue_with_one_object() -> None:
+    queues = [MessageQueue("Orders", "broker-a", n) for n in range(4)]
+    stats = ConsumeStats({mq: OffsetEntry(10, 5, 7, 1_700_000_000_000) for mq in queues}, 1.5)
+    read_stats = bodies.consume_stats(bodies.encode_consume_stats(stats))
+    held = {mq: ProcessQueueInfo(5, 2, 5, 7, 1, False, False, 0, 0, 1_700_000_000_000, 1_700_000_000_000)
+            for mq in queues[:2]}
+    info = ConsumerRunningInfo("10.0.0.1@1", {"consumeType": "CONSUME_PASSIVELY"}, (), held, {})
+    read_info = bodies.consumer_running_info("10.0.0.1@1", bodies.encode_consumer_running_info(info))
+    route = TopicRoute("Orders", (QueueData("broker-a", 4, 4, 6),), ())
+    assert read_stats == stats and read_info.mq_table == held
+    from_stats = sorted(read_stats.offsets)
+    from_info = sorted(read_info.mq_table)
+    from_route = route.read_queues()
+    assert from_route == queues
+    assert all(a is b for a, b in zip(from_stats, from_route, strict=True))
+    assert all(a is b for a, b in zip(from_info, from_route, strict=False))
