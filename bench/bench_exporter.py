@@ -265,6 +265,15 @@ def main() -> None:
                           f"unreadable, encode {figures['warm']:.2f} s, scrape {figures['scrapes'][-1] * 1000:.1f} ms "
                           f"({figures['size'] / 1024:.0f} KiB), RSS {figures['rss']:.0f} MiB, "
                           f"series {figures['digest']}", flush=True)
+                if len(builds) == 1 and every > 1 and (n + 1) % every == 0:
+                    # one round of a hundred also takes the full collection (FULL_COLLECTION_EVERY):
+                    # the rounds since the last line say what a round costs
+                    last = build.rounds[-every:]
+                    print(f"  {'':<16} rounds {n + 2 - every}-{n + 1}: median "
+                          f"{statistics.median(r['wall'] for r in last):.2f} s (CPU "
+                          f"{statistics.median(r['cpu'] for r in last):.2f} s), max "
+                          f"{max(r['wall'] for r in last):.2f} s (CPU {max(r['cpu'] for r in last):.2f} s)",
+                          flush=True)
             if len(builds) > 1 and len({b.rounds[-1]["digest"] for b in builds}) > 1:
                 print(f"  round {n + 1}: the builds' series DIFFER", flush=True)
         for _ in range(args.list_runs):
