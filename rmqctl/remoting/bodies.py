@@ -555,10 +555,13 @@ def _fields_before(text: str, read: str, opener: str) -> int | None:
         pos = match.end()
         if match.group(1) == read:
             return pos + 1 if text.startswith(opener, pos) else None
+        start = pos
         try:
             _, pos = scanner.value_at(pos)
         except errors.ProtocolError:
             return None
+        if text.count("[", start, pos) + text.count("{", start, pos) >= fastjson.MAX_DEPTH:
+            return None  # it may nest a level too deep inside the body: the general path judges
         if not text.startswith(",", pos):
             return None
         pos += 1

@@ -171,6 +171,7 @@ def test_an_offset_table_as_written_is_read_in_one_pass(body: bytes) -> None:
 @example(b'{"topicConfigTable":{"{x":{"attributes":{"message.type":"FIFO"},"order":true,"perm":6,"readQueueNums":4,'
          b'"topicFilterType":"S","topicName":"T","topicSysFlag":0,"writeQueueNums":2}}}', [], 0, 0)
 @example(b'{"groupTopicMap":' + b"[" * 600 + b"]" * 600 + b',"offsetTable":{"T@G":{0:1}}}', [], 0, 0)
+@example(b'{"groupTopicMap":' + b"[" * 512 + b"]" * 512 + b',"offsetTable":{"T@G":{0:1}}}', [], 0, 0)
 def test_edited_bodies_read_as_the_general_decoding(
         body: bytes, edits: list[tuple[tuple[bytes, bytes], int]], cut: int, byte: int) -> None:
     for (old, new), nth in edits:
