@@ -36,7 +36,7 @@ def idle_consumers(ctx: CheckContext) -> list[Finding]:
     view = ctx.view
     if not ctx.clustering or not view.running_infos:
         return []
-    assignments = view.assignments()
+    assignments = view.held()
     out = []
     topics = sorted({s.topic for subs in view.client_subscriptions.values() for s in subs})
     for topic in topics:
@@ -160,7 +160,7 @@ def uneven_allocation(ctx: CheckContext) -> list[Finding]:
         k.startswith("client:") for k in view.errors
     ):
         return []
-    actual = view.assignments()
+    actual = view.held()
     out = []
     for topic in sorted(view.topic_queues):
         if topic.startswith(RETRY_PREFIX):

@@ -124,7 +124,7 @@ def consume_failures(ctx: CheckContext) -> list[Finding]:
     view = ctx.view
     retry = RETRY_PREFIX + view.group
     dlq = f"%DLQ%{view.group}"
-    owners = view.assignments()
+    owners = view.held()
     clients: list[dict[str, Any]] = []
     for cid, info in sorted(view.running_infos.items()):
         failing = {t: st for t, st in sorted(info.status.items()) if st.failing}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from rmqctl import errors
 from rmqctl.doctor import run_checks
 from rmqctl.doctor.checks import tag_conflict_topics
-from rmqctl.exporter.stuck import QUEUE_KEY, StuckJudge, Verdict
+from rmqctl.exporter.stuck import StuckJudge, Verdict
 from rmqctl.model import ExpressionHistory, Finding, GroupView, MessageQueue
 from rmqctl.source import ClusterSource
 from rmqctl.watch import DEFAULT_CONCURRENCY, Round, Watcher
@@ -97,12 +97,12 @@ def _rates(before: GroupView | None, after: GroupView) -> tuple[dict[MessageQueu
     seconds = (after.sampled_at - before.sampled_at) / 1000
     if seconds <= 0:
         return {}, {}
-    # keyed by the queue's fields: a tuple hashes without calling into Python, a MessageQueue does not
-    old = {QUEUE_KEY(p.queue): p for p in before.progress if p.known}
+    # the previous view's rows by queue, kept with it since the doctor's checks of the last round
+    old = before.progress_by_queue()
     consume, produce = {}, {}
     for p in after.progress:
-        prev = old.get(QUEUE_KEY(p.queue))
-        if prev is None or not p.known:
+        prev = old.get(p.queue)
+        if prev is None or not p.known or not prev.known:
             continue
         # an offset that went back (a reset, a recreated topic) counts as no progress, not negative
         consume[p.queue] = max(0, p.consumer_offset - prev.consumer_offset) / seconds

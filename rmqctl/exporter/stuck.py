@@ -383,10 +383,7 @@ def _observed(view: GroupView, queues: dict[tuple[str, str, int], MessageQueue]
               ) -> dict[tuple[str, str, int], tuple[MessageQueue, Observation]]:
     """:func:`observations` of ``view`` keyed by each queue's fields; every queue of its progress
     rows goes into ``queues`` on the way."""
-    holders: dict[tuple[str, str, int], str] = {}
-    for cid, held in view.assignments().items():  # by client id: a queue's first holder is its owner
-        for mq in held:
-            holders.setdefault(QUEUE_KEY(mq), cid)
+    holders = view.holders()  # each queue's holders by client id: the first is its owner
     pop = view.pop
     subscribes: dict[tuple[str, str], bool | None] = {}
     out = {}
@@ -397,7 +394,8 @@ def _observed(view: GroupView, queues: dict[tuple[str, str, int], MessageQueue]
         queues[key] = mq
         if not p.known:
             continue
-        owner = holders.get(key)
+        held_by = holders.get(mq)
+        owner = held_by[0] if held_by else None
         subscribed = None
         if owner:
             pair = (owner, mq.topic)

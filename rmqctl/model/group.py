@@ -298,6 +298,11 @@ class GroupView:
         """Client id → queues it reports holding (from running infos), sorted Java-style."""
         return {cid: list(queues) for cid, queues in self._holdings().items()}
 
+    def held(self) -> Mapping[str, tuple[MessageQueue, ...]]:
+        """:meth:`assignments` as the view keeps it (not to be changed): what reads it only need
+        not copy it."""
+        return self._holdings()
+
     def holders(self) -> Mapping[MessageQueue, tuple[str, ...]]:
         """:meth:`owners` as the view keeps it (not to be changed): what reads it only need not
         copy it."""
