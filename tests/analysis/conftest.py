@@ -58,7 +58,11 @@ def spark() -> Iterator[SparkSession]:
         .appName("rmqctl-analysis-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "512m")
+        # one session runs thousands of small jobs: keep a heap with room for the sorts' buffers,
+        # and only the last executions' records (the status store keeps 1,000 by default)
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.ui.retainedExecutions", "50")
+        .config("spark.ui.retainedJobs", "100").config("spark.ui.retainedStages", "100")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC").config("spark.sql.caseSensitive", "true")
         .config("spark.default.parallelism", "1")
