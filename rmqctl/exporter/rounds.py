@@ -128,7 +128,7 @@ class _Heap:
     round leaves alive is then frozen out of the collector's passes (:func:`gc.freeze`), so the
     encoding and the scrapes between rounds never walk it either; frozen objects are still freed
     when the next round replaces them. What was made between two rounds (the encoding, the
-    scrapes: a few thousand objects, some of them in cycles) is collected as the next round
+    scrapes: a few hundred objects, some of them in cycles) is collected as the next round
     starts, before it could be frozen with it. The pass at the round's end runs only when the
     round took an error path (an rmqctl error was made: a failed or refused read, a client
     offline, a topic missing), which is where a round's own cycles come from: at 2,000 groups a
