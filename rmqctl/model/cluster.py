@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import field
 from typing import Literal
 
 from rmqctl.model.java import java_str_key
@@ -94,6 +95,20 @@ class MessageQueue:
     topic: str
     broker_name: str
     queue_id: int
+    #: the hash of the three fields, taken once: a round of the exporter looks queues up in
+    #: dicts half a million times, and a hash computed per lookup is a Python call each time
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.topic, self.broker_name, self.queue_id)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[MessageQueue], tuple[str, str, int]]:
+        # by its fields: a string's hash differs from one process to the next, so the kept hash
+        # is taken again where the queue is unpickled
+        return MessageQueue, (self.topic, self.broker_name, self.queue_id)
 
     def sort_key(self) -> tuple[bytes, bytes, int]:
         """The Java order as a key: sort many queues with :func:`sort_queues`, not ``__lt__``."""
