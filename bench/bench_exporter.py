@@ -75,7 +75,7 @@ def digest(body):
 
 async def main():
     namesrv, control, advance = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    profile_from, profile_out = int(sys.argv[4]), sys.argv[5]
+    profile_from, profile_out, concurrency = int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
     profiler, taken = cProfile.Profile(time.process_time), 0  # CPU time: the machine may be loaded
     async with httpx.AsyncClient(timeout=60) as http:
         health = (await http.get(f"{control}/v1/health")).json()
@@ -85,7 +85,7 @@ async def main():
     collector = RoundCollector()
     server = MetricsServer(collector, "127.0.0.1", 0)
     server.start()
-    maker = RoundMaker(source, concurrency=16, stuck=StuckJudge(600_000), own_heap=True)  # as run_exporter
+    maker = RoundMaker(source, concurrency=concurrency, stuck=StuckJudge(600_000), own_heap=True)  # as run_exporter
     print(json.dumps({"ready": True}), flush=True)
     try:
         async with httpx.AsyncClient(timeout=60) as http:
@@ -173,7 +173,7 @@ def baseline_tree(rev: str) -> Path:
 class Build:
     """One build's emulator and worker process."""
 
-    def __init__(self, label: str, tree: Path, scenario: str, advance: float,
+    def __init__(self, label: str, tree: Path, scenario: str, advance: float, concurrency: int,
                  profile: tuple[int, str] = (0, "")) -> None:
         self.label = label
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -187,7 +187,7 @@ class Build:
         served = json.loads(line)
         self.worker = subprocess.Popen(
             [sys.executable, "-c", WORKER, served["namesrv"], served["control"], str(advance),
-             str(profile[0]), profile[1]],
+             str(profile[0]), profile[1], str(concurrency)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tree, env={**env, "PYTHONPATH": str(tree)}, text=True)
         self.rounds: list[dict[str, Any]] = []
         self.lists: list[dict[str, Any]] = []
@@ -237,6 +237,10 @@ def main() -> None:
     parser.add_argument("--list-runs", type=int, default=20)
     parser.add_argument("--advance", type=float, default=30.0,
                         help="virtual seconds the emulator's clock moves on after each round (0: none)")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="groups a round reads at the same time (the exporter's --concurrency)")
+    parser.add_argument("--baseline-concurrency", type=int, default=0,
+                        help="the baseline's --concurrency (0: the same as this tree's)")
     parser.add_argument("--baseline", default="", help="git revision to compare with, in turns ('' for none)")
     parser.add_argument("--profile-from", type=int, default=0,
                         help="profile this tree's rounds from this one on (cProfile; 0: none)")
@@ -250,8 +254,9 @@ def main() -> None:
     try:
         started = time.perf_counter()
         if base is not None:
-            builds.append(Build(f"baseline {args.baseline}", base, scenario, args.advance))
-        builds.append(Build("this tree", ROOT, scenario, args.advance,
+            builds.append(Build(f"baseline {args.baseline}", base, scenario, args.advance,
+                                args.baseline_concurrency or args.concurrency))
+        builds.append(Build("this tree", ROOT, scenario, args.advance, args.concurrency,
                             (args.profile_from, str(Path(args.profile_out).resolve()))))
         print(f"emulator {scenario}: {len(builds)} up in {time.perf_counter() - started:.1f} s", flush=True)
         every = max(1, args.rounds // 10)
