@@ -28,7 +28,9 @@ round, after a tenth of the rounds, after the last and the maximum.
 Usage: ``python bench/bench_exporter.py [--baseline main] [--groups 2000 --queues 4 --brokers 2
 --clients 2000 --rounds 1000 --list-runs 20 --advance 30]``; the run to compare at 2,000 groups:
 ``--baseline main --rounds 20 --list-runs 3``; the memory curve over 1,000 rounds: ``--rounds 1000
---list-runs 1``. ``--profile-from N`` profiles this tree's rounds from round N on (cProfile, timed in
+--list-runs 1``. ``--concurrency N`` reads N groups at a time as the exporter's option of that name does
+(16, its default, unless given; ``--baseline-concurrency`` sets the baseline's, to compare two
+settings in one run). ``--profile-from N`` profiles this tree's rounds from round N on (cProfile, timed in
 CPU seconds) into ``--profile-out``: ``--rounds 26 --profile-from 22`` profiles rounds with the
 stuck window full.
 """
