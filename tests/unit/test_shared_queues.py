@@ -4,6 +4,11 @@ decided by identity; equality and order stay the value's."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from dataclasses import replace as dataclasses_replace
+
 from rmqctl.model import (
     ConsumeStats,
     MessageQueue,
@@ -53,3 +58,20 @@ def test_offsets_what_a_client_holds_and_the_route_name_a_queue_with_one_object(
     assert from_route == queues
     assert all(a is b for a, b in zip(from_stats, from_route, strict=True))
     assert all(a is b for a, b in zip(from_info, from_route, strict=False))
+
+
+def test_a_queue_keeps_its_fields_hash_and_a_queue_unpickled_elsewhere_takes_its_own() -> None:
+    # a string's hash depends on the process's hash seed: a queue pickled under one seed and
+    # unpickled under another must hash as a queue made there, or a dict of them loses its keys
+    queue = MessageQueue("T", "broker-a", 3)
+    assert hash(queue) == hash(("T", "broker-a", 3))
+    assert hash(dataclasses_replace(queue, queue_id=4)) == hash(("T", "broker-a", 4))
+    dump = ("import pickle, sys; from rmqctl.model import MessageQueue; "
+            "sys.stdout.buffer.write(pickle.dumps({MessageQueue('T', 'broker-a', 3): 'found'}))")
+    load = ("import pickle, sys; from rmqctl.model import MessageQueue; "
+            "table = pickle.loads(sys.stdin.buffer.read()); print(table.get(MessageQueue('T', 'broker-a', 3)))")
+    pickled = subprocess.run([sys.executable, "-c", dump], capture_output=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": "1"}).stdout
+    loaded = subprocess.run([sys.executable, "-c", load], input=pickled, capture_output=True, check=True,
+                            env={**os.environ, "PYTHONHASHSEED": "2"})
+    assert loaded.stdout.strip() == b"found"
