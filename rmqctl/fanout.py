@@ -30,9 +30,9 @@ async def fan_out(
             return exc
 
     names = list(targets)
-    # The last target's read runs in this task and every other one in a task of its own: a view
-    # of a two-broker cluster fans out thousands of times a round, and a task fewer each time is
-    # a tenth of what a read costs the event loop.
+    # The last target's read runs in this task and every other one in a task of its own: a round
+    # of the exporter over a two-broker cluster fans out 6,000 times, each time with a task and a
+    # gather fewer this way.
     others = [asyncio.ensure_future(one(targets[n])) for n in names[:-1]]
     try:
         last = [await one(targets[names[-1]])] if names else []
