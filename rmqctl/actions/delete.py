@@ -206,6 +206,10 @@ class PruneCandidate:
     plan: DeletePlan | None = None
 
 
+#: a listed group no broker keeps a config or offsets of: nothing of it is left to delete
+GONE = "gone: no broker keeps its config or offsets"
+
+
 async def plan_prune(source: ClusterSource, *, idle_s: float, cluster: str, clean_offsets: bool,
                      with_topics: bool) -> list[PruneCandidate]:
     """The groups with no online client, no consume TPS and no message consumed for ``idle_s``
@@ -219,8 +223,13 @@ async def plan_prune(source: ClusterSource, *, idle_s: float, cluster: str, clea
             out.append(PruneCandidate(summary.group, summary.clients, None, summary.consume_tps,
                                       f"kept: {summary.clients} online client(s)"))
             continue
-        plan = await plan_delete(source, summary.group, cluster=cluster, clean_offsets=clean_offsets,
-                                 with_topics=with_topics)
+        try:
+            plan = await plan_delete(source, summary.group, cluster=cluster, clean_offsets=clean_offsets,
+                                     with_topics=with_topics)
+        except errors.NotFound:
+            # listed by what is left of it (its retry topic, after a delete without --with-topics)
+            out.append(PruneCandidate(summary.group, 0, None, summary.consume_tps, GONE))
+            continue
         last = plan.last_consumed_ts
         if plan.online_clients:
             verdict = f"kept: {len(plan.online_clients)} online client(s)"
