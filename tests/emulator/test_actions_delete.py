@@ -5,12 +5,13 @@ asked), the audit log records it, and prune picks only idle groups, with the evi
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rmqctl import errors
 from rmqctl.actions import audit
-from rmqctl.actions.delete import GONE, apply_delete, plan_delete, plan_prune
+from rmqctl.actions.delete import GONE, PruneCandidate, apply_delete, plan_delete, plan_prune
 from rmqctl.actions.permission import Writer
 from rmqctl.emulator.embedded import embedded_opened
 from rmqctl.emulator.scenario import parse_scenario
@@ -82,19 +83,23 @@ async def test_delete_removes_the_config_and_only_when_asked_the_offsets_and_top
         assert [r["action"] for r in audit.read_log()] == ["group delete", "group delete"]
 
 
+async def prune_plans(opened: Any, idle_s: float) -> dict[str, PruneCandidate]:
+    """``plan_prune``'s candidates by group (offsets cleaned, topics kept)."""
+    return {c.group: c for c in await plan_prune(opened.source, idle_s=idle_s, cluster="c", clean_offsets=True,
+                                                  with_topics=False)}
+
+
 async def test_prune_deletes_only_the_idle_groups_with_evidence() -> None:
     async with embedded_opened(parse_scenario(SCENARIO), at=20) as opened:
         cluster: EmulatedCluster = opened.cluster
         stop(cluster, "old")
         await opened.clock.sleep(120)
-        found = {c.group: c for c in await plan_prune(opened.source, idle_s=60, cluster="c", clean_offsets=True,
-                                                       with_topics=False)}
+        found = await prune_plans(opened, 60)
         assert found["live"].verdict == "kept: 1 online client(s)" and found["live"].plan is None
         old = found["old"]
         assert old.verdict == "prune" and old.online_clients == 0 and old.plan is not None
         assert old.last_consumed_ts is not None and old.last_consumed_ts < opened.clock.now() * 1000 - 60_000
-        longer = {c.group: c for c in await plan_prune(opened.source, idle_s=3600, cluster="c",
-                                                        clean_offsets=True, with_topics=False)}
+        longer = await prune_plans(opened, 3600)
         assert longer["old"].verdict == "kept: consumed within the idle period"
         assert (await apply_delete(opened.source, old.plan, WRITER)).all_deleted
         assert "old" not in cluster.brokers["broker-a"].group_configs
@@ -107,12 +112,9 @@ async def test_prune_again_passes_over_a_group_it_deleted_whose_retry_topic_is_l
         cluster: EmulatedCluster = opened.cluster
         stop(cluster, "old")
         await opened.clock.sleep(120)
-        first = {c.group: c for c in await plan_prune(opened.source, idle_s=60, cluster="c", clean_offsets=True,
-                                                       with_topics=False)}
-        plan = first["old"].plan
+        plan = (await prune_plans(opened, 60))["old"].plan
         assert plan is not None and (await apply_delete(opened.source, plan, WRITER)).all_deleted
         assert "%RETRY%old" in cluster.brokers["broker-a"].topics
-        again = {c.group: c for c in await plan_prune(opened.source, idle_s=60, cluster="c", clean_offsets=True,
-                                                       with_topics=False)}
+        again = await prune_plans(opened, 60)
         assert again["old"].plan is None and again["old"].verdict == GONE
         assert again["live"].verdict == "kept: 1 online client(s)"
