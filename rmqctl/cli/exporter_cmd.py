@@ -42,7 +42,9 @@ def exporter(
     openmetrics: Annotated[bool, typer.Option(
         "--openmetrics", help="With --once: print OpenMetrics instead of the classic text format.")] = False,
     concurrency: Annotated[int, typer.Option(
-        "--concurrency", min=1, max=256, help="Groups read at the same time.")] = 16,
+        "--concurrency", min=1, max=256,
+        help="Groups read at the same time (the requests in flight stay bounded whatever it is: 16 at once "
+        "over the native protocol).")] = 64,
     per_queue: Annotated[bool, typer.Option(
         "--per-queue", help="Also export lag, lag in seconds and in-flight per queue.")] = False,
     max_queue_series: Annotated[int, typer.Option(
