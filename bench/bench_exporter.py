@@ -13,6 +13,10 @@ real protocol:
 - records each round's time and CPU time, the encoding's, each scrape's latency, the resident
   memory (VmRSS) after each round, and a digest of the round's series (the scraped text without
   the exporter's own ``rmqctl_exporter_*`` series): the builds' digests of one round must agree;
+- records the CPU time the emulator's process spent while the round read it: the emulator stands
+  in for the brokers but runs on the same machine, so on a machine of two cores the exporter's
+  CPU and the emulator's within one round share them (a round cannot take less wall time than
+  half their sum, nor less than the larger of the two);
 - between rounds, moves its emulator's virtual clock on by ``--advance`` seconds (its control API),
   as an exporter's interval would in production: the stuck verdicts' window fills and then rolls,
   so the resident memory after ``--rounds`` rounds shows whether anything grows with time; the
@@ -22,7 +26,8 @@ real protocol:
 
 The builds take their rounds in turns (one round of each, then the next), so a change of the
 machine's load falls on both alike; the figures to compare are the CPU seconds. It prints both
-side by side with the load average before and after, and the resident memory after the first
+side by side with the load average before and after (and the CPU time of a fixed loop then,
+which says how fast the machine ran Python), and the resident memory after the first
 round, after a tenth of the rounds, after the last and the maximum.
 
 Usage: ``python bench/bench_exporter.py [--baseline main] [--groups 2000 --queues 4 --brokers 2
@@ -117,10 +122,12 @@ async def main():
                            "size": len(bodies[-1]), "rss": rss_mib(), "groups": len(result.groups),
                            "unreadable": sum(1 for g in result.groups.values() if g.view is None),
                            "digest": digest(bodies[0])}
+                elif command == "advance":
                     if advance > 0:
                         (await http.post(f"{control}/v1/advance", json={"seconds": advance})).raise_for_status()
                         if clock is not None:
                             await clock.sleep(0)  # reads the moved clock back
+                    out = {}
                 elif command == "list":
                     wall, cpu = time.perf_counter(), time.process_time()
                     listed = await source.group_summaries()
@@ -138,6 +145,19 @@ async def main():
 
 asyncio.run(main())
 '''
+
+
+def reference_ms() -> float:
+    """CPU milliseconds of a fixed pure-Python loop, the best of three: how fast the machine runs
+    Python right now (a virtual machine's speed drifts; the rounds' seconds are read beside it)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.process_time()
+        total = 0
+        for i in range(2_000_000):
+            total += i
+        best = min(best, time.process_time() - started)
+    return best * 1000
 
 
 def pct(values: list[float], q: float) -> float:
@@ -206,6 +226,11 @@ class Build:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
+    def server_cpu(self) -> float:
+        """CPU seconds the emulator's process has used so far (user and system)."""
+        fields = Path(f"/proc/{self.server.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         for proc in (self.worker, self.server):
             proc.terminate()
@@ -220,6 +245,7 @@ def report(build: Build, advance: float) -> None:
     print(f"\n{build.label}: exporter ({len(rounds)} rounds over {rounds[-1]['groups'] if rounds else 0} groups, "
           f"virtual clock +{advance:g} s a round) vs group list ({len(lists)} runs), same process, same source:")
     print(row("exporter round", [r["wall"] for r in rounds], [r["cpu"] for r in rounds]))
+    print(row("emulator CPU within a round", [r["emulator_cpu"] for r in rounds]))
     print(row("group list", [r["wall"] for r in lists], [r["cpu"] for r in lists]))
     print(row("encode a round (both formats)", [r["warm"] for r in rounds], [r["warm_cpu"] for r in rounds]))
     print(row("scrape /metrics (cached)", [s for r in rounds for s in r["scrapes"]]))
@@ -250,7 +276,8 @@ def main() -> None:
                         help="where the profile of those rounds is written (pstats)")
     args = parser.parse_args()
     scenario = f"scale:{args.groups}x{args.queues}x{args.brokers}x{args.clients}"
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs); "
+          f"reference loop {reference_ms():.0f} ms")
     base = baseline_tree(args.baseline) if args.baseline else None
     builds: list[Build] = []
     try:
@@ -264,11 +291,15 @@ def main() -> None:
         every = max(1, args.rounds // 10)
         for n in range(args.rounds):
             for build in builds:
+                served = build.server_cpu()
                 figures = build.ask("round")
+                figures["emulator_cpu"] = build.server_cpu() - served
+                build.ask("advance")
                 build.rounds.append(figures)
                 if n == 0 or (n + 1) % every == 0 or len(builds) > 1:
                     print(f"  {build.label:<16} round {n + 1}/{args.rounds}: {figures['wall']:.2f} s "
-                          f"(CPU {figures['cpu']:.2f} s), {figures['groups']} groups, {figures['unreadable']} "
+                          f"(CPU {figures['cpu']:.2f} s, emulator {figures['emulator_cpu']:.2f} s), "
+                          f"{figures['groups']} groups, {figures['unreadable']} "
                           f"unreadable, encode {figures['warm']:.2f} s, scrape {figures['scrapes'][-1] * 1000:.1f} ms "
                           f"({figures['size'] / 1024:.0f} KiB), RSS {figures['rss']:.0f} MiB, "
                           f"series {figures['digest']}", flush=True)
@@ -278,7 +309,8 @@ def main() -> None:
                     last = build.rounds[-every:]
                     print(f"  {'':<16} rounds {n + 2 - every}-{n + 1}: median "
                           f"{statistics.median(r['wall'] for r in last):.2f} s (CPU "
-                          f"{statistics.median(r['cpu'] for r in last):.2f} s), max "
+                          f"{statistics.median(r['cpu'] for r in last):.2f} s, emulator "
+                          f"{statistics.median(r['emulator_cpu'] for r in last):.2f} s), max "
                           f"{max(r['wall'] for r in last):.2f} s (CPU {max(r['cpu'] for r in last):.2f} s)",
                           flush=True)
             if len(builds) > 1 and len({b.rounds[-1]["digest"] for b in builds}) > 1:
@@ -297,7 +329,8 @@ def main() -> None:
             build.close()
         if base is not None:
             shutil.rmtree(base, ignore_errors=True)
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"reference loop {reference_ms():.0f} ms")
 
 
 if __name__ == "__main__":
