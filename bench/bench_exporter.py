@@ -34,7 +34,7 @@ Usage: ``python bench/bench_exporter.py [--baseline main] [--groups 2000 --queue
 --clients 2000 --rounds 1000 --list-runs 20 --advance 30]``; the run to compare at 2,000 groups:
 ``--baseline main --rounds 20 --list-runs 3``; the memory curve over 1,000 rounds: ``--rounds 1000
 --list-runs 1``. ``--concurrency N`` reads N groups at a time as the exporter's option of that name does
-(16, its default, unless given; ``--baseline-concurrency`` sets the baseline's, to compare two
+(64, its default, unless given; ``--baseline-concurrency`` sets the baseline's, to compare two
 settings in one run). ``--profile-from N`` profiles this tree's rounds from round N on (cProfile, timed in
 CPU seconds) into ``--profile-out``: ``--rounds 26 --profile-from 22`` profiles rounds with the
 stuck window full.
@@ -265,7 +265,7 @@ def main() -> None:
     parser.add_argument("--list-runs", type=int, default=20)
     parser.add_argument("--advance", type=float, default=30.0,
                         help="virtual seconds the emulator's clock moves on after each round (0: none)")
-    parser.add_argument("--concurrency", type=int, default=16,
+    parser.add_argument("--concurrency", type=int, default=64,
                         help="groups a round reads at the same time (the exporter's --concurrency)")
     parser.add_argument("--baseline-concurrency", type=int, default=0,
                         help="the baseline's --concurrency (0: the same as this tree's)")
