@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 #: 8 through a dashboard), whatever the groups.
 #: What grows is the work ready while those requests are out: with 16 groups, the round often
 #: had every group at its checks or between reads and the window half empty, waiting on the
-#: brokers; with 64 it stays full (bench/bench_exporter.py at 2,000 groups: 6-13 % off a
-#: round's median wall time, in turns with 16 in the same run).
+#: brokers; with 64 it stays full more often (bench/bench_exporter.py at 2,000 groups, three
+#: runs of 30-40 rounds in turns with 16: the median round 4-7 % shorter).
 GROUP_CONCURRENCY = 64
 #: where ``--listen`` binds when given without a host
 DEFAULT_HOST = "127.0.0.1"
