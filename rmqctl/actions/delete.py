@@ -228,7 +228,7 @@ async def plan_prune(source: ClusterSource, *, idle_s: float, cluster: str, clea
                                      with_topics=with_topics)
         except errors.NotFound:
             # listed by what is left of it (its retry topic, after a delete without --with-topics)
-            out.append(PruneCandidate(summary.group, 0, None, summary.consume_tps, GONE))
+            out.append(PruneCandidate(summary.group, summary.clients, None, summary.consume_tps, GONE))
             continue
         last = plan.last_consumed_ts
         if plan.online_clients:
