@@ -324,15 +324,13 @@ def test_a_remoting_client_stopped_in_a_mixed_group_loses_the_messages_pop_passe
     def got_b() -> set[tuple[int, int]]:
         return {p for ms in sc.received().values() for p in place([m for m in ms if m.get("tag") == "tagB"])}
 
-    def acked() -> int:
-        return int(grpc_clients.counts()["grpc"]["acked"])
-
-    # both consume their tags, and the remoting client's commits settle
-    base = acked()
+    # the remoting client consumes its tag and its commits settle. No tagA is sent while it runs: the two
+    # clients share one offset per queue, and its pull scans past tagA messages (its filter skips them) and
+    # commits past them, often before POP hands them out - the same loss the other way round, a race this
+    # test does not need. The gRPC client's consumption shows below, where POP moves the offsets.
     before_b = place(sc.produce(topic, "tagB", 8))
-    sc.produce(topic, "tagA", 8)
-    sc.wait_until(lambda: before_b <= got_b() and acked() >= base + 8, timeout=90, interval=1.0,
-                  message=lambda: f"both consumed: {len(got_b())} tagB, {grpc_clients.counts()}")
+    sc.wait_until(lambda: before_b <= got_b(), timeout=90, interval=1.0,
+                  message=lambda: f"the remoting client to consume tagB: {len(got_b())} of {len(before_b)}")
     wait_stable(lambda: [(p.queue.queue_id, p.consumer_offset) for p in views(real_cluster, [group], proxied)[
         group].progress if p.queue.topic == topic], duration=6.0, timeout=60, interval=1.0,
                 message="the shared offsets to settle")
