@@ -4,12 +4,17 @@ default), against a served emulator on loopback."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import typer
 
 from rmqctl.backends.remoting import RemotingBackend
+from rmqctl.cli.app import app
 from rmqctl.emulator.scenario import load_scenario
 from rmqctl.emulator.serve import ServeOptions, running_emulator
 from rmqctl.exporter import ExporterOptions, RoundMaker
+from rmqctl.exporter.run import GROUP_CONCURRENCY
 from rmqctl.remoting import endpoint
 from rmqctl.remoting.admin import DEFAULT_CONCURRENCY, AdminClient
 from rmqctl.service import ClusterService
@@ -44,3 +49,11 @@ async def test_a_round_of_64_groups_at_a_time_keeps_the_admin_clients_window(mon
     assert len(result.groups) >= GROUPS and not result.failed_groups
     # the round did keep requests out side by side, and never more than the window
     assert DEFAULT_CONCURRENCY // 2 < most[0] <= DEFAULT_CONCURRENCY
+
+
+def test_the_clis_concurrency_default_is_the_exporters() -> None:
+    # the CLI writes its default as a literal (it does not import the exporter at start-up)
+    root: Any = typer.main.get_command(app)
+    command = root.get_command(root.context_class(root), "exporter")
+    (option,) = [p for p in command.params if p.name == "concurrency"]
+    assert option.default == GROUP_CONCURRENCY
