@@ -75,6 +75,18 @@ def rss_mib():
     return float("nan")
 
 
+def reference_ms():
+    """CPU milliseconds of the fixed loop, in this interpreter (the best of three)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.process_time()
+        total = 0
+        for i in range(2_000_000):
+            total += i
+        best = min(best, time.process_time() - started)
+    return best * 1000
+
+
 def digest(body):
     kept = [line for line in body.split(b"\n") if b"rmqctl_exporter_" not in line]
     return hashlib.sha256(b"\n".join(kept)).hexdigest()[:12]
@@ -93,7 +105,10 @@ async def main():
     server = MetricsServer(collector, "127.0.0.1", 0)
     server.start()
     maker = RoundMaker(source, concurrency=concurrency, stuck=StuckJudge(600_000), own_heap=True)  # as run_exporter
-    print(json.dumps({"ready": True}), flush=True)
+    import rmqctl
+    print(json.dumps({"ready": True, "python": sys.version.split()[0], "executable": sys.executable,
+                      "libpython": any("libpython" in line for line in open("/proc/self/maps")),
+                      "rmqctl": rmqctl.__file__, "reference_ms": reference_ms()}), flush=True)
     try:
         async with httpx.AsyncClient(timeout=60) as http:
             while True:
@@ -128,6 +143,8 @@ async def main():
                         if clock is not None:
                             await clock.sleep(0)  # reads the moved clock back
                     out = {}
+                elif command == "reference":
+                    out = {"reference_ms": reference_ms()}
                 elif command == "list":
                     wall, cpu = time.perf_counter(), time.process_time()
                     listed = await source.group_summaries()
@@ -196,7 +213,7 @@ class Build:
     """One build's emulator and worker process."""
 
     def __init__(self, label: str, tree: Path, scenario: str, advance: float, concurrency: int,
-                 profile: tuple[int, str] = (0, "")) -> None:
+                 python: str, profile: tuple[int, str] = (0, "")) -> None:
         self.label = label
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.server = subprocess.Popen(
@@ -208,12 +225,19 @@ class Build:
             raise SystemExit(f"the emulator did not start: {self.server.stderr.read() if self.server.stderr else ''}")
         served = json.loads(line)
         self.worker = subprocess.Popen(
-            [sys.executable, "-c", WORKER, served["namesrv"], served["control"], str(advance),
+            [python, "-c", WORKER, served["namesrv"], served["control"], str(advance),
              str(profile[0]), profile[1], str(concurrency)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tree, env={**env, "PYTHONPATH": str(tree)}, text=True)
+        self.reference = float("nan")  # the fixed loop in the worker's interpreter after the rounds
         self.rounds: list[dict[str, Any]] = []
         self.lists: list[dict[str, Any]] = []
-        self.ask("")  # the worker's "ready"
+        self.ready = self.ask("")  # the worker's interpreter and where it read rmqctl from
+        if not Path(self.ready["rmqctl"]).resolve().is_relative_to(tree.resolve()):
+            self.close()
+            raise SystemExit(f"{label}: {python} read rmqctl from {self.ready['rmqctl']}, not from {tree}")
+        print(f"  {label:<16} Python {self.ready['python']} ({self.ready['executable']}, libpython "
+              f"{'shared' if self.ready['libpython'] else 'linked in'}), reference loop "
+              f"{self.ready['reference_ms']:.0f} ms", flush=True)
 
     def ask(self, command: str) -> dict[str, Any]:
         assert self.worker.stdin is not None and self.worker.stdout is not None
@@ -222,7 +246,8 @@ class Build:
             self.worker.stdin.flush()
         line = self.worker.stdout.readline()
         if not line:
-            raise SystemExit(f"the worker of {self.label} stopped")
+            raise SystemExit(f"the worker of {self.label} stopped (does its interpreter have rmqctl's "
+                             "dependencies? see --python)")
         answer: dict[str, Any] = json.loads(line)
         return answer
 
@@ -243,7 +268,9 @@ class Build:
 def report(build: Build, advance: float) -> None:
     rounds, lists = build.rounds, build.lists
     print(f"\n{build.label}: exporter ({len(rounds)} rounds over {rounds[-1]['groups'] if rounds else 0} groups, "
-          f"virtual clock +{advance:g} s a round) vs group list ({len(lists)} runs), same process, same source:")
+          f"virtual clock +{advance:g} s a round) vs group list ({len(lists)} runs), same process, same source; "
+          f"Python {build.ready['python']} ({build.ready['executable']}), reference loop "
+          f"{build.ready['reference_ms']:.0f} ms before, {build.reference:.0f} ms after:")
     print(row("exporter round", [r["wall"] for r in rounds], [r["cpu"] for r in rounds]))
     print(row("emulator CPU within a round", [r["emulator_cpu"] for r in rounds]))
     print(row("group list", [r["wall"] for r in lists], [r["cpu"] for r in lists]))
@@ -270,6 +297,12 @@ def main() -> None:
     parser.add_argument("--baseline-concurrency", type=int, default=0,
                         help="the baseline's --concurrency (0: the same as this tree's)")
     parser.add_argument("--baseline", default="", help="git revision to compare with, in turns ('' for none)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter this tree's exporter runs in (default: this one); it needs "
+                             "rmqctl's dependencies (a virtual environment with `pip install .`)")
+    parser.add_argument("--baseline-python", default="",
+                        help="the baseline's interpreter (default: --python); without --baseline, the "
+                             "baseline is this tree in that interpreter")
     parser.add_argument("--profile-from", type=int, default=0,
                         help="profile this tree's rounds from this one on (cProfile; 0: none)")
     parser.add_argument("--profile-out", default="exporter-rounds.prof",
@@ -282,10 +315,11 @@ def main() -> None:
     builds: list[Build] = []
     try:
         started = time.perf_counter()
-        if base is not None:
-            builds.append(Build(f"baseline {args.baseline}", base, scenario, args.advance,
-                                args.baseline_concurrency or args.concurrency))
-        builds.append(Build("this tree", ROOT, scenario, args.advance, args.concurrency,
+        if base is not None or args.baseline_python:
+            label = f"baseline {args.baseline}" if args.baseline else "this tree, baseline Python"
+            builds.append(Build(label, base or ROOT, scenario, args.advance,
+                                args.baseline_concurrency or args.concurrency, args.baseline_python or args.python))
+        builds.append(Build("this tree", ROOT, scenario, args.advance, args.concurrency, args.python,
                             (args.profile_from, str(Path(args.profile_out).resolve()))))
         print(f"emulator {scenario}: {len(builds)} up in {time.perf_counter() - started:.1f} s", flush=True)
         every = max(1, args.rounds // 10)
@@ -318,6 +352,8 @@ def main() -> None:
         for _ in range(args.list_runs):
             for build in builds:
                 build.lists.append(build.ask("list"))
+        for build in builds:
+            build.reference = build.ask("reference")["reference_ms"]
         for build in builds:
             report(build, args.advance)
         if len(builds) > 1:

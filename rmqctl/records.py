@@ -31,7 +31,7 @@ import dataclasses
 import reprlib
 from collections.abc import Callable
 from operator import attrgetter
-from types import MethodType
+from types import MemberDescriptorType, MethodType
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -355,7 +355,14 @@ class _LazyInit:
                 value = default_name
             else:
                 continue
-            if self._frozen:
+            slot = cls.__dict__.get(f.name)
+            if self._frozen and isinstance(slot, MemberDescriptorType):
+                # a slot's own setter: what object.__setattr__ finds after looking the name up,
+                # at about half its cost (most objects of a round are built here)
+                setter = f"__dataclass_set_{f.name}__"
+                namespace[setter] = slot.__set__
+                body.append(f"    {setter}({this}, {value})")
+            elif self._frozen:
                 body.append(f"    __dataclass_object__.__setattr__({this}, {f.name!r}, {value})")
             else:
                 body.append(f"    {this}.{f.name} = {value}")
