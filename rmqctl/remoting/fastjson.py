@@ -260,6 +260,9 @@ class _Parser:
         read = False
         while self.budget > 0:
             start = -1
+            # where this entry starts: a walk below that fails leaves the position and the depths
+            # where it stopped, and the general loop must read the entry again from here
+            mark = (self.pos, self.depth, self.key_depth)
             try:
                 if text.startswith("{", pos):
                     key, end = scan(text, pos)
@@ -295,6 +298,7 @@ class _Parser:
                 value = self.obj() if text.startswith("{", start) else self.arr()
                 end = self.pos
             except (StopIteration, RecursionError, ValueError, ProtocolError):
+                self.pos, self.depth, self.key_depth = mark
                 break
             out[key] = value
             self.pos = end

@@ -69,6 +69,26 @@ def test_malformed_bodies_raise_protocol_error(text: str) -> None:
         fastjson.loads(text.encode("latin-1") if text == "\xff" else text)
 
 
+@pytest.mark.parametrize("text", ['{"a":1,"b":{5,"c":2}}', '{"t":{0:{"n":{5,"m":1}},1:{}}}', '{"a":1,"b":[{1,2]}'])
+def test_a_malformed_map_inside_a_walked_map_is_an_error_where_the_value_is_read(text: str) -> None:
+    # "{5," opens a map keyed by numbers that never comes: the entry it stands in is malformed,
+    # and reading the outer map from its first byte must say so, not read past it
+    with pytest.raises(ProtocolError):
+        fastjson.Scanner(text).value_at(0)
+    with pytest.raises(ProtocolError):
+        fastjson.loads(text)
+
+
+def test_a_body_with_a_brace_written_over_a_digit_is_not_read_as_an_empty_running_info() -> None:
+    # a group table whose "15" lost its "1" to a brace: read as a running info in one pass, the
+    # fields it does not know were read past as far as the stray map, and the rest taken for
+    # the next fields, so the body read as a client holding nothing
+    body = (b'{"dataVersion":{"counter":1,"timestamp":1},"subscriptionGroupTable":{"g":{"brokerId":0,'
+            b'"consumeEnable":true,"consumeTimeoutMinute":{5,"groupName":"g","retryMaxTimes":16}}}')
+    with pytest.raises(ProtocolError):
+        bodies.consumer_running_info("c", body)
+
+
 def test_truncated_c_client_body_is_a_protocol_error() -> None:
     # The C++ client writes '"mqTable":}' when it holds no queue.
     with pytest.raises(ProtocolError):
