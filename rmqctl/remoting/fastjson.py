@@ -260,9 +260,7 @@ class _Parser:
         read = False
         while self.budget > 0:
             start = -1
-            # where this entry starts: a walk below that fails leaves the position and the depths
-            # where it stopped, and the general loop must read the entry again from here
-            mark = (self.pos, self.depth, self.key_depth)
+            walking = False  # an error of a walk below names what is malformed: it is raised
             try:
                 if text.startswith("{", pos):
                     key, end = scan(text, pos)
@@ -283,7 +281,7 @@ class _Parser:
                                                          or text.startswith(_KEYED, start)):
                     # a container at a level where one held what the C decoder cannot read, or
                     # one that opens with a key it cannot read
-                    self.pos = start
+                    self.pos, walking = start, True
                     value = self.obj() if text.startswith("{", start) else self.arr()
                     end = self.pos
                 else:
@@ -298,7 +296,8 @@ class _Parser:
                 value = self.obj() if text.startswith("{", start) else self.arr()
                 end = self.pos
             except (StopIteration, RecursionError, ValueError, ProtocolError):
-                self.pos, self.depth, self.key_depth = mark
+                if walking:  # read again by the general loop, it would fail the same way, once per level
+                    raise
                 break
             out[key] = value
             self.pos = end
