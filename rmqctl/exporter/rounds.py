@@ -23,13 +23,14 @@ import dataclasses
 import gc
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from rmqctl import errors
 from rmqctl.doctor import run_checks
 from rmqctl.doctor.checks import tag_conflict_topics
 from rmqctl.exporter.stuck import StuckJudge, Verdict
 from rmqctl.model import ExpressionHistory, Finding, GroupView, MessageQueue
+from rmqctl.records import dataclass
 from rmqctl.source import ClusterSource
 from rmqctl.watch import DEFAULT_CONCURRENCY, Round, Watcher
 

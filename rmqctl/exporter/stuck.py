@@ -19,11 +19,11 @@ job share); must not import the CLI, textual or pyspark.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from operator import attrgetter
 
 from rmqctl import stuck
 from rmqctl.model import GroupView, MessageQueue
+from rmqctl.records import dataclass
 
 #: status of each rule, in the order the rules are tried (the first that holds gives the verdict);
 #: the same table as ``analysis.rules.RULE_STATUS``, over the names of :mod:`rmqctl.stuck`
@@ -48,6 +48,10 @@ class Thresholds:
     retry_allowed_lag: int = stuck.RETRY_ALLOWED_LAG
     consume_timeout_ms: int = stuck.CONSUME_TIMEOUT_MS
     pop_commit_grace_ms: int = stuck.POP_COMMIT_GRACE_MS
+
+
+#: the rules' knobs as ``analyze stuck`` sets them
+DEFAULT_THRESHOLDS = Thresholds()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +113,7 @@ def _frozen_rule(start: Observation, last: Observation, start_seen: bool, th: Th
     return "frozen"
 
 
-def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = Thresholds()) -> Verdict:
+def judge(queue: MessageQueue, seen: list[Observation], th: Thresholds = DEFAULT_THRESHOLDS) -> Verdict:
     """The verdict of one queue over its answered observations in the window (oldest first)."""
     allowed = _allowed(th, queue.topic)
 
@@ -317,7 +321,7 @@ class StuckJudge:
     group no longer lists it.
     """
 
-    def __init__(self, window_ms: int = 10 * 60_000, thresholds: Thresholds = Thresholds()) -> None:
+    def __init__(self, window_ms: int = 10 * 60_000, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> None:
         self.window_ms = window_ms
         self.thresholds = thresholds
         #: group → queue (by its fields) → its track

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import field
+from operator import attrgetter
 from typing import Literal
 
 from rmqctl.model.java import java_str_key
@@ -98,9 +99,12 @@ class MessageQueue:
     #: the hash of the three fields, taken once: a round of the exporter looks queues up in
     #: dicts half a million times, and a hash computed per lookup is a Python call each time
     _hash: int = field(init=False, repr=False, compare=False)
+    #: :meth:`sort_key`, taken once: a sort by it reads an attribute (no Python call per queue)
+    _order: tuple[bytes, bytes, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash((self.topic, self.broker_name, self.queue_id)))
+        object.__setattr__(self, "_order", (java_str_key(self.topic), java_str_key(self.broker_name), self.queue_id))
 
     def __hash__(self) -> int:
         return self._hash
@@ -112,7 +116,7 @@ class MessageQueue:
 
     def sort_key(self) -> tuple[bytes, bytes, int]:
         """The Java order as a key: sort many queues with :func:`sort_queues`, not ``__lt__``."""
-        return (java_str_key(self.topic), java_str_key(self.broker_name), self.queue_id)
+        return self._order
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, MessageQueue):
@@ -161,7 +165,11 @@ def queue_of(topic: str, broker_name: str, queue_id: int) -> MessageQueue:
 def sort_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
     """``queues`` in Java's ``MessageQueue`` order. A key sort: comparing through ``__lt__`` is a
     Python call per comparison, most of the time of a 10,000-queue group's dashboard refresh."""
-    return sorted(queues, key=MessageQueue.sort_key)
+    return sorted(queues, key=_JAVA_ORDER)
+
+
+#: :meth:`MessageQueue.sort_key` read in C
+_JAVA_ORDER = attrgetter("_order")
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from rmqctl.errors import AllocationError as AllocationError
 from rmqctl.errors import UnknownStrategyError as UnknownStrategyError
-from rmqctl.model import MessageQueue, java_str_key
+from rmqctl.model import MessageQueue, java_str_key, sort_queues
 from rmqctl.records import dataclass
 
 #: ``new AllocateMessageQueueConsistentHash()`` uses this many virtual nodes per client.
@@ -73,9 +73,7 @@ def md5_hash(key: str) -> int:
 
 def java_sorted_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
     """``Collections.sort(mqAll)``: topic, then broker name (UTF-16 order), then queue id."""
-    return sorted(
-        queues, key=lambda mq: (java_str_key(mq.topic), java_str_key(mq.broker_name), mq.queue_id)
-    )
+    return sort_queues(queues)
 
 
 def java_sorted_ids(client_ids: Iterable[str]) -> list[str]:
