@@ -35,9 +35,12 @@ Usage: ``python bench/bench_exporter.py [--baseline main] [--groups 2000 --queue
 ``--baseline main --rounds 20 --list-runs 3``; the memory curve over 1,000 rounds: ``--rounds 1000
 --list-runs 1``. ``--concurrency N`` reads N groups at a time as the exporter's option of that name does
 (64, its default, unless given; ``--baseline-concurrency`` sets the baseline's, to compare two
-settings in one run). ``--profile-from N`` profiles this tree's rounds from round N on (cProfile, timed in
-CPU seconds) into ``--profile-out``: ``--rounds 26 --profile-from 22`` profiles rounds with the
-stuck window full.
+settings in one run). ``--python PATH`` runs this tree's exporter in another interpreter (one with
+rmqctl's dependencies installed) and ``--baseline-python PATH`` the baseline's; without ``--baseline``,
+the baseline is this tree in that interpreter: two interpreters compared in turns in one run (the
+emulators run in the bench's own interpreter). ``--profile-from N`` profiles this tree's rounds
+from round N on (cProfile, timed in CPU seconds) into ``--profile-out``: ``--rounds 26
+--profile-from 22`` profiles rounds with the stuck window full.
 """
 
 from __future__ import annotations
