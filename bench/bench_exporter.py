@@ -46,6 +46,7 @@ from round N on (cProfile, timed in CPU seconds) into ``--profile-out``: ``--rou
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import shutil
@@ -59,6 +60,19 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = "from rmqctl.cli.emulator_cmd import app; app(prog_name='rmqctl emulator')"
+
+def reference_ms() -> float:
+    """CPU milliseconds of a fixed pure-Python loop, the best of three: how fast the machine runs
+    Python right now (a virtual machine's speed drifts; the rounds' seconds are read beside it)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.process_time()
+        total = 0
+        for i in range(2_000_000):
+            total += i
+        best = min(best, time.process_time() - started)
+    return best * 1000
+
 
 WORKER = r'''
 import asyncio, cProfile, gc, hashlib, json, sys, time
@@ -78,16 +92,7 @@ def rss_mib():
     return float("nan")
 
 
-def reference_ms():
-    """CPU milliseconds of the fixed loop, in this interpreter (the best of three)."""
-    best = float("inf")
-    for _ in range(3):
-        started = time.process_time()
-        total = 0
-        for i in range(2_000_000):
-            total += i
-        best = min(best, time.process_time() - started)
-    return best * 1000
+# the fixed loop: reference_ms below
 
 
 def digest(body):
@@ -164,20 +169,7 @@ async def main():
 
 
 asyncio.run(main())
-'''
-
-
-def reference_ms() -> float:
-    """CPU milliseconds of a fixed pure-Python loop, the best of three: how fast the machine runs
-    Python right now (a virtual machine's speed drifts; the rounds' seconds are read beside it)."""
-    best = float("inf")
-    for _ in range(3):
-        started = time.process_time()
-        total = 0
-        for i in range(2_000_000):
-            total += i
-        best = min(best, time.process_time() - started)
-    return best * 1000
+'''.replace("# the fixed loop: reference_ms below\n", inspect.getsource(reference_ms))
 
 
 def pct(values: list[float], q: float) -> float:
