@@ -61,6 +61,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = "from rmqctl.cli.emulator_cmd import app; app(prog_name='rmqctl emulator')"
 
+
 def reference_ms() -> float:
     """CPU milliseconds of a fixed pure-Python loop, the best of three: how fast the machine runs
     Python right now (a virtual machine's speed drifts; the rounds' seconds are read beside it)."""
@@ -77,6 +78,7 @@ def reference_ms() -> float:
 WORKER = r'''
 import asyncio, cProfile, gc, hashlib, json, sys, time
 import httpx
+import rmqctl
 from rmqctl.backends.remoting import RemotingBackend
 from rmqctl.emulator.serve import ServedClock
 from rmqctl.exporter import MetricsServer, RoundCollector, RoundMaker
@@ -113,7 +115,6 @@ async def main():
     server = MetricsServer(collector, "127.0.0.1", 0)
     server.start()
     maker = RoundMaker(source, concurrency=concurrency, stuck=StuckJudge(600_000), own_heap=True)  # as run_exporter
-    import rmqctl
     print(json.dumps({"ready": True, "python": sys.version.split()[0], "executable": sys.executable,
                       "libpython": any("libpython" in line for line in open("/proc/self/maps")),
                       "rmqctl": rmqctl.__file__, "reference_ms": reference_ms()}), flush=True)

@@ -260,7 +260,7 @@ class _Parser:
         read = False
         while self.budget > 0:
             start = -1
-            walking = False  # an error of a walk below names what is malformed: it is raised
+            walking = False  # set while a container below this entry is walked here
             try:
                 if text.startswith("{", pos):
                     key, end = scan(text, pos)
@@ -296,7 +296,8 @@ class _Parser:
                 value = self.obj() if text.startswith("{", start) else self.arr()
                 end = self.pos
             except (StopIteration, RecursionError, ValueError, ProtocolError):
-                if walking:  # read again by the general loop, it would fail the same way, once per level
+                if walking:  # the general loop would walk it again and fail alike, once more per
+                    # enclosing level: the walk's own error names the fault
                     raise
                 break
             out[key] = value

@@ -18,6 +18,7 @@ from rmqctl.model import (
     TopicRoute,
     cluster,
     queue_of,
+    sort_queues,
 )
 from rmqctl.model.consumer import ConsumerRunningInfo
 from rmqctl.remoting import bodies
@@ -75,3 +76,13 @@ def test_a_queue_keeps_its_fields_hash_and_a_queue_unpickled_elsewhere_takes_its
     loaded = subprocess.run([sys.executable, "-c", load], input=pickled, capture_output=True, check=True,
                             env={**os.environ, "PYTHONHASHSEED": "2"})
     assert loaded.stdout.strip() == b"found"
+
+
+def test_queues_order_by_utf16_code_units_as_java_does() -> None:
+    # U+10000 is the surrogate pair D800 DC00 in UTF-16, below U+FFFF there (above it by code point)
+    high, low = "\U00010000", "\uffff"
+    for a, b in [(MessageQueue(high, "b", 1), MessageQueue(low, "a", 0)),
+                 (MessageQueue("t", high, 1), MessageQueue("t", low, 0)),
+                 (MessageQueue("t", "b", 0), MessageQueue("t", "b", 1))]:
+        assert a < b and not b < a and b > a
+        assert sorted([b, a]) == [a, b] == sort_queues([b, a])
