@@ -151,7 +151,7 @@ def serve(
                           memory_bytes=memory_bytes)
     options = ServeOptions(clock=clock, speed=speed, bind=bind, namesrv_port=namesrv_port,
                            control_port=control_port, token=token, at=at, limits=limits,
-                           request_timeout=request_timeout)
+                           request_timeout=request_timeout, own_heap=True)
     interrupted: dict[str, int | None] = {"signal": None}
     noted: list[ServedEmulator | None] = []
 

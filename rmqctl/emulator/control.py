@@ -45,7 +45,7 @@ import h11
 
 from rmqctl import errors
 from rmqctl.emulator import report
-from rmqctl.emulator.clock import RealTimeDriver
+from rmqctl.emulator.clock import FrozenWorld, RealTimeDriver
 from rmqctl.emulator.scenario import CONSUME_FROM_WHERE, MESSAGE_MODELS, ConsumerSpec
 from rmqctl.emulator.world import EmulatedCluster
 from rmqctl.rebalance.strategies import AllocationError, get_strategy
@@ -110,7 +110,8 @@ class ControlServer:
 
     def __init__(self, cluster: EmulatedCluster, *, driver: RealTimeDriver | None = None,
                  host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 request_timeout: float = REQUEST_TIMEOUT, max_connections: int = MAX_CONNECTIONS) -> None:
+                 request_timeout: float = REQUEST_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 heap: FrozenWorld | None = None) -> None:
         if not is_loopback(host) and not token:
             raise errors.UsageError(
                 f"the control API would listen on {host}, which is not loopback, without a token",
@@ -123,6 +124,8 @@ class ControlServer:
         self.token = token
         self.request_timeout = request_timeout
         self.max_connections = max_connections
+        #: how the serving process's collector treats an advance (None: as it is)
+        self.heap = heap
         self._open = 0
         self._server: asyncio.base_events.Server | None = None
         self._routes: dict[tuple[str, str], Route] = {
@@ -385,7 +388,10 @@ class ControlServer:
         seconds = data.get("seconds")
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 86_400 * 30:
             raise HttpError(400, "seconds must be a number between 0 and 2592000")
-        self.cluster.advance(float(seconds))
+        if self.heap is None:
+            self.cluster.advance(float(seconds))
+        else:
+            self.heap.advance(lambda: self.cluster.advance(float(seconds)))
         return 200, {"at": self.cluster.elapsed, "now_ms": self.cluster.now_ms}
 
     def _state(self, data: dict[str, Any]) -> tuple[int, Any]:

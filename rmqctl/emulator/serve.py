@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, RealTimeDriver, Scheduler
+from rmqctl.emulator.clock import VIRTUAL_EPOCH_MS, FrozenWorld, RealTimeDriver, Scheduler
 from rmqctl.emulator.control import REQUEST_TIMEOUT, ControlServer
 from rmqctl.emulator.scenario import Scenario
 from rmqctl.emulator.served_clock import ServedClock, served_clock
@@ -49,6 +49,9 @@ class ServeOptions:
     request_timeout: float = REQUEST_TIMEOUT
     #: serve the remoting ports in TLS only (as a broker in ``tls.server.mode=enforcing``)
     ssl_context: ssl.SSLContext | None = None
+    #: the process does nothing but serve this emulator: what each advance of the virtual clock
+    #: leaves alive is frozen out of the cyclic collector's passes (:class:`FrozenWorld`)
+    own_heap: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,8 @@ async def running_emulator(scenario: Scenario, options: ServeOptions) -> AsyncIt
     cluster = EmulatedCluster(scenario, scheduler=Scheduler(start_ms))
     driver = RealTimeDriver(cluster.scheduler, speed=options.speed) if real else None
     control = ControlServer(cluster, driver=driver, host=options.bind, port=options.control_port,
-                            token=options.token, request_timeout=options.request_timeout)
+                            token=options.token, request_timeout=options.request_timeout,
+                            heap=FrozenWorld() if options.own_heap else None)
     server = EmulatorServer(cluster, host=options.bind, namesrv_port=options.namesrv_port,
                             sync=driver.sync if driver else None, limits=options.limits,
                             ssl_context=options.ssl_context, cache_replies=True)

@@ -241,19 +241,26 @@ class AdminClient:
             except errors.RmqctlError as exc:
                 finish(index, exc)
 
+        #: the timer's callback, which arms the next timer through this list, not its own name:
+        #: a function naming itself would be a reference cycle holding, through ``finish``, every
+        #: answer until the collector's next pass over the oldest objects (a group list holds the
+        #: collector off while it reads)
+        rearm: list[Callable[[], None]] = []
+
         def expire() -> None:
             nonlocal timer
             timer = None
             now = loop.time()
             for opaque, (index, deadline, endpoint) in list(waiting.items()):
                 if deadline > now:
-                    timer = loop.call_at(deadline, expire)
+                    timer = loop.call_at(deadline, rearm[0])
                     return
                 del waiting[opaque]
                 endpoint.forget(opaque)
                 finish(index, errors.TimeoutError(
                     f"request {int(code)} to {address} timed out after {round(limit, 2):g}s"))
 
+        rearm.append(expire)
         try:
             for index, ext in enumerate(exts):
                 cmd = frame.request(code, dict(ext or {}))
@@ -283,6 +290,7 @@ class AdminClient:
                 endpoint.forget(opaque)
                 self._limit.release()
             waiting.clear()
+            rearm.clear()
 
         async def alone(index: int) -> T | errors.RmqctlError:
             try:

@@ -157,3 +157,30 @@ async def test_a_server_that_cannot_be_reached_fails_every_item_alike() -> None:
     finally:
         await admin.close()
     assert [type(v) for v in found] == [errors.ConnectionError, errors.ConnectionError]
+
+
+class Answer:
+    """A parsed answer that can be watched through a weak reference."""
+
+
+async def test_answers_are_freed_without_the_collector() -> None:
+    """Nothing of a batch holds its answers in a reference cycle once it returned: a caller that
+    drops them frees them at once, with the cyclic collector off (as during an exporter round)."""
+    import gc
+    import weakref
+
+    async with Server(Scripted()) as address:
+        admin = AdminClient([address], timeout=5, concurrency=4)
+        gc.collect()
+        gc.disable()
+        try:
+            found = await admin.fetch_many(address, RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                                           [{"consumerGroup": f"g-{i}"} for i in range(20)], lambda r: Answer())
+            watched = [weakref.ref(v) for v in found]
+            del found
+            alive = sum(ref() is not None for ref in watched)
+        finally:
+            gc.enable()
+            await admin.close()
+    assert len(watched) == 20
+    assert alive == 0
