@@ -29,7 +29,7 @@ from typing import Any, Generic, TypeVar
 from rmqctl import errors
 from rmqctl.backends import Backend
 from rmqctl.clock import Clock, SystemClock
-from rmqctl.fanout import fan_out
+from rmqctl.fanout import bounded, fan_out
 from rmqctl.model import (
     DEFAULT_PROXY_REMOTING_PORT,
     DLQ_PREFIX,
@@ -1177,39 +1177,42 @@ class ClusterService:
         if not wanted:
             return {}
         store_times = self._store_times
-        masters = await self.masters() if any((p.queue, p.consumer_offset) not in store_times for p in wanted) \
-            else {}
-        limit = asyncio.Semaphore(max(1, concurrency))
-        backend = self.backend
-
-        async def one(p: QueueProgress) -> int | None:
+        found: dict[MessageQueue, int | None] = {}
+        unread: list[QueueProgress] = []
+        for p in wanted:
             key = (p.queue, p.consumer_offset)
             known = store_times.get(key)
-            if known is not None:
+            if known is None:
+                unread.append(p)
+            else:
                 store_times.move_to_end(key)
-                return known
-            addr = masters.get(p.queue.broker_name)
-            if addr is None:
-                return None
-            async with limit:
+                found[p.queue] = known
+        if unread:
+            masters = await self.masters()
+            backend = self.backend
+
+            async def one(p: QueueProgress) -> int | None:
+                addr = masters.get(p.queue.broker_name)
+                if addr is None:
+                    return None
                 try:
-                    found = await backend.pull_by_offset(addr, p.queue.broker_name, p.queue.topic,
-                                                         p.queue.queue_id, p.consumer_offset, 1)
+                    messages = await backend.pull_by_offset(addr, p.queue.broker_name, p.queue.topic,
+                                                            p.queue.queue_id, p.consumer_offset, 1)
                 except errors.RmqctlError:
                     return None
-            # the broker may answer from a later offset (the message there was cleaned): only the
-            # message at the consumer offset itself is remembered by it
-            first = next((m for m in found if m.offset >= p.consumer_offset), None)
-            if first is None or not first.store_timestamp:
-                return None
-            if first.offset == p.consumer_offset:
-                store_times[key] = first.store_timestamp
-                while len(store_times) > STORE_TIMES_KEPT:
-                    store_times.popitem(last=False)
-            return first.store_timestamp
+                # the broker may answer from a later offset (the message there was cleaned): only
+                # the message at the consumer offset itself is remembered by it
+                first = next((m for m in messages if m.offset >= p.consumer_offset), None)
+                if first is None or not first.store_timestamp:
+                    return None
+                if first.offset == p.consumer_offset:
+                    store_times[p.queue, p.consumer_offset] = first.store_timestamp
+                    while len(store_times) > STORE_TIMES_KEPT:
+                        store_times.popitem(last=False)
+                return first.store_timestamp
 
-        times = await asyncio.gather(*(one(p) for p in wanted))
-        return {p.queue: t for p, t in zip(wanted, times, strict=True) if t is not None}
+            found.update(zip((p.queue for p in unread), await bounded(unread, one, concurrency), strict=True))
+        return {p.queue: t for p in wanted if (t := found.get(p.queue)) is not None}
 
 
     async def sample_messages(

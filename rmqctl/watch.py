@@ -20,14 +20,13 @@ Imports the model, errors and the source protocol only: never the CLI, textual o
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import field
 
 from rmqctl import errors
 from rmqctl.clock import Clock
-from rmqctl.fanout import fan_out
+from rmqctl.fanout import bounded
 from rmqctl.model import RETRY_PREFIX, ExpressionHistory, GroupView, MessageQueue, sort_queues
 from rmqctl.records import dataclass
 from rmqctl.source import ClusterSource
@@ -151,14 +150,22 @@ async def sample_groups(
     A group that cannot be read leaves its error under its name and the others are still
     sampled; errors other than :class:`~rmqctl.errors.RmqctlError` propagate.
     """
-    limit = asyncio.Semaphore(max(1, concurrency))
     taken_at = (clock or source.clock).now()
 
-    async def one(group: str) -> GroupView:
-        async with limit:
+    async def one(group: str) -> GroupView | errors.RmqctlError:
+        try:
             return await source.group_view(group, running_info=running_info)
+        except errors.RmqctlError as exc:
+            return exc
 
-    views, failures = await fan_out({g: g for g in groups}, one)
+    names = list(dict.fromkeys(groups))
+    views: dict[str, GroupView] = {}
+    failures: dict[str, errors.RmqctlError] = {}
+    for group, outcome in zip(names, await bounded(names, one, concurrency), strict=True):
+        if isinstance(outcome, errors.RmqctlError):
+            failures[group] = outcome
+        else:
+            views[group] = outcome
     return Sample(taken_at, views, failures)
 
 
@@ -265,13 +272,8 @@ class Watcher:
         wanted = [g for g, v in sample.views.items() if redelivery_topics(v)]
         if not wanted:
             return sample
-        limit = asyncio.Semaphore(max(1, self.concurrency))
-
-        async def one(group: str) -> GroupView:
-            async with limit:
-                return await sample_retry_copies(self.source, sample.views[group])
-
-        sampled = await asyncio.gather(*(one(g) for g in wanted))
+        sampled = await bounded(wanted, lambda group: sample_retry_copies(self.source, sample.views[group]),
+                                self.concurrency)
         return dataclasses.replace(sample, views={**sample.views, **dict(zip(wanted, sampled, strict=True))})
 
     async def rounds(self, count: int | None = None) -> AsyncIterator[Round]:

@@ -17,7 +17,6 @@ pyspark.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import gc
@@ -29,6 +28,7 @@ from rmqctl import errors
 from rmqctl.doctor import run_checks
 from rmqctl.doctor.checks import tag_conflict_topics
 from rmqctl.exporter.stuck import StuckJudge, Verdict
+from rmqctl.fanout import bounded
 from rmqctl.model import ExpressionHistory, Finding, GroupView, MessageQueue
 from rmqctl.records import dataclass
 from rmqctl.source import ClusterSource
@@ -229,13 +229,10 @@ class RoundMaker:
                 rnd = await self.watcher.poll()
                 sample = rnd.current
                 previous = rnd.previous.views if rnd.previous is not None else {}
-                limit = asyncio.Semaphore(max(1, self.concurrency))
-
-                async def guarded(view: GroupView) -> GroupResult:
-                    async with limit:
-                        return await self._one(view, previous.get(view.group), rnd.history.get(view.group))
-
-                done = await asyncio.gather(*(guarded(v) for _, v in sorted(sample.views.items())))
+                done = await bounded(
+                    [v for _, v in sorted(sample.views.items())],
+                    lambda view: self._one(view, previous.get(view.group), rnd.history.get(view.group)),
+                    self.concurrency)
             verdicts = self.stuck.add(sample.views.values(), int(round(sample.taken_at * 1000)))
             result = self._result(rnd, done, verdicts)
         return dataclasses.replace(result, duration_seconds=time.perf_counter() - started)

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from rmqctl import errors
-from rmqctl.fanout import fan_out
+from rmqctl.fanout import bounded, fan_out
 
 
 async def test_each_target_keeps_its_result_or_its_error_under_its_name() -> None:
@@ -82,3 +82,78 @@ async def test_a_bug_in_one_read_raises_and_leaves_no_read_running() -> None:
         await asyncio.wait_for(fan_out({n: n for n in "abc"}, read), 5)
     await asyncio.sleep(0)
     assert asyncio.all_tasks() == {asyncio.current_task()}  # "b" was cancelled, not left waiting
+
+
+async def test_bounded_keeps_the_order_and_the_limit_with_as_many_tasks_as_the_limit() -> None:
+    running = 0
+    most = 0
+    started: list[int] = []
+    made = 0
+    loop = asyncio.get_running_loop()
+
+    def factory(loop: asyncio.AbstractEventLoop, coro, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal made
+        made += 1
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    async def read(item: int) -> int:
+        nonlocal running, most
+        started.append(item)
+        running += 1
+        most = max(most, running)
+        for _ in range(item % 3 + 1):
+            await asyncio.sleep(0)
+        running -= 1
+        return item * 10
+
+    loop.set_task_factory(factory)
+    try:
+        results = await bounded(list(range(50)), read, 4)
+    finally:
+        loop.set_task_factory(None)
+    assert results == [i * 10 for i in range(50)]
+    assert most == 4
+    assert started[:4] == [0, 1, 2, 3] and sorted(started) == list(range(50))
+    assert made == 4
+    assert await bounded([], read, 4) == []
+    assert await bounded([7], read, 0) == [70]  # a limit below one still reads, one at a time
+
+
+async def test_bounded_stops_every_other_read_at_the_first_failure() -> None:
+    cancelled: list[int] = []
+
+    async def read(item: int) -> int:
+        try:
+            if item == 5:
+                await asyncio.sleep(0)
+                raise errors.TimeoutError("item 5 timed out")
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(item)
+            raise
+        return item
+
+    with pytest.raises(errors.TimeoutError, match="item 5"):
+        await bounded(list(range(10)), read, 8)
+    await asyncio.sleep(0)
+    assert sorted(cancelled) == [0, 1, 2, 3, 4, 6, 7]  # the reads in flight; 8 and 9 never began
+
+
+async def test_bounded_leaves_no_read_running_when_its_caller_is_cancelled() -> None:
+    cancelled: list[int] = []
+
+    async def read(item: int) -> int:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(item)
+            raise
+        return item
+
+    call = asyncio.ensure_future(bounded(list(range(6)), read, 3))
+    await asyncio.sleep(0.01)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await asyncio.sleep(0)
+    assert sorted(cancelled) == [0, 1, 2]
