@@ -3,6 +3,7 @@
 The helper behind every multi-broker read: a dead broker never hides the others' data and never
 vanishes silently; its :class:`~rmqctl.errors.RmqctlError` is kept under its name. Concurrency is
 bounded by whoever performs the reads (the remoting client's semaphore, the dashboard client's).
+:func:`bounded` runs one call per item of a long list (every group of a round) a few at a time.
 
 Imports only :mod:`rmqctl.errors`.
 """
