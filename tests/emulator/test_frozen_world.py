@@ -37,13 +37,13 @@ def thawed() -> Iterator[None]:
 def test_what_an_advance_leaves_alive_is_frozen_without_a_pass(thawed: None) -> None:
     kept: list[list[int]] = []
     heap = FrozenWorld(full_every=100)
-    frozen_before = gc.get_freeze_count()
-    collections_before = sum(s["collections"] for s in gc.get_stats())
 
     def step() -> None:
         assert not gc.isenabled()  # the whole advance runs with the collector off
         kept.extend([i] for i in range(50_000))
 
+    frozen_before = gc.get_freeze_count()
+    collections_before = sum(s["collections"] for s in gc.get_stats())
     heap.advance(step)
     assert gc.isenabled()
     assert gc.get_freeze_count() - frozen_before >= 50_000
