@@ -21,9 +21,10 @@ K = TypeVar("K")
 
 
 async def fan_out(
-    targets: Mapping[str, str], fn: Callable[[str], Awaitable[T]]
+    targets: Mapping[str, str], fn: Callable[[str], Awaitable[T]], *, limit: int | None = None
 ) -> tuple[dict[str, T], dict[str, errors.RmqctlError]]:
-    """Run ``fn(address)`` for every ``name → address``; return results and per-name errors."""
+    """Run ``fn(address)`` for every ``name → address``; return results and per-name errors.
+    With ``limit``, at most that many at a time (:func:`bounded`), for many targets."""
 
     async def one(address: str) -> T | errors.RmqctlError:
         try:
@@ -32,17 +33,20 @@ async def fan_out(
             return exc
 
     names = list(targets)
-    # The last target's read runs in this task and every other one in a task of its own: a round
-    # of the exporter over a two-broker cluster fans out 6,000 times, each time with a task and a
-    # gather fewer this way.
-    others = [asyncio.ensure_future(one(targets[n])) for n in names[:-1]]
-    try:
-        last = [await one(targets[names[-1]])] if names else []
-        outcomes = [*[await task for task in others], *last]
-    except BaseException:  # cancelled, or a bug: no read is left running behind the caller
-        for task in others:
-            task.cancel()
-        raise
+    if limit is not None:
+        outcomes = await bounded([targets[n] for n in names], one, limit)
+    else:
+        # The last target's read runs in this task and every other one in a task of its own: a
+        # round of the exporter over a two-broker cluster fans out 6,000 times, each time with a
+        # task and a gather fewer this way.
+        others = [asyncio.ensure_future(one(targets[n])) for n in names[:-1]]
+        try:
+            last = [await one(targets[names[-1]])] if names else []
+            outcomes = [*[await task for task in others], *last]
+        except BaseException:  # cancelled, or a bug: no read is left running behind the caller
+            for task in others:
+                task.cancel()
+            raise
     results: dict[str, T] = {}
     failures: dict[str, errors.RmqctlError] = {}
     for name, outcome in zip(names, outcomes, strict=True):

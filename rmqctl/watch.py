@@ -26,7 +26,7 @@ from dataclasses import field
 
 from rmqctl import errors
 from rmqctl.clock import Clock
-from rmqctl.fanout import bounded
+from rmqctl.fanout import bounded, fan_out
 from rmqctl.model import RETRY_PREFIX, ExpressionHistory, GroupView, MessageQueue, sort_queues
 from rmqctl.records import dataclass
 from rmqctl.source import ClusterSource
@@ -152,20 +152,9 @@ async def sample_groups(
     """
     taken_at = (clock or source.clock).now()
 
-    async def one(group: str) -> GroupView | errors.RmqctlError:
-        try:
-            return await source.group_view(group, running_info=running_info)
-        except errors.RmqctlError as exc:
-            return exc
-
-    names = list(dict.fromkeys(groups))
-    views: dict[str, GroupView] = {}
-    failures: dict[str, errors.RmqctlError] = {}
-    for group, outcome in zip(names, await bounded(names, one, concurrency), strict=True):
-        if isinstance(outcome, errors.RmqctlError):
-            failures[group] = outcome
-        else:
-            views[group] = outcome
+    views, failures = await fan_out({g: g for g in groups},
+                                    lambda group: source.group_view(group, running_info=running_info),
+                                    limit=concurrency)
     return Sample(taken_at, views, failures)
 
 

@@ -4,11 +4,15 @@ running when the caller is cancelled or a read fails with something other than a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import pytest
 
 from rmqctl import errors
 from rmqctl.fanout import bounded, fan_out
+
+K = TypeVar("K")
 
 
 async def test_each_target_keeps_its_result_or_its_error_under_its_name() -> None:
@@ -49,16 +53,23 @@ async def test_the_reads_run_at_the_same_time() -> None:
     assert (await running)[0] == {n: n for n in "abcd"}
 
 
-async def test_cancelling_the_caller_cancels_every_read() -> None:
-    cancelled: list[str] = []
+def sleeping_read(cancelled: list[K]) -> Callable[[K], Awaitable[K]]:
+    """A read that waits a minute, noting in ``cancelled`` each one cancelled first."""
 
-    async def read(address: str) -> str:
+    async def read(item: K) -> K:
         try:
             await asyncio.sleep(60)
         except asyncio.CancelledError:
-            cancelled.append(address)
+            cancelled.append(item)
             raise
-        return address
+        return item
+
+    return read
+
+
+async def test_cancelling_the_caller_cancels_every_read() -> None:
+    cancelled: list[str] = []
+    read = sleeping_read(cancelled)
 
     running = asyncio.ensure_future(fan_out({n: n for n in "abc"}, read))
     for _ in range(3):
@@ -141,14 +152,7 @@ async def test_bounded_stops_every_other_read_at_the_first_failure() -> None:
 
 async def test_bounded_leaves_no_read_running_when_its_caller_is_cancelled() -> None:
     cancelled: list[int] = []
-
-    async def read(item: int) -> int:
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            cancelled.append(item)
-            raise
-        return item
+    read = sleeping_read(cancelled)
 
     call = asyncio.ensure_future(bounded(list(range(6)), read, 3))
     await asyncio.sleep(0.01)
@@ -157,3 +161,24 @@ async def test_bounded_leaves_no_read_running_when_its_caller_is_cancelled() -> 
         await call
     await asyncio.sleep(0)
     assert sorted(cancelled) == [0, 1, 2]
+
+
+async def test_fan_out_with_a_limit_keeps_each_error_under_its_name_and_the_limit() -> None:
+    running = 0
+    most = 0
+
+    async def read(address: str) -> str:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0)
+        running -= 1
+        if address.endswith(":2"):
+            raise errors.TimeoutError(f"{address} timed out")
+        return address.upper()
+
+    targets = {f"b{i}": f"h:{i}" for i in range(1, 8)}
+    results, failures = await fan_out(targets, read, limit=2)
+    assert most == 2
+    assert list(results) == ["b1", "b3", "b4", "b5", "b6", "b7"] and results["b3"] == "H:3"
+    assert set(failures) == {"b2"} and str(failures["b2"]) == "h:2 timed out"
