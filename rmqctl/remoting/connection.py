@@ -191,14 +191,22 @@ class Connection:
     def _signed(self, cmd: RemotingCommand) -> RemotingCommand:
         return cmd if self._credentials is None else sign(cmd, self._credentials)
 
-    async def request(self, cmd: RemotingCommand, timeout: float | None) -> RemotingCommand:
+    @property
+    def answering(self) -> bool:
+        """:attr:`usable`, and an answer came on it before: a request sent on it now needs none of
+        the checks of a connection the server may close unanswered (see :meth:`request`)."""
+        return self._answered and self.usable
+
+    async def request(self, cmd: RemotingCommand, timeout: float | None, *,
+                      deadline: float | None = None) -> RemotingCommand:
         """Send a request and wait for its response (any response code).
 
-        With ``timeout=None`` the caller bounds the wait (e.g. with ``asyncio.timeout``).
+        With ``timeout=None`` the caller bounds the wait (e.g. with ``asyncio.timeout``), or
+        ``deadline`` does (:meth:`Endpoint.request`).
         """
         endpoint = self._live_endpoint()
         try:
-            response = await endpoint.request(self._signed(cmd), timeout)
+            response = await endpoint.request(self._signed(cmd), timeout, deadline=deadline)
         except errors.ProtocolError as exc:
             if exc.raw.startswith(HTTP_REPLY):  # its length prefix read "HTTP": 1213486160 bytes
                 raise errors.ProtocolError(
@@ -332,10 +340,34 @@ class ConnectionPool:
         """Send on a pooled connection; retry once on a fresh one if the old one was dead.
 
         One deadline of ``timeout`` seconds covers connecting, sending, the retry and the wait.
+        On a connection that has answered before, the first attempt waits by that deadline alone
+        (a timer handle, no timeout context: a round of the exporter sends 10,000 requests).
         """
+        conn = self._conns.get(address)
+        if conn is None or not conn.answering:
+            return await self._request(address, cmd, timeout, timeout, (0, 1))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         try:
-            async with asyncio.timeout(timeout):
-                for attempt in (0, 1):
+            response = await conn.request(cmd, None, deadline=deadline)
+        except errors.ConnectionLost:
+            pass
+        except TimeoutError as exc:  # the builtin one, raised at the deadline
+            raise errors.TimeoutError(
+                f"request {cmd.code} to {address} timed out after {round(timeout, 2):g}s") from exc
+        else:
+            if response.code != ResponseCode.GO_AWAY:
+                return response
+        # dead or going away: once more on a fresh connection, within what is left of the deadline
+        return await self._request(address, cmd, deadline - loop.time(), timeout, (1,))
+
+    async def _request(self, address: str, cmd: RemotingCommand, left: float, timeout: float,
+                       attempts: tuple[int, ...]) -> RemotingCommand:
+        """:meth:`request`'s ``attempts`` (the last one is final) within ``left`` seconds of the
+        caller's ``timeout``."""
+        try:
+            async with asyncio.timeout(left):
+                for attempt in attempts:
                     conn = await self.get(address)
                     try:
                         response = await conn.request(cmd, None)

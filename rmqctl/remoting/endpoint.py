@@ -42,6 +42,14 @@ Handler = Callable[[RemotingCommand], HandlerResult]
 ErrorReply = Callable[[RemotingCommand, Exception], RemotingCommand | None]
 
 _READ_CHUNK = 64 * 1024
+#: Bytes of unsent requests past which a request waits for the stream to drain (``deadline``)
+DRAIN_ABOVE = 256 * 1024
+
+
+def _expire(future: asyncio.Future[RemotingCommand]) -> None:
+    """End the wait for an answer whose deadline has come."""
+    if not future.done():
+        future.set_exception(TimeoutError())
 
 
 async def read_commands(
@@ -148,24 +156,39 @@ class Endpoint:
 
     # -- sending ---------------------------------------------------------------------------------
 
-    async def request(self, cmd: RemotingCommand, timeout: float | None) -> RemotingCommand:
+    async def request(self, cmd: RemotingCommand, timeout: float | None, *,
+                      deadline: float | None = None) -> RemotingCommand:
         """Send ``cmd`` as a request under a fresh opaque and wait for its response (any code).
 
-        ``timeout`` bounds sending and waiting together; with ``None`` the caller bounds the wait.
+        ``timeout`` bounds sending and waiting together; with ``None`` the caller bounds the wait,
+        either around the call or by ``deadline``: the loop's time at which the wait ends with the
+        builtin ``TimeoutError`` (one timer handle, without a timeout context or a drain per
+        request: the caller keeps few requests in flight, and a write buffer past
+        :data:`DRAIN_ABOVE` is drained all the same).
         """
         opaque, data, future = self._register(cmd)
         try:
             if timeout is None:  # the caller's own deadline bounds it (the pool's, one per request)
                 self._write(data)
-                await self._writer.drain()
-                return await future
+                if deadline is None:
+                    await self._writer.drain()
+                    return await future
+                timer = asyncio.get_running_loop().call_at(deadline, _expire, future)
+                try:
+                    if self.write_buffered > DRAIN_ABOVE:
+                        await self._writer.drain()
+                    return await future
+                finally:
+                    timer.cancel()
             async with asyncio.timeout(timeout):
                 self._write(data)
                 await self._writer.drain()
                 return await future
-        except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout
+        except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout or at the deadline
+            if timeout is None:
+                raise  # the caller's deadline: the caller names it
             raise errors.TimeoutError(
-                f"request {cmd.code} to {self.peer} timed out after {round(timeout or 0, 2):g}s"
+                f"request {cmd.code} to {self.peer} timed out after {round(timeout, 2):g}s"
             ) from exc
         except (OSError, RuntimeError) as exc:
             self.fail_all(exc)

@@ -190,3 +190,57 @@ async def test_connect_refused_is_a_connection_error() -> None:
 
 def test_decoder_unused_import_guard() -> None:
     assert FrameDecoder().next_command() is None
+
+
+async def test_a_request_on_an_answering_connection_ends_at_its_deadline_and_the_connection_lives() -> None:
+    late: list[RemotingCommand] = []
+
+    async def script(reader, writer):
+        while True:
+            req = await read_command(reader)
+            if req.code == 2:  # answered only after the caller has given up
+                late.append(req)
+                continue
+            if late:
+                await asyncio.sleep(0.05)
+                reply(writer, late.pop(), body=b"late")
+            reply(writer, req, body=b"on time")
+            await writer.drain()
+
+    server = Server(script)
+    async with server as address:
+        pool = ConnectionPool(connect_timeout=2.0)
+        try:
+            assert (await pool.request(address, frame.request(1), 2.0)).body == b"on time"
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(errors.TimeoutError, match=rf"request 2 to {address} timed out after 0.2s"):
+                await asyncio.wait_for(pool.request(address, frame.request(2), 0.2), 5)
+            assert 0.2 <= loop.time() - started < 1.5
+            endpoint = pool._conns[address]._endpoint
+            assert endpoint is not None and endpoint.pending == 0  # the opaque given up on is forgotten
+            # the late answer is dropped, the next answer goes to its own request
+            assert (await pool.request(address, frame.request(3), 2.0)).body == b"on time"
+        finally:
+            await pool.close()
+    assert server.accepted == 1
+
+
+async def test_an_answering_connection_lost_with_a_request_out_is_asked_again_on_a_fresh_one() -> None:
+    async def script(reader, writer):
+        while True:
+            req = await read_command(reader)
+            if req.code == 2 and server.accepted == 1:
+                return  # read it, then close without an answer
+            reply(writer, req, body=f"{req.code} on connection {server.accepted}".encode())
+            await writer.drain()
+
+    server = Server(script)
+    async with server as address:
+        pool = ConnectionPool(connect_timeout=2.0)
+        try:
+            assert (await pool.request(address, frame.request(1), 2.0)).body == b"1 on connection 1"
+            assert (await pool.request(address, frame.request(2), 2.0)).body == b"2 on connection 2"
+        finally:
+            await pool.close()
+    assert server.accepted == 2
