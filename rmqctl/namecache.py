@@ -201,8 +201,8 @@ class RecordingSource:
         self._note(GROUPS, [s.group for s in result.value], merge=bool(result.errors))
         return result
 
-    async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
-        view = await self.inner.group_view(group, running_info=running_info)
+    async def group_view(self, group: str, *, running_info: bool = True, serial: bool = False) -> GroupView:
+        view = await self.inner.group_view(group, running_info=running_info, serial=serial)
         if view.connections or view.progress or view.broker_subscriptions:
             self._note(GROUPS, [view.group], merge=True)
         if view.topic_queues:

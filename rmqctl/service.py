@@ -176,11 +176,12 @@ class ClusterService:
         await self.backend.close()
 
     async def _fan_out(
-        self, targets: Mapping[str, str], fn: Callable[[str], Awaitable[T]]
+        self, targets: Mapping[str, str], fn: Callable[[str], Awaitable[T]], *, serial: bool = False
     ) -> tuple[dict[str, T], dict[str, errors.RmqctlError]]:
         """:func:`~rmqctl.fanout.fan_out`, except that errors the back end declares fatal end
-        the command instead of counting against one target."""
-        results, failures = await fan_out(targets, fn)
+        the command instead of counting against one target. With ``serial``, one target after
+        another in the caller's task."""
+        results, failures = await fan_out(targets, fn, limit=1 if serial else None)
         fatal = self.backend.capabilities.fatal
         for error in failures.values():
             if fatal and isinstance(error, fatal):
@@ -629,18 +630,25 @@ class ClusterService:
                 unknown.add(o.queue.topic)  # held, perhaps, by a client that did not answer
         return backlog, unknown
 
-    async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
+    async def group_view(self, group: str, *, running_info: bool = True, serial: bool = False) -> GroupView:
         """Everything about ``group``, stamped with the clock's time; raises NotFound when no
-        broker knows the group at all."""
+        broker knows the group at all.
+
+        With ``serial``, the brokers are read one after another in the caller's task, for a
+        caller that reads many views at once: their reads keep the admin window full all the
+        same, and a task per read costs more than overlapping one view's reads gains."""
         masters = await self.masters()
         backend = self.backend
+
+        def read_stats(addr: str) -> Awaitable[ConsumeStats]:
+            return backend.consume_stats(addr, group)
 
         # The consume stats are the slowest read of a real broker. What needs only the
         # connections (each client's running info, relayed through a broker; the routes of the
         # topics the connections name; the DLQ's offsets) goes out while they are on their way.
-        stats = asyncio.ensure_future(self._fan_out(masters, lambda addr: backend.consume_stats(addr, group)))
+        stats = None if serial else asyncio.ensure_future(self._fan_out(masters, read_stats))
         try:
-            conns_by_broker, conn_failures = await self._connections(masters, group)
+            conns_by_broker, conn_failures = await self._connections(masters, group, serial=serial)
             connections, relay, duplicates = merge_connections(conns_by_broker, masters)
             proxies, proxy_failures = await self._proxy_clients(
                 masters, group, discover=not connections and not conn_failures)
@@ -670,9 +678,11 @@ class ClusterService:
                 infos, info_failures = await infos_read
             dlq, dlq_failures = dlq_part
             offset_topics, ot_failures, ot_unavailable = committed_topics
-            stats_by_broker, stats_failures = await stats
+            stats_by_broker, stats_failures = await (
+                stats if stats is not None else self._fan_out(masters, read_stats, serial=True))
         finally:
-            stats.cancel()  # only still running when something above failed
+            if stats is not None:
+                stats.cancel()  # only still running when something above failed
 
         failures: dict[str, errors.RmqctlError] = {**stats_failures, **conn_failures}
         if len(failures) == len(masters) and masters:
@@ -1004,7 +1014,7 @@ class ClusterService:
 
     async def _connections(
         self, masters: Mapping[str, str], group: str,
-        answered: Mapping[str, ConsumerConnection | errors.RmqctlError] | None = None,
+        answered: Mapping[str, ConsumerConnection | errors.RmqctlError] | None = None, *, serial: bool = False,
     ) -> tuple[dict[str, ConsumerConnection], dict[str, errors.RmqctlError]]:
         if answered is not None:
             return self._answered_connections(answered)
@@ -1015,7 +1025,7 @@ class ClusterService:
             except errors.ConsumerNotOnline:
                 return None  # this broker has no live channel of the group: not a failure
 
-        results, failures = await self._fan_out(masters, one)
+        results, failures = await self._fan_out(masters, one, serial=serial)
         return {b: c for b, c in results.items() if c is not None}, failures
 
     def _answered_connections(
@@ -1125,13 +1135,15 @@ class ClusterService:
                     for mq, cid in sorted(owners.items())
                     if mq not in listed and mq.broker_name in stats_by_broker]
         backend = self.backend
-        held = {mq: info.mq_table[mq] for mq, cid in owners.items()
-                for info in [(infos or {}).get(cid)] if info is not None and mq in info.mq_table}
         wanted: dict[tuple[str, str], list[MessageQueue]] = {}
         for topic, queues in topic_queues.items():
             for mq in queues:
                 if mq not in listed and mq.broker_name in stats_by_broker and mq.broker_name in masters:
                     wanted.setdefault((mq.broker_name, topic), []).append(mq)
+        if not wanted:
+            return []  # consume stats listed every queue (the common case)
+        held = {mq: info.mq_table[mq] for mq, cid in owners.items()
+                for info in [(infos or {}).get(cid)] if info is not None and mq in info.mq_table}
 
         async def one(broker: str, topic: str, queues: list[MessageQueue]) -> list[QueueProgress]:
             addr = masters[broker]

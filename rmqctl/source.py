@@ -72,7 +72,10 @@ class ClusterSource(Protocol):
         self, *, include_system: bool = False
     ) -> Partial[list[GroupSummary]]: ...
 
-    async def group_view(self, group: str, *, running_info: bool = True) -> GroupView: ...
+    async def group_view(self, group: str, *, running_info: bool = True, serial: bool = False) -> GroupView:
+        """Everything about ``group``. ``serial``: its brokers read one after another, for a
+        caller that reads many views at once."""
+        ...
 
     async def sample_messages(self, view: GroupView, topics: Iterable[str], *,
                               per_queue: int | None = None) -> GroupView:

@@ -151,10 +151,12 @@ async def sample_groups(
     sampled; errors other than :class:`~rmqctl.errors.RmqctlError` propagate.
     """
     taken_at = (clock or source.clock).now()
-
-    views, failures = await fan_out({g: g for g in groups},
-                                    lambda group: source.group_view(group, running_info=running_info),
-                                    limit=concurrency)
+    # more groups than are read at once: the views' reads fill the admin window between them,
+    # so each view reads its brokers one after another, without a task per read
+    serial = len(groups) > concurrency
+    views, failures = await fan_out(
+        {g: g for g in groups},
+        lambda group: source.group_view(group, running_info=running_info, serial=serial), limit=concurrency)
     return Sample(taken_at, views, failures)
 
 

@@ -145,7 +145,7 @@ class FakeSource:
     async def oldest_unconsumed(self, view: GroupView, *, concurrency: int = 16) -> dict[MessageQueue, int]:
         return {}  # like a back end that cannot read messages
 
-    async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
+    async def group_view(self, group: str, *, running_info: bool = True, serial: bool = False) -> GroupView:
         self._check(group)
         if group not in self.views:
             raise errors.NotFound(f"consumer group {group!r} not found on any broker")

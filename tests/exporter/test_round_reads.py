@@ -151,9 +151,9 @@ def test_the_collector_is_held_while_a_round_reads_and_back_after() -> None:
     seen: list[bool] = []
 
     class Watching(FakeSource):
-        async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
+        async def group_view(self, group: str, *, running_info: bool = True, serial: bool = False) -> GroupView:
             seen.append(gc.isenabled())
-            return await super().group_view(group, running_info=running_info)
+            return await super().group_view(group, running_info=running_info, serial=serial)
 
     from tests.exporter.test_metrics import partial_view
 

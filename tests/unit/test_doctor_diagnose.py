@@ -28,7 +28,7 @@ class ScriptedSource(FakeSource):
     sampled: list[tuple[str, list[str]]] = field(default_factory=list)
     sample_error: errors.RmqctlError | None = None
 
-    async def group_view(self, group: str, *, running_info: bool = True) -> GroupView:
+    async def group_view(self, group: str, *, running_info: bool = True, serial: bool = False) -> GroupView:
         if group in self.script:
             views = self.script[group]
             self.set_view(views.pop(0) if len(views) > 1 else views[0])

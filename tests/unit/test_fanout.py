@@ -182,3 +182,34 @@ async def test_fan_out_with_a_limit_keeps_each_error_under_its_name_and_the_limi
     assert most == 2
     assert list(results) == ["b1", "b3", "b4", "b5", "b6", "b7"] and results["b3"] == "H:3"
     assert set(failures) == {"b2"} and str(failures["b2"]) == "h:2 timed out"
+
+
+async def test_bounded_one_at_a_time_runs_in_the_callers_task_in_order() -> None:
+    made = 0
+    loop = asyncio.get_running_loop()
+    seen: list[tuple[int, asyncio.Task[object] | None]] = []
+
+    def factory(loop: asyncio.AbstractEventLoop, coro, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal made
+        made += 1
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    async def read(item: int) -> int:
+        seen.append((item, asyncio.current_task()))
+        await asyncio.sleep(0)
+        if item == 3:
+            raise errors.TimeoutError("item 3 timed out")
+        return item * 10
+
+    loop.set_task_factory(factory)
+    try:
+        assert await bounded([0, 1, 2], read, 1) == [0, 10, 20]
+        with pytest.raises(errors.TimeoutError, match="item 3"):
+            await bounded([2, 3, 4], read, 1)
+        assert await fan_out({"a": "h:1", "b": "h:22"}, lambda a: read(len(a) + 4), limit=1) == (
+            {"a": 70, "b": 80}, {})
+    finally:
+        loop.set_task_factory(None)
+    assert made == 0
+    assert [item for item, _ in seen] == [0, 1, 2, 2, 3, 7, 8]  # 4 never began
+    assert {task for _, task in seen} == {asyncio.current_task()}
