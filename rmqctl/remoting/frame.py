@@ -262,8 +262,34 @@ def _reject_constant(name: str) -> object:
 _PLAIN_HEADER_RE = re.compile(
     rb'\{"code":(-?(?:0|[1-9][0-9]{0,9})),"flag":(-?(?:0|[1-9][0-9]{0,9})),"language":"([A-Z_]{1,16})",'
     rb'"opaque":(-?(?:0|[1-9][0-9]{0,9})),"serializeTypeCurrentRPC":"JSON","version":(-?(?:0|[1-9][0-9]{0,9}))\}')
+#: A header whose fields are all text and which has no remark, as brokers, Java clients and
+#: rmqctl write requests: the fields are read by :data:`_TEXT_FIELD_RE`. A JSON string here holds
+#: no quote, backslash or control character (an escape or a character the JSON parser refuses
+#: takes the general path).
+_FIELDS_HEADER_RE = re.compile(
+    rb'\{"code":(-?(?:0|[1-9][0-9]{0,9})),"extFields":\{((?:"[^"\\\x00-\x1f]*":"[^"\\\x00-\x1f]*",)*'
+    rb'"[^"\\\x00-\x1f]*":"[^"\\\x00-\x1f]*")\},"flag":(-?(?:0|[1-9][0-9]{0,9})),"language":"([A-Z_]{1,16})",'
+    rb'"opaque":(-?(?:0|[1-9][0-9]{0,9})),"serializeTypeCurrentRPC":"JSON","version":(-?(?:0|[1-9][0-9]{0,9}))\}')
+_TEXT_FIELD_RE = re.compile(rb'"([^"]*)":"([^"]*)"')
 #: ``json.loads(text, parse_constant=...)`` without building a decoder per call
 _HEADER_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _fields_header(raw: bytes, body: bytes) -> RemotingCommand | None:
+    """:func:`_decode_json_header` of a header :data:`_FIELDS_HEADER_RE` matches (what the general
+    path makes of it); None for any other."""
+    match = _FIELDS_HEADER_RE.fullmatch(raw)
+    if match is None:
+        return None
+    code, flag, opaque, version = int(match[1]), int(match[3]), int(match[5]), int(match[6])
+    if not (_INT32[0] <= min(code, flag, opaque, version) and max(code, flag, opaque, version) <= _INT32[1]):
+        return None
+    try:
+        # a field named twice keeps its last value, as the JSON parser keeps it
+        fields = {key.decode("utf-8"): value.decode("utf-8") for key, value in _TEXT_FIELD_RE.findall(match[2])}
+    except UnicodeDecodeError:
+        return None
+    return RemotingCommand(code, opaque, flag, match[4].decode("ascii"), version, None, fields, body, SERIALIZE_JSON)
 
 
 def _decode_json_header(raw: bytes, body: bytes) -> RemotingCommand:
@@ -273,6 +299,10 @@ def _decode_json_header(raw: bytes, body: bytes) -> RemotingCommand:
         if _INT32[0] <= min(code, flag, opaque, version) and max(code, flag, opaque, version) <= _INT32[1]:
             return RemotingCommand(code, opaque, flag, plain[3].decode("ascii"), version, None, {}, body,
                                    SERIALIZE_JSON)
+    elif raw.startswith(b'{"code":') and b'"extFields":{"' in raw:
+        fields = _fields_header(raw, body)
+        if fields is not None:
+            return fields
     if raw.count(b"[") + raw.count(b"{") > MAX_HEADER_DEPTH:
         # A real header nests two levels (extFields); deeper input is an attack on the parser.
         raise ProtocolError("frame header nests too deeply", raw)

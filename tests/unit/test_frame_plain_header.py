@@ -102,3 +102,66 @@ def test_a_plain_header_reads_as_the_json_parser_reads_it(code: int, flag: int, 
 def test_a_plain_looking_header_with_a_bad_number_is_refused(raw: bytes) -> None:
     with pytest.raises(ProtocolError):
         frame.decode_payload(len(raw).to_bytes(4, "big") + raw)
+
+
+def read_general(raw: bytes, body: bytes = b"B") -> RemotingCommand | ProtocolError:
+    """What the JSON parser's path makes of ``raw`` (a header), with the field fast path off."""
+    fast = frame._FIELDS_HEADER_RE
+    frame._FIELDS_HEADER_RE = frame.re.compile(rb"(?!)")  # matches nothing
+    try:
+        return frame.decode_payload(len(raw).to_bytes(4, "big") + raw + body)
+    except ProtocolError as exc:
+        return exc
+    finally:
+        frame._FIELDS_HEADER_RE = fast
+
+
+def read_fast(raw: bytes, body: bytes = b"B") -> RemotingCommand | ProtocolError:
+    try:
+        return frame.decode_payload(len(raw).to_bytes(4, "big") + raw + body)
+    except ProtocolError as exc:
+        return exc
+
+
+#: field text as requests carry it, with what a JSON string must escape and what it need not
+FIELD_TEXT = st.text(st.sampled_from(['a', 'Z', '0', '%', '@', '"', '\\', '\n', '\x1f', '\x7f', 'é', '中', '🙂']),
+                     max_size=8)
+
+
+@given(code=st.one_of(INT32, st.sampled_from(list(RequestCode))), flag=INT32, opaque=INT32, version=INT32,
+       language=st.sampled_from(LANGUAGES), ext=st.dictionaries(FIELD_TEXT, FIELD_TEXT, min_size=1, max_size=5))
+def test_a_header_with_text_fields_reads_as_the_json_parser_reads_it(
+        code: int, flag: int, opaque: int, version: int, language: str, ext: dict[str, str]) -> None:
+    cmd = RemotingCommand(code=code, opaque=opaque, flag=flag, language=language, version=version, ext_fields=ext)
+    raw = general_any(cmd)
+    fast = read_fast(raw)
+    assert fast == read_general(raw) == dataclasses.replace(cmd, body=b"B")
+    plain = all(not set(t) & {'"', '\\', '\n', '\x1f'} for kv in ext.items() for t in kv)
+    assert (frame._fields_header(raw, b"B") is not None) == plain  # escapes take the general path
+
+
+@pytest.mark.parametrize("raw", [
+    # a field named twice: the last value, as the JSON parser keeps it
+    b'{"code":36,"extFields":{"topic":"a","topic":"b"},"flag":0,"language":"JAVA","opaque":7,'
+    b'"serializeTypeCurrentRPC":"JSON","version":475}',
+    # a raw control character inside a string: refused by the JSON parser, so refused here too
+    b'{"code":36,"extFields":{"topic":"a\tb"},"flag":0,"language":"JAVA","opaque":7,'
+    b'"serializeTypeCurrentRPC":"JSON","version":475}',
+    # bytes that are not UTF-8
+    b'{"code":36,"extFields":{"topic":"\xff"},"flag":0,"language":"JAVA","opaque":7,'
+    b'"serializeTypeCurrentRPC":"JSON","version":475}',
+    # an opaque beyond 32 bits, and a leading zero
+    b'{"code":36,"extFields":{"topic":"a"},"flag":0,"language":"JAVA","opaque":4294967296,'
+    b'"serializeTypeCurrentRPC":"JSON","version":475}',
+    b'{"code":036,"extFields":{"topic":"a"},"flag":0,"language":"JAVA","opaque":7,'
+    b'"serializeTypeCurrentRPC":"JSON","version":475}',
+    # a value that is a number, as some clients write it: the general path makes it text
+    b'{"code":36,"extFields":{"queueId":3},"flag":0,"language":"JAVA","opaque":7,'
+    b'"serializeTypeCurrentRPC":"JSON","version":475}',
+])
+def test_an_odd_header_with_fields_reads_or_is_refused_as_the_json_parser_does(raw: bytes) -> None:
+    fast, general_read = read_fast(raw), read_general(raw)
+    if isinstance(general_read, ProtocolError):
+        assert isinstance(fast, ProtocolError)
+    else:
+        assert fast == general_read
