@@ -134,6 +134,8 @@ def _joined(
         read = reads[key] = asyncio.ensure_future(start())
         if on_done is not None:
             read.add_done_callback(on_done)
+    elif read.done():
+        return read  # the answer at hand (a finished read is never cancelled by a waiter)
     return asyncio.shield(read)
 
 

@@ -229,16 +229,22 @@ class TopicRoute:
     queue_datas: tuple[QueueData, ...]
     broker_datas: tuple[BrokerData, ...]
     order_topic_conf: str | None = None
+    #: :meth:`read_queues`, taken once: a route kept for a round is read by every view of its
+    #: topic; not part of the route's value (``replace`` starts it afresh)
+    _read: tuple[MessageQueue, ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     def read_queues(self) -> list[MessageQueue]:
         """Every readable queue, sorted as the Java client sorts mqAll."""
-        out = [
-            queue_of(self.topic, qd.broker_name, qid)
-            for qd in self.queue_datas
-            if qd.readable
-            for qid in range(qd.read_queue_nums)
-        ]
-        return sort_queues(out)
+        read = self._read
+        if read is None:
+            read = tuple(sort_queues(
+                queue_of(self.topic, qd.broker_name, qid)
+                for qd in self.queue_datas
+                if qd.readable
+                for qid in range(qd.read_queue_nums)
+            ))
+            object.__setattr__(self, "_read", read)
+        return list(read)
 
     def master_addrs(self) -> dict[str, str]:
         return {b.broker_name: b.master_addr for b in self.broker_datas if b.master_addr}

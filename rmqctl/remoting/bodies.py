@@ -1099,6 +1099,22 @@ def _consumer_running_info_general(client_id: str, body: bytes) -> ConsumerRunni
     return ConsumerRunningInfo(client_id, props, subs, dict(sorted(table.items())), dict(sorted(status.items())))
 
 
+#: the properties written last, by their items: a client's properties do not change while it runs
+_PROPERTIES_JSON: dict[tuple[tuple[str, str], ...], str] = {}
+
+
+def _properties_json(properties: Mapping[str, str]) -> str:
+    """The entries of a running info's ``properties``, sorted, as JSON writes them."""
+    key = tuple(properties.items())
+    written = _PROPERTIES_JSON.get(key)
+    if written is None:
+        written = ",".join(f"{_s(k)}:{_s(v)}" for k, v in sorted(key))
+        if len(_PROPERTIES_JSON) >= 4096:
+            _PROPERTIES_JSON.clear()
+        _PROPERTIES_JSON[key] = written
+    return written
+
+
 def encode_consumer_running_info(info: ConsumerRunningInfo, *, jstack: str | None = None) -> bytes:
     """ConsumerRunningInfo (307), as the Java consumer writes it: subscriptions and queues in the
     order given (the Java client's are a TreeSet and a TreeMap), properties sorted."""
@@ -1108,8 +1124,7 @@ def encode_consumer_running_info(info: ConsumerRunningInfo, *, jstack: str | Non
     parts.append('"mqPopTable":{}')
     mqs = ",".join(f"{queue_key(mq)}:{encode_process_queue_info(pq)}" for mq, pq in info.mq_table.items())
     parts.append(f'"mqTable":{{{mqs}}}')
-    props = ",".join(f"{_s(k)}:{_s(v)}" for k, v in sorted(info.properties.items()))
-    parts.append(f'"properties":{{{props}}}')
+    parts.append(f'"properties":{{{_properties_json(info.properties)}}}')
     status = ",".join(
         f'{_s(topic)}:{{"consumeFailedMsgs":{st.consume_failed_msgs},'
         f'"consumeFailedTPS":{java_double(st.consume_failed_tps)},"consumeOKTPS":{java_double(st.consume_ok_tps)},'
@@ -1240,10 +1255,28 @@ def encode_subscription_group_config(cfg: SubscriptionGroupConfig) -> bytes:
     return _group_config_json(cfg).encode()
 
 
+#: the group tables read last, by their bodies: a broker answers the same bytes (its data
+#: version with them) round after round while no group's config changes
+_GROUP_TABLES: dict[bytes, dict[str, SubscriptionGroupConfig]] = {}
+#: bodies kept at most (the cache starts over when full)
+_GROUP_TABLES_KEPT = 8
+
+
 def subscription_groups(body: bytes) -> dict[str, SubscriptionGroupConfig]:
     """SubscriptionGroupWrapper (201): every group config of a broker, by group name. Read in
     one pass when laid out as 5.x brokers write it (see :func:`_object_as_written`), by the
-    general parser otherwise (a 4.x broker's configs lack fields the layout has)."""
+    general parser otherwise (a 4.x broker's configs lack fields the layout has); the same body
+    read again is not parsed again."""
+    kept = _GROUP_TABLES.get(body)
+    if kept is None:
+        kept = _subscription_groups(body)
+        if len(_GROUP_TABLES) >= _GROUP_TABLES_KEPT:
+            _GROUP_TABLES.clear()
+        _GROUP_TABLES[body] = kept
+    return dict(kept)  # the configs are frozen; the table is the caller's
+
+
+def _subscription_groups(body: bytes) -> dict[str, SubscriptionGroupConfig]:
     text = _utf8(body)
     if text is not None:
         found = _object_as_written(text, _GROUP_TABLE_FIELDS)

@@ -413,3 +413,19 @@ JSON_VALUES = st.recursive(
 @given(JSON_VALUES)
 def test_fastjson(value: Any) -> None:
     assert fastjson.loads(fastjson.dumps_bytes(value)) == value
+
+
+def test_a_running_infos_properties_are_written_sorted_and_each_change_is_written() -> None:
+    def written(properties: dict[str, str]) -> str:
+        info = ConsumerRunningInfo("10.0.0.1@1", properties, (), {}, {})
+        text = bodies.encode_consumer_running_info(info).decode()
+        return text[text.index('"properties":'):text.index(',"statusTable"')]
+
+    base = {"consumerGroup": "g", "PROP_CONSUMEORDERLY": "false", "messageModel": "CLUSTERING"}
+    first = written(base)
+    assert first == ('"properties":{"PROP_CONSUMEORDERLY":"false","consumerGroup":"g",'
+                     '"messageModel":"CLUSTERING"}')
+    assert written(dict(reversed(base.items()))) == first  # another order, the same text
+    assert written({**base, "PROP_CONSUMEORDERLY": "true"}) == first.replace("false", "true")
+    assert written(base) == first
+    assert written({**base, "quote": 'a"b'}).endswith(',"quote":"a\\"b"}')

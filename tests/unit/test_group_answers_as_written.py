@@ -361,3 +361,19 @@ def test_queues_are_in_java_order_where_python_orders_their_names_otherwise() ->
     assert list(running_info(body).mq_table) == [MessageQueue("a", "\U00010000", 0), MessageQueue("a", "\ue000", 0),
                                                  MessageQueue("\U00010000", "b", 0), MessageQueue("\ue000", "b", 0)]
     as_general(body)
+
+
+def test_a_group_table_read_again_is_not_parsed_again_and_each_read_is_the_callers(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    parsed: list[bytes] = []
+    parse = bodies._subscription_groups
+    monkeypatch.setattr(bodies, "_subscription_groups", lambda body: parsed.append(body) or parse(body))
+    monkeypatch.setattr(bodies, "_GROUP_TABLES", {})
+    body = bodies.encode_subscription_groups(
+        {"g1": SubscriptionGroupConfig("g1"), "g2": SubscriptionGroupConfig("g2")}, (1, 1700000000000))
+    first = bodies.subscription_groups(body)
+    first.pop("g1")  # the caller's own table
+    again = bodies.subscription_groups(bytes(body))  # the same bytes, another object
+    assert sorted(again) == ["g1", "g2"] and again["g2"] == SubscriptionGroupConfig("g2")
+    assert len(parsed) == 1
+    other = bodies.encode_subscription_groups({"g3": SubscriptionGroupConfig("g3")}, (2, 1700000000000))
+    assert list(bodies.subscription_groups(other)) == ["g3"] and len(parsed) == 2

@@ -5,6 +5,7 @@ decided by identity; equality and order stay the value's."""
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 from dataclasses import replace as dataclasses_replace
@@ -86,3 +87,18 @@ def test_queues_order_by_utf16_code_units_as_java_does() -> None:
                  (MessageQueue("t", "b", 0), MessageQueue("t", "b", 1))]:
         assert a < b and not b < a and b > a
         assert sorted([b, a]) == [a, b] == sort_queues([b, a])
+
+
+def test_a_routes_read_queues_are_taken_once_and_each_list_is_the_callers() -> None:
+    route = TopicRoute("Orders", (QueueData("broker-b", 2, 2, 6), QueueData("broker-a", 3, 3, 4),
+                                  QueueData("broker-c", 2, 2, 2)), ())  # broker-c: write only
+    first = route.read_queues()
+    assert [(mq.broker_name, mq.queue_id) for mq in first] == [
+        ("broker-a", 0), ("broker-a", 1), ("broker-a", 2), ("broker-b", 0), ("broker-b", 1)]
+    first.clear()
+    again = route.read_queues()
+    assert len(again) == 5 and all(a is b for a, b in zip(again, route.read_queues(), strict=True))
+    assert route == TopicRoute("Orders", route.queue_datas, ())  # what was taken is not the route's value
+    fewer = dataclasses_replace(route, queue_datas=route.queue_datas[:1])
+    assert [mq.queue_id for mq in fewer.read_queues()] == [0, 1]
+    assert pickle.loads(pickle.dumps(route)).read_queues() == again
