@@ -204,6 +204,8 @@ def _eq_method(cls: type, names: tuple[str, ...]) -> Callable[[Any, Any], Any]:
     values = _tuple_of(names)
 
     def __eq__(self: Any, other: Any) -> Any:
+        if other is self:
+            return True  # what comparing the fields would say, as the standard decorator's tuples do
         if other.__class__ is self.__class__:
             return values(self) == values(other)
         return NotImplemented

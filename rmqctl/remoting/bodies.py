@@ -818,16 +818,28 @@ def _w_number(token: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+#: subscriptions read from running infos, by their written fields: a client tells the same ones
+#: round after round, and one object for them compares by identity (emptied when full)
+_SUBSCRIPTIONS: dict[tuple[str, ...], Subscription] = {}
+
+
 def _w_subscription(groups: tuple[str, ...]) -> Subscription | None:
     """The subscription a :data:`_W_SUBSCRIPTION` match holds (its six groups), as
     :func:`subscription` reads it; None for a blank expression type (read otherwise there)."""
+    found = _SUBSCRIPTIONS.get(groups)
+    if found is not None:
+        return found
     codes, expression_type, expression, version, tags, topic = groups
     if not expression_type:
         return None
-    return Subscription(topic=topic, expression=expression,
-                        tags=tuple(tags[1:-1].split('","')) if tags else (),
-                        codes=tuple(int(code) for code in codes.split(",")) if codes else (),
-                        sub_version=int(version), expression_type=expression_type)
+    found = Subscription(topic=topic, expression=expression,
+                         tags=tuple(tags[1:-1].split('","')) if tags else (),
+                         codes=tuple(int(code) for code in codes.split(",")) if codes else (),
+                         sub_version=int(version), expression_type=expression_type)
+    if len(_SUBSCRIPTIONS) >= 1 << 14:
+        _SUBSCRIPTIONS.clear()
+    _SUBSCRIPTIONS[groups] = found
+    return found
 
 
 def _w_subscription_list(text: str, pos: int) -> tuple[list[Subscription], int] | None:

@@ -21,7 +21,7 @@ from rmqctl.model import (
     queue_of,
     sort_queues,
 )
-from rmqctl.model.consumer import ConsumerRunningInfo
+from rmqctl.model.consumer import ConsumerRunningInfo, Subscription
 from rmqctl.remoting import bodies
 
 
@@ -102,3 +102,15 @@ def test_a_routes_read_queues_are_taken_once_and_each_list_is_the_callers() -> N
     fewer = dataclasses_replace(route, queue_datas=route.queue_datas[:1])
     assert [mq.queue_id for mq in fewer.read_queues()] == [0, 1]
     assert pickle.loads(pickle.dumps(route)).read_queues() == again
+
+
+def test_a_clients_subscriptions_read_twice_are_one_object_each_and_compare_by_identity() -> None:
+    subs = (Subscription("%RETRY%g", "*", sub_version=1), Subscription("Orders", "TagA || TagB",
+                                                                       tags=("TagA", "TagB"), sub_version=2))
+    body = bodies.encode_consumer_running_info(ConsumerRunningInfo("10.0.0.1@1", {}, subs, {}, {}))
+    first = bodies.consumer_running_info("10.0.0.1@1", body)
+    again = bodies.consumer_running_info("10.0.0.1@1", bytes(body))
+    assert first.subscriptions == subs
+    assert all(a is b for a, b in zip(first.subscriptions, again.subscriptions, strict=True))
+    other = bodies.consumer_running_info("10.0.0.1@1", body.replace(b"TagB", b"TagC"))
+    assert other.subscriptions[1].tags == ("TagA", "TagC") and other.subscriptions[1] != subs[1]
