@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -47,6 +48,18 @@ class Server:
     async def __aexit__(self, *exc: object) -> None:
         assert self.server is not None
         self.server.close()
+
+
+@contextlib.asynccontextmanager
+async def pool_on(script: Script) -> AsyncIterator[tuple[Server, str, ConnectionPool]]:
+    """A pool of connections to a scripted server: the server, its address and the pool."""
+    server = Server(script)
+    async with server as address:
+        pool = ConnectionPool(connect_timeout=2.0)
+        try:
+            yield server, address, pool
+        finally:
+            await pool.close()
 
 
 @pytest.fixture
@@ -163,18 +176,13 @@ async def test_pool_reconnects_after_idle_close_and_on_go_away() -> None:
             reply(writer, req, body=b"fresh")
             await writer.drain()
 
-    server = Server(script)
-    async with server as address:
-        pool = ConnectionPool(connect_timeout=2.0)
-        try:
-            assert (await pool.request(address, frame.request(1), 2.0)).body == b"one"
-            # the server closed that connection; the pool must open a new one transparently
-            assert (await pool.request(address, frame.request(3), 2.0)).body == b"fresh"
-            assert server.accepted == 2
-            # GO_AWAY: retried once on a new connection
-            assert (await pool.request(address, frame.request(2), 2.0)).code == 1500
-        finally:
-            await pool.close()
+    async with pool_on(script) as (server, address, pool):
+        assert (await pool.request(address, frame.request(1), 2.0)).body == b"one"
+        # the server closed that connection; the pool must open a new one transparently
+        assert (await pool.request(address, frame.request(3), 2.0)).body == b"fresh"
+        assert server.accepted == 2
+        # GO_AWAY: retried once on a new connection
+        assert (await pool.request(address, frame.request(2), 2.0)).code == 1500
     assert server.accepted == 3  # one; fresh (which then answered go-away); the go-away retry
 
 
@@ -207,40 +215,34 @@ async def test_a_request_on_an_answering_connection_ends_at_its_deadline_and_the
             reply(writer, req, body=b"on time")
             await writer.drain()
 
-    server = Server(script)
-    async with server as address:
-        pool = ConnectionPool(connect_timeout=2.0)
-        try:
-            assert (await pool.request(address, frame.request(1), 2.0)).body == b"on time"
-            loop = asyncio.get_running_loop()
-            started = loop.time()
-            with pytest.raises(errors.TimeoutError, match=rf"request 2 to {address} timed out after 0.2s"):
-                await asyncio.wait_for(pool.request(address, frame.request(2), 0.2), 5)
-            assert 0.2 <= loop.time() - started < 1.5
-            endpoint = pool._conns[address]._endpoint
-            assert endpoint is not None and endpoint.pending == 0  # the opaque given up on is forgotten
-            # the late answer is dropped, the next answer goes to its own request
-            assert (await pool.request(address, frame.request(3), 2.0)).body == b"on time"
-        finally:
-            await pool.close()
+    async with pool_on(script) as (server, address, pool):
+        assert (await pool.request(address, frame.request(1), 2.0)).body == b"on time"
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(errors.TimeoutError, match=rf"request 2 to {address} timed out after 0.2s"):
+            await asyncio.wait_for(pool.request(address, frame.request(2), 0.2), 5)
+        assert 0.2 <= loop.time() - started < 1.5
+        endpoint = pool._conns[address]._endpoint
+        assert endpoint is not None and endpoint.pending == 0  # the opaque given up on is forgotten
+        # the late answer is dropped, the next answer goes to its own request
+        assert (await pool.request(address, frame.request(3), 2.0)).body == b"on time"
     assert server.accepted == 1
 
 
 async def test_an_answering_connection_lost_with_a_request_out_is_asked_again_on_a_fresh_one() -> None:
+    accepted: list[int] = []
+
     async def script(reader, writer):
+        accepted.append(len(accepted) + 1)
+        on = accepted[-1]
         while True:
             req = await read_command(reader)
-            if req.code == 2 and server.accepted == 1:
+            if req.code == 2 and on == 1:
                 return  # read it, then close without an answer
-            reply(writer, req, body=f"{req.code} on connection {server.accepted}".encode())
+            reply(writer, req, body=f"{req.code} on connection {on}".encode())
             await writer.drain()
 
-    server = Server(script)
-    async with server as address:
-        pool = ConnectionPool(connect_timeout=2.0)
-        try:
-            assert (await pool.request(address, frame.request(1), 2.0)).body == b"1 on connection 1"
-            assert (await pool.request(address, frame.request(2), 2.0)).body == b"2 on connection 2"
-        finally:
-            await pool.close()
-    assert server.accepted == 2
+    async with pool_on(script) as (_, address, pool):
+        assert (await pool.request(address, frame.request(1), 2.0)).body == b"1 on connection 1"
+        assert (await pool.request(address, frame.request(2), 2.0)).body == b"2 on connection 2"
+    assert accepted == [1, 2]
