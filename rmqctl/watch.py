@@ -153,10 +153,10 @@ async def sample_groups(
     taken_at = (clock or source.clock).now()
     # more groups than are read at once: the views' reads fill the admin window between them,
     # so each view reads its brokers one after another, without a task per read
-    serial = len(groups) > concurrency
+    targets = {g: g for g in groups}
+    serial = len(targets) > concurrency
     views, failures = await fan_out(
-        {g: g for g in groups},
-        lambda group: source.group_view(group, running_info=running_info, serial=serial), limit=concurrency)
+        targets, lambda group: source.group_view(group, running_info=running_info, serial=serial), limit=concurrency)
     return Sample(taken_at, views, failures)
 
 

@@ -353,8 +353,7 @@ class ConnectionPool:
         except errors.ConnectionLost:
             pass
         except TimeoutError as exc:  # the builtin one, raised at the deadline
-            raise errors.TimeoutError(
-                f"request {cmd.code} to {address} timed out after {round(timeout, 2):g}s") from exc
+            raise self._timed_out(address, cmd, timeout) from exc
         else:
             if response.code != ResponseCode.GO_AWAY:
                 return response
@@ -379,13 +378,16 @@ class ConnectionPool:
                         continue
                     return response
         except TimeoutError as exc:  # the builtin one, raised by asyncio.timeout
-            pooled = self._conns.get(address)
-            handshaking = self._ssl_context is not None and (pooled is None or not pooled.usable)
-            raise errors.TimeoutError(
-                f"request {cmd.code} to {address} timed out after {round(timeout, 2):g}s",
-                hint=PLAIN_PORT_HINT if handshaking else None,
-            ) from exc
+            raise self._timed_out(address, cmd, timeout) from exc
         raise AssertionError("unreachable")
+
+    def _timed_out(self, address: str, cmd: RemotingCommand, timeout: float) -> errors.TimeoutError:
+        """The error of a request to ``address`` unanswered within ``timeout`` seconds; a TLS
+        connection still without a usable one may be shaking hands with a plain port."""
+        pooled = self._conns.get(address)
+        handshaking = self._ssl_context is not None and (pooled is None or not pooled.usable)
+        return errors.TimeoutError(f"request {cmd.code} to {address} timed out after {round(timeout, 2):g}s",
+                                   hint=PLAIN_PORT_HINT if handshaking else None)
 
     async def close(self) -> None:
         conns, self._conns = list(self._conns.values()), {}
